@@ -1,0 +1,220 @@
+package ring
+
+import (
+	"sync/atomic"
+
+	"github.com/ringwal/ringwal/internal/pad"
+)
+
+// Ring is a bounded multi-producer multi-consumer FIFO queue that never
+// locks and never allocates after New.
+//
+// Each slot carries a sequence number that says whose turn the slot is: the
+// producer of position p may write it when seq == 2p, the consumer of p may
+// read it when seq == 2p+1, and the consumer hands it to the producer of
+// p+Cap() by storing 2(p+Cap()). Encoding the phase in the low bit (instead
+// of Vyukov's seq == p / seq == p+1) keeps a capacity of one correct: with
+// the classic encoding "written at p" and "free for p+1" would be the same
+// number.
+//
+// Producers claim positions with a CAS on enqPos, consumers on deqPos; the
+// two counters live on separate cache lines so that producers and consumers
+// do not invalidate each other's line on every operation. FIFO order holds
+// per producer: values pushed by one goroutine are popped in that order.
+type Ring[T any] struct {
+	_      pad.Line
+	enqPos atomic.Uint64
+	_      [pad.CacheLine - 8]byte
+	deqPos atomic.Uint64
+	_      [pad.CacheLine - 8]byte
+	mask   uint64
+	slots  []slot[T]
+	_      pad.Line
+}
+
+type slot[T any] struct {
+	seq atomic.Uint64
+	val T
+}
+
+// New returns a ring that holds capacity values, rounded up to a power of
+// two; a capacity below 1 gives a ring of one. Capacities above 1<<40 are
+// clamped to 1<<40 (far beyond memory anyway).
+func New[T any](capacity int) *Ring[T] {
+	n := roundPow2(capacity)
+	r := &Ring[T]{mask: uint64(n - 1), slots: make([]slot[T], n)}
+	for i := range r.slots {
+		r.slots[i].seq.Store(uint64(i) << 1)
+	}
+	return r
+}
+
+func roundPow2(capacity int) int {
+	const maxCap = 1 << 40
+	if capacity <= 1 {
+		return 1
+	}
+	if capacity > maxCap {
+		return maxCap
+	}
+	n := 1
+	for n < capacity {
+		n <<= 1
+	}
+	return n
+}
+
+// Cap returns the number of values the ring holds when full.
+func (r *Ring[T]) Cap() int { return int(r.mask + 1) }
+
+// Len returns the number of values in the ring. Under concurrent use it is
+// a snapshot that may be stale by the time it returns; it never exceeds Cap
+// and is never negative.
+func (r *Ring[T]) Len() int {
+	// Read deq first: enq only grows, so enq-deq read in this order can
+	// overstate but never go negative.
+	deq := r.deqPos.Load()
+	enq := r.enqPos.Load()
+	n := int64(enq - deq)
+	if n < 0 {
+		return 0
+	}
+	if n > int64(r.mask+1) {
+		return int(r.mask + 1)
+	}
+	return int(n)
+}
+
+// TryPush appends v and reports true, or reports false at once if the ring
+// is full. Safe for concurrent use by any number of producers and consumers.
+func (r *Ring[T]) TryPush(v T) bool {
+	pos := r.enqPos.Load()
+	for {
+		s := &r.slots[pos&r.mask]
+		seq := s.seq.Load()
+		switch diff := int64(seq - pos<<1); {
+		case diff == 0:
+			if r.enqPos.CompareAndSwap(pos, pos+1) {
+				s.val = v
+				s.seq.Store(pos<<1 | 1)
+				return true
+			}
+			pos = r.enqPos.Load()
+		case diff < 0:
+			// The slot still holds the value of position pos-Cap():
+			// full, unless another producer has moved on meanwhile.
+			if now := r.enqPos.Load(); now != pos {
+				pos = now
+				continue
+			}
+			return false
+		default:
+			pos = r.enqPos.Load()
+		}
+	}
+}
+
+// TryPop removes and returns the oldest value, or reports false at once if
+// the ring is empty. The slot is cleared so that the ring keeps no
+// reference to a popped value. Safe for concurrent use.
+func (r *Ring[T]) TryPop() (T, bool) {
+	pos := r.deqPos.Load()
+	for {
+		s := &r.slots[pos&r.mask]
+		seq := s.seq.Load()
+		switch diff := int64(seq - (pos<<1 | 1)); {
+		case diff == 0:
+			if r.deqPos.CompareAndSwap(pos, pos+1) {
+				v := s.val
+				var zero T
+				s.val = zero
+				s.seq.Store((pos + r.mask + 1) << 1)
+				return v, true
+			}
+			pos = r.deqPos.Load()
+		case diff < 0:
+			if now := r.deqPos.Load(); now != pos {
+				pos = now
+				continue
+			}
+			var zero T
+			return zero, false
+		default:
+			pos = r.deqPos.Load()
+		}
+	}
+}
+
+// PushBatch appends as many values from vs, in order, as fit and returns
+// how many it appended (a prefix of vs). The values it appends occupy
+// consecutive positions, so no other producer's value lands between them.
+// Safe for concurrent use.
+func (r *Ring[T]) PushBatch(vs []T) int {
+	if len(vs) == 0 {
+		return 0
+	}
+	pos := r.enqPos.Load()
+	for {
+		// Count the consecutive free slots from pos. A slot is free for
+		// position p when its seq is exactly 2p.
+		n := 0
+		limit := min(len(vs), int(r.mask+1))
+		for n < limit && r.slots[(pos+uint64(n))&r.mask].seq.Load() == (pos+uint64(n))<<1 {
+			n++
+		}
+		if n == 0 {
+			if now := r.enqPos.Load(); now != pos {
+				pos = now
+				continue
+			}
+			return 0
+		}
+		if !r.enqPos.CompareAndSwap(pos, pos+uint64(n)) {
+			pos = r.enqPos.Load()
+			continue
+		}
+		for i := 0; i < n; i++ {
+			p := pos + uint64(i)
+			s := &r.slots[p&r.mask]
+			s.val = vs[i]
+			s.seq.Store(p<<1 | 1)
+		}
+		return n
+	}
+}
+
+// PopBatch removes up to len(dst) of the oldest values into dst, in order,
+// and returns how many it removed. Safe for concurrent use.
+func (r *Ring[T]) PopBatch(dst []T) int {
+	if len(dst) == 0 {
+		return 0
+	}
+	pos := r.deqPos.Load()
+	for {
+		n := 0
+		limit := min(len(dst), int(r.mask+1))
+		for n < limit && r.slots[(pos+uint64(n))&r.mask].seq.Load() == (pos+uint64(n))<<1|1 {
+			n++
+		}
+		if n == 0 {
+			if now := r.deqPos.Load(); now != pos {
+				pos = now
+				continue
+			}
+			return 0
+		}
+		if !r.deqPos.CompareAndSwap(pos, pos+uint64(n)) {
+			pos = r.deqPos.Load()
+			continue
+		}
+		var zero T
+		for i := 0; i < n; i++ {
+			p := pos + uint64(i)
+			s := &r.slots[p&r.mask]
+			dst[i] = s.val
+			s.val = zero
+			s.seq.Store((p + r.mask + 1) << 1)
+		}
+		return n
+	}
+}
