@@ -1,0 +1,285 @@
+package sched
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringwal/ringwal/internal/clock"
+	"github.com/ringwal/ringwal/internal/pad"
+	"github.com/ringwal/ringwal/ring"
+)
+
+// DefaultTimerCapacity is the feed ring's capacity when TimerOptions leaves
+// it at zero.
+const DefaultTimerCapacity = 4096
+
+// drainBatch is how many requests the owner pops from the feed at a time.
+const drainBatch = 256
+
+// Sentinels of Timers.sleepUntil. Any other value is the unix-nanosecond
+// time before which a newly scheduled entry must wake the owner.
+const (
+	ownerBusy = math.MinInt64 // processing: it will see the feed anyway
+	ownerIdle = math.MaxInt64 // waiting with nothing pending: any entry wakes it
+)
+
+// TimerOptions configures Timers; the zero value is ready to use.
+type TimerOptions struct {
+	Tick     time.Duration // wheel resolution; 0 = DefaultTick
+	Capacity int           // feed ring capacity (rounded up to a power of two); 0 = DefaultTimerCapacity
+}
+
+// timerRequest is what producers hand to the owner through the feed.
+type timerRequest struct {
+	at time.Time
+	e  Entry
+}
+
+// Timers is the goroutine that owns a Wheel. Producers hand it entries
+// through a lock-free MPSC ring; it drains the ring into the wheel, fires
+// what is due and sleeps on the Clock until the next due time or until a
+// producer schedules something earlier.
+//
+// Only the owner goroutine touches the wheel, so the wheel needs no lock.
+// fire runs on that goroutine, one entry at a time; a slow fire delays every
+// later timer, so it should hand the entry off (push to a ring) rather than
+// do the work.
+type Timers struct {
+	clock clock.Clock
+	fire  func(at time.Time, e Entry)
+	feed  *ring.Ring[timerRequest]
+	tick  int64
+
+	_ pad.Line
+	// sleepUntil is written by the owner and compare-and-swapped by
+	// producers; on its own line so that owner bookkeeping (wheelLen) does
+	// not bounce it.
+	sleepUntil atomic.Int64
+	_          [pad.CacheLine - 8]byte
+
+	wake     chan struct{} // capacity 1: a pending token is enough
+	wheelLen atomic.Int64  // entries in the wheel, published by the owner
+
+	// spill holds requests that found the feed full: a rare slow path that
+	// may lock and allocate so that no entry is ever lost.
+	spillMu  sync.Mutex
+	spill    []timerRequest
+	spillLen atomic.Int64
+
+	lifeMu  sync.Mutex
+	started bool
+	stopped bool
+	stop    chan struct{}
+	done    chan struct{}
+
+	// Owned by the goroutine once started.
+	wheel *Wheel
+	batch []timerRequest
+	spare []timerRequest
+}
+
+// NewTimers returns stopped Timers that call fire, on their own goroutine,
+// for every scheduled entry once c reaches its time. The wheel's tick 0 is
+// c.Now(). Call Start to run them and Stop to end them.
+func NewTimers(c clock.Clock, o TimerOptions, fire func(at time.Time, e Entry)) *Timers {
+	if c == nil {
+		c = clock.Real()
+	}
+	if o.Capacity <= 0 {
+		o.Capacity = DefaultTimerCapacity
+	}
+	if fire == nil {
+		fire = func(time.Time, Entry) {}
+	}
+	w := NewWheel(o.Tick, c.Now())
+	t := &Timers{
+		clock: c,
+		fire:  fire,
+		feed:  ring.New[timerRequest](o.Capacity),
+		tick:  int64(w.Tick()),
+		wake:  make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+		wheel: w,
+		batch: make([]timerRequest, drainBatch),
+	}
+	t.sleepUntil.Store(ownerBusy)
+	return t
+}
+
+// Schedule arranges for fire(at, e) to be called once the clock reaches at
+// (at most one tick late while the owner keeps up; at once if at is past).
+//
+// Safe for concurrent use. Lock-free and allocation-free while the feed
+// ring has room; when it is full the entry goes to a mutex-protected spill
+// list instead of being lost. It wakes the owner only when the owner is
+// asleep until a later time than at needs. Entries scheduled after Stop are
+// never fired.
+func (t *Timers) Schedule(at time.Time, e Entry) {
+	req := timerRequest{at: at, e: e}
+	if !t.feed.TryPush(req) {
+		t.spillMu.Lock()
+		t.spill = append(t.spill, req)
+		t.spillLen.Store(int64(len(t.spill)))
+		t.spillMu.Unlock()
+		t.signal()
+		return
+	}
+	// Dekker-style hand-shake with the owner's sleep (see run): the push
+	// above is ordered before this load, and the owner's store of
+	// sleepUntil before its re-check of the feed, so at least one of the
+	// two sees the other.
+	atNs := unixNanoSaturating(at)
+	if s := t.sleepUntil.Load(); atNs < s && t.sleepUntil.CompareAndSwap(s, ownerBusy) {
+		// Only the producer that wins the swap sends: the rest see busy.
+		t.signal()
+	}
+}
+
+func (t *Timers) signal() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Len returns the approximate number of pending entries: queued in the feed
+// or spill, or waiting in the wheel. Safe for concurrent use; lock-free.
+func (t *Timers) Len() int {
+	return t.feed.Len() + int(t.spillLen.Load()) + int(t.wheelLen.Load())
+}
+
+// Start starts the owner goroutine. It is a no-op if already started or
+// stopped. Safe for concurrent use.
+func (t *Timers) Start() {
+	t.lifeMu.Lock()
+	defer t.lifeMu.Unlock()
+	if t.started || t.stopped {
+		return
+	}
+	t.started = true
+	go t.run()
+}
+
+// Stop stops the owner goroutine and waits until it has returned (and with
+// it any fire call in progress). Pending entries are dropped. Idempotent,
+// safe for concurrent use, and fine to call without Start. It must not be
+// called from fire, which runs on the goroutine it waits for.
+func (t *Timers) Stop() {
+	t.lifeMu.Lock()
+	if !t.stopped {
+		t.stopped = true
+		close(t.stop)
+	}
+	started := t.started
+	t.lifeMu.Unlock()
+	if started {
+		<-t.done
+	}
+}
+
+// run is the owner loop: drain, fire, sleep. It owns t.wheel.
+func (t *Timers) run() {
+	defer close(t.done)
+	var (
+		timer clock.Timer // created on first need, then Reset
+		armed bool
+	)
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		t.sleepUntil.Store(ownerBusy)
+		t.drain()
+		t.wheel.Advance(t.clock.Now(), t.fire)
+		t.wheelLen.Store(int64(t.wheel.Len()))
+
+		next, pending := t.wheel.NextAt()
+		until := int64(ownerIdle)
+		if pending {
+			// An entry due no later than next-tick would fire before next;
+			// later ones fire at next anyway and need no wake-up.
+			until = unixNanoSaturating(next) - t.tick + 1
+		}
+		t.sleepUntil.Store(until)
+		if t.feed.Len() > 0 || t.spillLen.Load() > 0 {
+			continue // a producer raced with the store above
+		}
+
+		var timerC <-chan time.Time
+		if pending {
+			now := t.clock.Now()
+			d := next.Sub(now)
+			if d <= 0 {
+				continue
+			}
+			if timer == nil {
+				timer = t.clock.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			armed = true
+			// If the clock passed next while the timer was being armed (a
+			// fake clock advanced by a test, or a preempted goroutine), the
+			// timer may be armed past next: do not trust it, go round.
+			if !t.clock.Now().Before(next) {
+				continue
+			}
+			timerC = timer.C()
+		} else if armed {
+			timer.Stop()
+			armed = false
+		}
+
+		select {
+		case <-t.stop:
+			return
+		case <-t.wake:
+		case <-timerC:
+			armed = false
+		}
+	}
+}
+
+// drain moves everything queued by producers into the wheel.
+func (t *Timers) drain() {
+	for {
+		n := t.feed.PopBatch(t.batch)
+		for i := range n {
+			t.wheel.Add(t.batch[i].at, t.batch[i].e)
+			t.batch[i] = timerRequest{} // drop the *Location reference
+		}
+		if n < len(t.batch) {
+			break
+		}
+	}
+	if t.spillLen.Load() == 0 {
+		return
+	}
+	t.spillMu.Lock()
+	spilled := t.spill
+	t.spill = t.spare[:0] // swap buffers: the producers' slow path reuses ours
+	t.spillLen.Store(0)
+	t.spillMu.Unlock()
+	for _, r := range spilled {
+		t.wheel.Add(r.at, r.e)
+	}
+	clear(spilled)
+	t.spare = spilled[:0]
+}
+
+// unixNanoSaturating is t.UnixNano() clamped to the int64 range instead of
+// undefined outside it.
+func unixNanoSaturating(t time.Time) int64 {
+	switch s := t.Unix(); {
+	case s >= math.MaxInt64/int64(time.Second):
+		return math.MaxInt64 - 1 // below ownerIdle, so it still wakes an idle owner
+	case s <= math.MinInt64/int64(time.Second):
+		return math.MinInt64 + 1
+	}
+	return t.UnixNano()
+}
