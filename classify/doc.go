@@ -1,0 +1,23 @@
+// Package classify turns a handler's error into a failure Category and
+// decides, per category, whether and when a message is tried again.
+//
+// It owns:
+//
+//   - Category, the closed set of failure kinds (Unknown, Transient, Timeout,
+//     RateLimited, Resource, Permanent, Poison, Expired), with text forms for
+//     logs, metrics labels and the admin API;
+//   - Classifier and Default, the rules that map an error to a Category;
+//   - the error wrappers a handler uses to say what it knows better than any
+//     heuristic: Mark (this failure is of category c), After (retry exactly
+//     after d) and Panic / PanicError (the handler panicked);
+//   - RetryPolicy, DefaultPolicy and the backoff computation with the four
+//     jitter kinds of the AWS Architecture Blog post "Exponential Backoff and
+//     Jitter";
+//   - CountsAgainstBreaker, which says which categories are evidence that a
+//     downstream target is unhealthy.
+//
+// It does not own scheduling, attempt counting or dead-lettering: the engine
+// counts deliveries, asks ShouldRetry and Delay, and parks messages in the
+// dlq package. It has no state: every function is safe for concurrent use.
+// It imports the standard library only.
+package classify
