@@ -1,0 +1,350 @@
+package dlq
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ringwal/ringwal/classify"
+)
+
+// Sentinel errors, wrapped with context; match them with errors.Is.
+var (
+	// ErrNotFound: no stored entry has that ID.
+	ErrNotFound = errors.New("ringwal/dlq: not found")
+	// ErrDuplicate: Add of an ID that is already stored.
+	ErrDuplicate = errors.New("ringwal/dlq: duplicate ID")
+	// ErrInvalid: a malformed Entry or Query.
+	ErrInvalid = errors.New("ringwal/dlq: invalid argument")
+)
+
+// Failure is one failed delivery of a dead-lettered message.
+type Failure struct {
+	// At is when the delivery failed.
+	At time.Time
+	// Category is what the classifier made of the error.
+	Category classify.Category
+	// Error is the cause's text (for a panic, with its stack).
+	Error string
+}
+
+// Entry is a dead letter. Category, Key and DeadAt decide where it is
+// indexed and never change while it is stored.
+type Entry[M any] struct {
+	// ID is the engine's message ID; never 0 (0 means "no cursor" in
+	// Query.After).
+	ID uint64
+	// Category is the category of the failure that dead-lettered the
+	// message, which picks its dead-letter queue.
+	Category classify.Category
+	// Key is the message's breaker key ("" for none).
+	Key string
+	// Message is the message itself. The store never copies or modifies
+	// it; callers must treat it as read-only once added.
+	Message M
+	// Attempts is the number of deliveries made.
+	Attempts int
+	// Failures is the history of the last few failed deliveries, oldest
+	// first; Add keeps the last Options.MaxFailures of them, so the final
+	// one is always there. Use AppendFailure to build it.
+	Failures []Failure
+	// FirstFailedAt is when the first delivery failed.
+	FirstFailedAt time.Time
+	// DeadAt is when the message was dead-lettered: the sort key.
+	DeadAt time.Time
+	// Reviewed is set by MarkReviewed.
+	Reviewed bool
+	// ReviewedAt is when it was last marked reviewed.
+	ReviewedAt time.Time
+	// Note is the operator's review note.
+	Note string
+}
+
+// AppendFailure appends f to fs and keeps only the last max failures
+// (max ≤ 0 means DefaultMaxFailures), dropping the oldest, so a message
+// retried many times carries a bounded history that always ends with its
+// latest failure. It may reuse fs's array.
+func AppendFailure(fs []Failure, f Failure, max int) []Failure {
+	if max <= 0 {
+		max = DefaultMaxFailures
+	}
+	fs = append(fs, f)
+	if n := len(fs) - max; n > 0 {
+		fs = append(fs[:0], fs[n:]...)
+	}
+	return fs
+}
+
+// Defaults for the zero Options.
+const (
+	DefaultRetention    = 90 * 24 * time.Hour
+	DefaultMaxFailures  = 10
+	DefaultCursorMemory = 4096
+)
+
+// Options configures a Store. The zero value is the defaults.
+type Options struct {
+	// Retention is how long a reviewed entry is kept after its DeadAt
+	// before Sweep removes it. 0 means DefaultRetention (90 days, the
+	// seed design's); negative means keep reviewed entries forever.
+	Retention time.Duration
+	// UnreviewedRetention, if positive, lets Sweep remove unreviewed
+	// entries this long after their DeadAt as well. 0 (the default) keeps
+	// them until an operator has seen them.
+	UnreviewedRetention time.Duration
+	// MaxFailures is how many failures Add keeps per entry, the latest
+	// ones. 0 or less means DefaultMaxFailures (10).
+	MaxFailures int
+	// CursorMemory is how many removed entries' positions the store
+	// remembers so that paging with Query.After survives a redrive or
+	// purge of the cursor entry. 0 means DefaultCursorMemory; negative
+	// means none (a removed cursor is then an error).
+	CursorMemory int
+}
+
+// withDefaults is the one place zero Options become defaults.
+func (o Options) withDefaults() Options {
+	if o.Retention == 0 {
+		o.Retention = DefaultRetention
+	}
+	if o.UnreviewedRetention < 0 {
+		o.UnreviewedRetention = 0
+	}
+	if o.MaxFailures <= 0 {
+		o.MaxFailures = DefaultMaxFailures
+	}
+	if o.CursorMemory == 0 {
+		o.CursorMemory = DefaultCursorMemory
+	}
+	return o
+}
+
+// Store holds dead letters of message type M. Create it with New. All
+// methods are safe for concurrent use.
+//
+// Entries are indexed per category and per key, each index sorted by
+// (DeadAt, ID). With n stored entries and k returned: Add is O(log n)
+// (O(n) worst case if DeadAt goes backwards), Get O(1), Remove and
+// MarkReviewed O(1) amortised, Query O(c·log n + k + s) where c is the
+// number of categories asked for (one index when Key is set) and s the
+// entries skipped inside the time window (other categories in a Key
+// query, the other review state, removed entries not yet compacted),
+// Count and Len O(1).
+type Store[M any] struct {
+	opt Options
+
+	mu     sync.RWMutex
+	byID   map[uint64]*record[M]
+	byCat  []index[M]           // indexed by classify.Category
+	byKey  map[string]*index[M] // entries with a non-empty Key
+	ghosts ghosts
+}
+
+// New returns an empty Store.
+func New[M any](o Options) *Store[M] {
+	o = o.withDefaults()
+	return &Store[M]{
+		opt:    o,
+		byID:   make(map[uint64]*record[M]),
+		byCat:  make([]index[M], len(classify.Categories())),
+		byKey:  make(map[string]*index[M]),
+		ghosts: newGhosts(o.CursorMemory),
+	}
+}
+
+// Add stores e. It fails with ErrDuplicate if e.ID is stored already, and
+// with ErrInvalid if e.ID is 0, e.Category is undeclared or e.DeadAt is
+// zero. Add keeps its own copy of e.Failures, trimmed to the last
+// Options.MaxFailures, and strips monotonic clock readings from the times
+// so that order is by wall clock, the only clock that survives a restart.
+func (s *Store[M]) Add(e Entry[M]) error {
+	switch {
+	case e.ID == 0:
+		return fmt.Errorf("add: ID 0: %w", ErrInvalid)
+	case !e.Category.Valid() || int(e.Category) >= len(s.byCat):
+		return fmt.Errorf("add %d: %s: %w", e.ID, e.Category, ErrInvalid)
+	case e.DeadAt.IsZero():
+		return fmt.Errorf("add %d: zero DeadAt: %w", e.ID, ErrInvalid)
+	}
+	e.DeadAt = e.DeadAt.Round(0)
+	e.FirstFailedAt = e.FirstFailedAt.Round(0)
+	e.ReviewedAt = e.ReviewedAt.Round(0)
+	if n := len(e.Failures) - s.opt.MaxFailures; n > 0 {
+		e.Failures = e.Failures[n:]
+	}
+	e.Failures = slices.Clone(e.Failures)
+	r := &record[M]{e: e, pos: pos{at: e.DeadAt, id: e.ID}}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.byID[e.ID]; dup {
+		return fmt.Errorf("add %d: %w", e.ID, ErrDuplicate)
+	}
+	s.byID[e.ID] = r
+	s.byCat[e.Category].insert(r)
+	if e.Key != "" {
+		x := s.byKey[e.Key]
+		if x == nil {
+			x = &index[M]{}
+			s.byKey[e.Key] = x
+		}
+		x.insert(r)
+	}
+	return nil
+}
+
+// Get returns a copy of the entry with that ID.
+func (s *Store[M]) Get(id uint64) (Entry[M], bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, ok := s.byID[id]
+	if !ok {
+		return Entry[M]{}, false
+	}
+	return r.e.clone(), true
+}
+
+// MarkReviewed records that an operator has looked at the entry: Reviewed
+// becomes true, Note and ReviewedAt are replaced. Reviewing again replaces
+// the note. An unknown ID fails with ErrNotFound.
+func (s *Store[M]) MarkReviewed(id uint64, note string, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.byID[id]
+	if !ok {
+		return fmt.Errorf("mark reviewed %d: %w", id, ErrNotFound)
+	}
+	r.e.Reviewed, r.e.Note, r.e.ReviewedAt = true, note, at.Round(0)
+	return nil
+}
+
+// Remove deletes the entry with that ID and returns it, for a redrive.
+func (s *Store[M]) Remove(id uint64) (Entry[M], bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.byID[id]
+	if !ok {
+		return Entry[M]{}, false
+	}
+	s.drop(r)
+	s.compact(r)
+	return r.e, true
+}
+
+// Count returns the number of entries of category c. It does not
+// allocate.
+func (s *Store[M]) Count(c classify.Category) int {
+	if int(c) >= len(s.byCat) {
+		return 0
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.byCat[c].live()
+}
+
+// Counts returns the number of entries per category, with every declared
+// category present (zero included), so a metrics scrape can reset gauges.
+func (s *Store[M]) Counts() map[classify.Category]int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m := make(map[classify.Category]int, len(s.byCat))
+	for c := range s.byCat {
+		m[classify.Category(c)] = s.byCat[c].live()
+	}
+	return m
+}
+
+// Len returns the number of entries.
+func (s *Store[M]) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.byID)
+}
+
+// Sweep applies retention at time now and returns the IDs it removed (the
+// engine logs each): reviewed entries whose DeadAt is more than
+// Options.Retention before now and, if Options.UnreviewedRetention is set,
+// unreviewed ones more than that before now. It scans each category's
+// entries older than the larger cutoff, so its cost is the number of old
+// entries kept, not the store's size.
+func (s *Store[M]) Sweep(now time.Time) []uint64 {
+	var reviewedCut, unreviewedCut time.Time // zero: nothing qualifies
+	if s.opt.Retention > 0 {
+		reviewedCut = now.Add(-s.opt.Retention)
+	}
+	if s.opt.UnreviewedRetention > 0 {
+		unreviewedCut = now.Add(-s.opt.UnreviewedRetention)
+	}
+	scanTo := reviewedCut
+	if unreviewedCut.After(scanTo) {
+		scanTo = unreviewedCut
+	}
+	if scanTo.IsZero() {
+		return nil
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var removed []*record[M]
+	for c := range s.byCat {
+		for _, r := range s.byCat[c].recs {
+			if !r.pos.at.Before(scanTo) {
+				break
+			}
+			cut := unreviewedCut
+			if r.e.Reviewed {
+				cut = reviewedCut
+			}
+			if !r.gone && r.pos.at.Before(cut) {
+				removed = append(removed, r)
+			}
+		}
+	}
+	ids := make([]uint64, len(removed))
+	for i, r := range removed {
+		s.drop(r)
+		ids[i] = r.e.ID
+	}
+	for _, r := range removed {
+		s.compact(r)
+	}
+	return ids
+}
+
+// drop unlinks r: out of byID, a tombstone in its indexes, remembered as a
+// cursor ghost. s.mu must be held; call compact afterwards.
+func (s *Store[M]) drop(r *record[M]) {
+	r.gone = true
+	delete(s.byID, r.e.ID)
+	s.byCat[r.e.Category].gone++
+	if r.e.Key != "" {
+		s.byKey[r.e.Key].gone++
+	}
+	s.ghosts.add(r.pos)
+}
+
+// compact compacts the indexes r was in, and forgets an emptied key so
+// that the key map does not grow with every key ever seen. s.mu must be
+// held.
+func (s *Store[M]) compact(r *record[M]) {
+	s.byCat[r.e.Category].compact()
+	if r.e.Key == "" {
+		return
+	}
+	if x := s.byKey[r.e.Key]; x != nil {
+		if x.live() == 0 {
+			delete(s.byKey, r.e.Key)
+		} else {
+			x.compact()
+		}
+	}
+}
+
+// clone copies e with its own Failures, so a caller cannot change the
+// store's history through a returned entry.
+func (e Entry[M]) clone() Entry[M] {
+	e.Failures = slices.Clone(e.Failures)
+	return e
+}

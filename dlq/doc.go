@@ -1,0 +1,17 @@
+// Package dlq holds dead letters: messages the engine gave up on, one store
+// per engine, indexed per failure category.
+//
+// It owns the Entry record and its failure history, the in-memory indexes
+// that answer a Query (category, key, dead-letter time window, review state,
+// cursor paging), operator review notes, removal for redrive and purge, and
+// the retention sweep that drops old reviewed entries.
+//
+// It does not own durability or the message type: the engine writes every
+// Add, MarkReviewed, Remove, Purge and Sweep to its write-ahead log and
+// replays them into a fresh Store on start-up, and Store is generic over the
+// message type M so that this package never imports the root package. It
+// starts no goroutines: retention runs when the caller calls Sweep.
+//
+// Every Store method is safe for concurrent use: reads share a
+// sync.RWMutex, writes hold it exclusively.
+package dlq

@@ -1,0 +1,228 @@
+package dlq
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ringwal/ringwal/classify"
+)
+
+// Review filters entries by review state.
+type Review uint8
+
+// The review filters. Any is the zero value.
+const (
+	// Any matches reviewed and unreviewed entries.
+	Any Review = iota
+	// OnlyReviewed matches entries marked reviewed.
+	OnlyReviewed
+	// OnlyUnreviewed matches entries not yet reviewed.
+	OnlyUnreviewed
+)
+
+// String returns "any", "reviewed" or "unreviewed".
+func (r Review) String() string {
+	switch r {
+	case Any:
+		return "any"
+	case OnlyReviewed:
+		return "reviewed"
+	case OnlyUnreviewed:
+		return "unreviewed"
+	}
+	return fmt.Sprintf("review(%d)", uint8(r))
+}
+
+// Query selects entries. The zero Query selects everything. Results are in
+// dead-letter order: by DeadAt, then by ID.
+//
+// Paging: pass the ID of the last entry of a page as After to get the next
+// page. The cursor is a position in that order, not a filter on IDs, so
+// pages cover every matching entry exactly once even when IDs are not in
+// DeadAt order, and entries added behind the cursor (an older DeadAt) are
+// not returned by later pages. If the cursor entry has been removed since
+// (redriven, purged), paging still resumes where it stood, provided it is
+// among the last Options.CursorMemory removals; otherwise Query fails with
+// ErrInvalid. An entry removed and added again is found at its new place.
+type Query struct {
+	// Categories limits the result to these categories; empty means all.
+	Categories []classify.Category
+	// Key limits the result to entries with this key; "" means any key.
+	Key string
+	// Since and Until bound DeadAt: Since ≤ DeadAt < Until. A zero time is
+	// unbounded on that side.
+	Since, Until time.Time
+	// Reviewed filters by review state.
+	Reviewed Review
+	// After is the cursor: only entries after the entry with this ID, in
+	// result order. 0 means from the start.
+	After uint64
+	// Limit caps the number of entries returned; 0 means no cap.
+	Limit int
+}
+
+// Query returns copies of the matching entries in (DeadAt, ID) order. A
+// malformed query (negative Limit, Since after Until, an undeclared
+// category or Review, an unknown cursor) fails with ErrInvalid. It holds
+// the read lock for the duration. See Store for its cost.
+func (s *Store[M]) Query(q Query) ([]Entry[M], error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	recs, err := s.selectLocked(q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry[M], len(recs))
+	for i, r := range recs {
+		out[i] = r.e.clone()
+	}
+	return out, nil
+}
+
+// Purge removes exactly the entries Query(q) would return and returns
+// them, so the caller can log each one. Mind that the zero Query purges
+// everything. It fails like Query, removing nothing.
+func (s *Store[M]) Purge(q Query) ([]Entry[M], error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	recs, err := s.selectLocked(q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry[M], len(recs))
+	for i, r := range recs {
+		s.drop(r)
+		out[i] = r.e // the record is gone: no one else holds its Failures
+	}
+	for _, r := range recs {
+		s.compact(r)
+	}
+	return out, nil
+}
+
+// cursor walks one index from a start position.
+type cursor[M any] struct {
+	x *index[M]
+	i int
+}
+
+// selectLocked returns the records matching q in order. s.mu must be held.
+func (s *Store[M]) selectLocked(q Query) ([]*record[M], error) {
+	catMask, err := s.validate(q)
+	if err != nil {
+		return nil, err
+	}
+	since := pos{at: q.Since.Round(0)}
+	from, after := since, false
+	if q.After != 0 {
+		p, ok := s.position(q.After)
+		if !ok {
+			return nil, fmt.Errorf("query: cursor %d: no such entry, nor recently removed: %w", q.After, ErrInvalid)
+		}
+		if p.cmp(since) >= 0 {
+			from, after = p, true
+		}
+	}
+	until := q.Until.Round(0)
+
+	// The sources: one key index (filtered by category), or one index per
+	// selected category.
+	var curs []cursor[M]
+	filterCat := false
+	if q.Key != "" {
+		if x := s.byKey[q.Key]; x != nil {
+			curs = append(curs, cursor[M]{x: x})
+		}
+		filterCat = len(q.Categories) > 0
+	} else {
+		for c := range s.byCat {
+			if catMask&(1<<c) != 0 && s.byCat[c].live() > 0 {
+				curs = append(curs, cursor[M]{x: &s.byCat[c]})
+			}
+		}
+	}
+	if !q.Since.IsZero() || after { // else start at 0: a zero Since is unbounded
+		for j := range curs {
+			curs[j].i = curs[j].x.search(from, after)
+		}
+	}
+	keep := func(r *record[M]) bool {
+		return !r.gone && matchReview(q.Reviewed, r.e.Reviewed) &&
+			(!filterCat || catMask&(1<<r.e.Category) != 0)
+	}
+
+	var out []*record[M]
+	for q.Limit == 0 || len(out) < q.Limit {
+		best := -1
+		for j := range curs {
+			r := curs[j].next(keep)
+			if r == nil || (!until.IsZero() && !r.pos.at.Before(until)) {
+				continue
+			}
+			if best < 0 || r.pos.cmp(curs[best].x.recs[curs[best].i].pos) < 0 {
+				best = j
+			}
+		}
+		if best < 0 {
+			break
+		}
+		out = append(out, curs[best].x.recs[curs[best].i])
+		curs[best].i++
+	}
+	return out, nil
+}
+
+// next skips records that fail ok and returns the head, or nil at the end.
+func (c *cursor[M]) next(ok func(*record[M]) bool) *record[M] {
+	for ; c.i < len(c.x.recs); c.i++ {
+		if r := c.x.recs[c.i]; ok(r) {
+			return r
+		}
+	}
+	return nil
+}
+
+// position returns where the entry with that ID stands or stood.
+func (s *Store[M]) position(id uint64) (pos, bool) {
+	if r, ok := s.byID[id]; ok {
+		return r.pos, true
+	}
+	return s.ghosts.lookup(id)
+}
+
+// validate checks q and returns its category set as a bit mask.
+func (s *Store[M]) validate(q Query) (uint64, error) {
+	var why string
+	switch {
+	case q.Limit < 0:
+		why = fmt.Sprintf("negative Limit %d", q.Limit)
+	case !q.Since.IsZero() && !q.Until.IsZero() && q.Since.After(q.Until):
+		why = fmt.Sprintf("Since %v is after Until %v", q.Since, q.Until)
+	case q.Reviewed > OnlyUnreviewed:
+		why = fmt.Sprintf("undeclared Review %d", q.Reviewed)
+	}
+	if why != "" {
+		return 0, fmt.Errorf("query: %s: %w", why, ErrInvalid)
+	}
+	if len(q.Categories) == 0 {
+		return 1<<len(s.byCat) - 1, nil
+	}
+	var mask uint64
+	for _, c := range q.Categories {
+		if !c.Valid() || int(c) >= len(s.byCat) {
+			return 0, fmt.Errorf("query: undeclared %s: %w", c, ErrInvalid)
+		}
+		mask |= 1 << c
+	}
+	return mask, nil
+}
+
+func matchReview(want Review, reviewed bool) bool {
+	switch want {
+	case OnlyReviewed:
+		return reviewed
+	case OnlyUnreviewed:
+		return !reviewed
+	}
+	return true
+}
