@@ -1,0 +1,38 @@
+// Package wal is ringwal's write-ahead log: it makes every engine mutation
+// durable before the engine acknowledges it, and gives it back in order
+// after a restart.
+//
+// It owns:
+//
+//   - the record codec (record.go): one compact binary form (uvarints and
+//     varints, no reflection) for every engine mutation, encoded into the
+//     caller's buffer without allocating, decoded with every length checked;
+//   - batch framing (batch.go): one github.com/tidwall/wal entry per
+//     group-commit batch, with a version, a record count, flags, CRC32C
+//     (Castagnoli) checksums and an s2-compressed body above a size threshold;
+//   - the writer (writer.go): one goroutine that owns the tidwall/wal log
+//     (opened with NoSync, so the writer decides when to fsync), collects
+//     whatever producers handed over while the previous write or fsync ran
+//     (group commit), and releases them as the durability Mode promises;
+//   - checkpoints (snapshot.go): a zstd-compressed snapshot of the caller's
+//     live state, written to a temporary file, fsynced and renamed, after
+//     which the log before it is truncated so disk use follows live data;
+//   - repair (segment.go, repair.go): a torn final batch left by a crash is
+//     cut on Open and reported; damage anywhere else is an error naming the
+//     segment file unless Options.RepairCorrupt is set;
+//   - the directory lock (lock.go) and the on-disk format version
+//     (format.go);
+//   - offline tools for the CLI (verify.go): Verify and Dump.
+//
+// It does not own what records mean: the engine decides which records to
+// write, makes each one absolute and idempotent (so a snapshot a little newer
+// than its index is harmless), and rebuilds its state from Replay. It knows
+// nothing of priorities, leases or dead letters beyond carrying their fields.
+//
+// Directory layout:
+//
+//	dir/LOCK                    flock(2) target, held while a Log is open
+//	dir/FORMAT                  on-disk format version
+//	dir/log/<20-digit index>    tidwall/wal segments, one entry per batch
+//	dir/snap-<20-digit index>.zst  newest checkpoint (older ones are deleted)
+package wal

@@ -1,0 +1,405 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	twal "github.com/tidwall/wal"
+)
+
+// Log is an open write-ahead log directory. Create it with Open and stop it
+// with Close.
+//
+// Goroutines: Open starts exactly one, the writer, which owns the
+// tidwall/wal log; Close stops it. Every method is safe for concurrent use
+// unless its comment says otherwise.
+type Log struct {
+	dir    string
+	logDir string
+	opt    Options
+	lock   *dirLock
+	repair RepairReport
+	snap   *chosenSnapshot // recovery starting point found by Open (nil = none)
+
+	// Hand-off between producers and the writer; see writer.go.
+	mu       sync.Mutex
+	cur      *pending // records accumulating for the next batch
+	spare    *pending // the other buffer, reused (double buffering)
+	inflight *result  // batch the writer is writing now, nil if none
+	wstate   int      // writer's state, for deciding whether to wake it
+	closing  bool     // Close began: no more appends
+	failed   error    // sticky: the log cannot write any more
+	asyncErr error    // a write error no waiter has seen yet (Buffered, AppendNoWait)
+	appended bool     // an Append happened (Replay must come first)
+	wake     chan struct{}
+	stopped  chan struct{}
+
+	// Owned by the writer goroutine (and by Open before it starts).
+	tw       *twal.Log
+	last     uint64 // index of the last batch written
+	tailSize int    // mirror of tidwall/wal's tail segment size, to see segment switches
+	dirDirty bool   // a segment file was created since the last directory fsync
+	scratch  []byte // compression buffer
+	written  int64  // framed bytes written, cumulative (incl. the log found at Open)
+
+	// Read by Stats and Size from any goroutine.
+	firstIndex atomic.Uint64
+	lastIndex  atomic.Uint64
+	nBatches   atomic.Uint64
+	nRecords   atomic.Uint64
+	nBytes     atomic.Int64
+	total      atomic.Int64 // = written
+	ckBase     atomic.Int64 // total at the last checkpoint's index
+	ckIndex    atomic.Uint64
+	ckTime     atomic.Int64
+
+	ckMu      sync.Mutex // one Checkpoint at a time; Close waits for it
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating if needed) the log in dir and starts its writer.
+//
+// It takes the directory lock (ErrLocked if this or another process has it
+// open), checks the format version (ErrVersion), finishes an interrupted
+// truncation, reads every segment to check every batch's header and
+// checksum, cuts a torn tail (see Repair), refuses damage before the tail
+// unless o.RepairCorrupt, picks the newest valid snapshot the log covers,
+// and opens tidwall/wal with NoSync (the writer does its own fsyncs).
+func Open(dir string, o Options) (*Log, error) {
+	o = o.withDefaults()
+	if o.Mode > Buffered {
+		return nil, fmt.Errorf("ringwal/wal: unknown mode %d", o.Mode)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, err
+	}
+	lk, err := lockDir(abs)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{dir: abs, logDir: filepath.Join(abs, logDirName), opt: o, lock: lk}
+	if err := l.recover(); err != nil {
+		lk.release()
+		return nil, err
+	}
+	l.cur, l.spare = newPending(), newPending()
+	l.wake = make(chan struct{}, 1)
+	l.stopped = make(chan struct{})
+	go l.run()
+	return l, nil
+}
+
+// recover brings the directory into a state tidwall/wal can open and that
+// recovery can trust, then opens it. Runs before the writer starts.
+func (l *Log) recover() error {
+	if err := ensureFormat(l.dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(l.logDir, 0o755); err != nil {
+		return err
+	}
+	if err := removeSnapshotTemps(l.dir); err != nil {
+		return err
+	}
+	if err := normalizeLogDir(l.logDir); err != nil {
+		return err
+	}
+	segs, _, err := logView(l.logDir)
+	if err != nil {
+		return err
+	}
+	sc, err := scanLog(segs, nil)
+	if err != nil {
+		return err
+	}
+	if c := sc.cut; c != nil {
+		if !c.torn && !l.opt.RepairCorrupt {
+			return fmt.Errorf("%s offset %d (batch %d): %s; %d later bytes (%d batches) follow (Options.RepairCorrupt cuts from here on): %w",
+				c.path, c.off, c.index, c.reason, c.bytes, c.batches, ErrCorrupt)
+		}
+		if err := applyCut(segs, c); err != nil {
+			return fmt.Errorf("ringwal/wal: cutting %s at %d: %w", c.path, c.off, err)
+		}
+		l.repair = c.report()
+		what := "cut damaged log"
+		if c.torn {
+			what = "cut torn tail"
+		}
+		l.opt.Logger.Warn("ringwal/wal: "+what, "segment", c.path, "offset", c.off, "index", c.index,
+			"bytes", c.bytes, "batches", c.batches, "records", c.records, "reason", c.reason)
+		sc.last = c.index - 1
+		sc.segs = segs[:c.seg+1]
+	}
+	snap, err := chooseSnapshot(l.dir, sc.first)
+	if err != nil {
+		if len(sc.segs) == 0 && errors.Is(err, ErrCorrupt) {
+			return fmt.Errorf("log directory %s holds no segments: %w", l.logDir, err)
+		}
+		return err
+	}
+	if snap != nil {
+		l.repair.SkippedSnapshots = snap.skipped
+		for _, p := range snap.skipped {
+			l.opt.Logger.Warn("ringwal/wal: skipped damaged snapshot", "path", p)
+		}
+		if snap.path == "" {
+			snap = nil
+		}
+	}
+	if snap != nil {
+		l.snap = snap
+		l.ckIndex.Store(snap.index)
+		l.ckTime.Store(snap.header.created)
+		// The log must continue right after the snapshot. If it ends
+		// before (no segments left, or a repair cut into what the snapshot
+		// covers), restart it empty at index+1: tidwall/wal names segments
+		// by first index, so an empty segment file fixes where it resumes.
+		if len(sc.segs) == 0 || sc.last < snap.index {
+			if len(sc.segs) == 0 && snap.index > 0 && !l.opt.RepairCorrupt {
+				return fmt.Errorf("log directory %s holds no segments but snapshot %s covers up to %d (Options.RepairCorrupt restarts the log after it): %w",
+					l.logDir, snap.path, snap.index, ErrCorrupt)
+			}
+			if err := resetLog(l.logDir, sc.segs, snap.index+1); err != nil {
+				return err
+			}
+			l.repair.LogReset = len(sc.segs) > 0 || snap.index > 0
+		}
+	}
+	return l.openTidwall(true)
+}
+
+// resetLog replaces the log by an empty one whose next index is next.
+func resetLog(logDir string, segs []segment, next uint64) error {
+	for _, s := range segs {
+		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(logDir, segmentName(next)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return syncDir(logDir)
+}
+
+// openTidwall opens tidwall/wal on the (checked) log directory and sets the
+// writer's mirrors of it. Called by Open and by the writer's repair path.
+func (l *Log) openTidwall(initial bool) error {
+	tw, err := twal.Open(l.logDir, &twal.Options{
+		NoSync:           true,
+		SegmentSize:      l.opt.SegmentSize,
+		SegmentCacheSize: 1,
+		AllowEmpty:       true,
+		DirPerms:         0o755,
+		FilePerms:        0o640,
+	})
+	if err != nil {
+		return fmt.Errorf("ringwal/wal: opening %s: %w", l.logDir, err)
+	}
+	first, err1 := tw.FirstIndex()
+	last, err2 := tw.LastIndex()
+	if err := errors.Join(err1, err2); err != nil {
+		tw.Close()
+		return err
+	}
+	segs, _, err := logView(l.logDir)
+	if err != nil {
+		tw.Close()
+		return err
+	}
+	var size, total int64
+	for i, s := range segs {
+		fi, err := os.Stat(s.path)
+		if err != nil {
+			tw.Close()
+			return err
+		}
+		total += fi.Size()
+		if i == len(segs)-1 {
+			size = fi.Size()
+		}
+	}
+	l.tw, l.last, l.tailSize = tw, last, int(size)
+	l.firstIndex.Store(first)
+	l.lastIndex.Store(last)
+	if initial {
+		// First open: count the log found on disk as written since the
+		// snapshot, so Size tells the engine whether to checkpoint soon.
+		l.written = total
+		l.total.Store(total)
+	}
+	// New segment files (including the first) are not durable until their
+	// directory is fsynced; the next fsync does it.
+	l.dirDirty = true
+	return nil
+}
+
+// Repair reports what Open cut from the log: a torn tail, or damage when
+// Options.RepairCorrupt was set. Zero if nothing was cut.
+func (l *Log) Repair() RepairReport { return l.repair }
+
+// Dir returns the log's directory (absolute).
+func (l *Log) Dir() string { return l.dir }
+
+// Replay calls fn for every record of the newest snapshot, then for every
+// record of the log after it, in order. fn's *Record is reused: its
+// Payload and Headers are valid only during the call. An error from fn
+// stops the replay and is returned (wrapped, errors.Is works).
+//
+// Call it before the first Append (it returns an error after one); it may
+// be called more than once. Not safe concurrently with Checkpoint.
+func (l *Log) Replay(fn func(r *Record) error) (ReplayStats, error) {
+	start := time.Now()
+	var st ReplayStats
+	l.mu.Lock()
+	closed, appended := l.closing, l.appended
+	l.mu.Unlock()
+	if closed {
+		return st, ErrClosed
+	}
+	if appended {
+		return st, errors.New("ringwal/wal: Replay must be called before the first Append")
+	}
+	var r Record
+	var after uint64
+	if l.snap != nil {
+		n, err := readSnapshot(l.snap.path, &r, fn)
+		st.SnapshotRecords = n
+		if err != nil {
+			return st, fmt.Errorf("ringwal/wal: replaying snapshot: %w", err)
+		}
+		st.SnapshotIndex, after = l.snap.index, l.snap.index
+	}
+	segs, _, err := logView(l.logDir)
+	if err != nil {
+		return st, err
+	}
+	st.Batches, st.Records, st.Bytes, err = replayLog(segs, after, l.lastIndex.Load(), &r, nil, fn)
+	if err != nil {
+		return st, err
+	}
+	st.Duration = time.Since(start)
+	return st, nil
+}
+
+// replayLog decodes the batches after index `after` up to `last` of the
+// (already checked) segments, calling onBatch (if set) before each batch's
+// records and fn for each record.
+func replayLog(segs []segment, after, last uint64, r *Record, onBatch func(index uint64), fn func(*Record) error) (batches, records uint64, bytes int64, err error) {
+	var buf, scratch []byte
+	for _, sg := range segs {
+		if buf, err = readFileInto(sg.path, buf); err != nil {
+			return
+		}
+		index := sg.index
+		for off := 0; off < len(buf) && index <= last; index++ {
+			e, n, ok := nextEntry(buf[off:])
+			if !ok {
+				err = fmt.Errorf("%s offset %d (batch %d): bad entry length: %w", sg.path, off, index, ErrCorrupt)
+				return
+			}
+			if index > after {
+				h, err2 := checkBatch(e)
+				var body []byte
+				if err2 == nil {
+					body, scratch, err2 = batchBody(e, h, scratch)
+				}
+				if err2 == nil {
+					if onBatch != nil {
+						onBatch(index)
+					}
+					err2 = forEachRecord(body, h.count, r, fn)
+				}
+				if err2 != nil {
+					err = fmt.Errorf("ringwal/wal: replaying %s offset %d (batch %d): %w", sg.path, off, index, err2)
+					return
+				}
+				batches++
+				records += uint64(h.count)
+				bytes += int64(n)
+			}
+			off += n
+		}
+	}
+	return
+}
+
+// Size returns the bytes of log written since the last checkpoint's index
+// (including, after Open, the log found on disk). The engine checkpoints
+// when it passes a threshold. Lock-free.
+func (l *Log) Size() int64 { return l.total.Load() - l.ckBase.Load() }
+
+// Stats returns the log's counters. It lists the directory for the segment
+// count and disk use, so it costs a few system calls; don't call it on a
+// hot path.
+func (l *Log) Stats() Stats {
+	st := Stats{
+		FirstIndex:      l.firstIndex.Load(),
+		LastIndex:       l.lastIndex.Load(),
+		Batches:         l.nBatches.Load(),
+		Records:         l.nRecords.Load(),
+		Bytes:           l.nBytes.Load(),
+		SinceCheckpoint: l.Size(),
+		CheckpointIndex: l.ckIndex.Load(),
+	}
+	if t := l.ckTime.Load(); t != 0 {
+		st.CheckpointTime = time.Unix(0, t)
+	}
+	if segs, _, err := logView(l.logDir); err == nil {
+		st.Segments = len(segs)
+		for _, s := range segs {
+			if fi, err := os.Stat(s.path); err == nil {
+				st.DiskBytes += fi.Size()
+			}
+		}
+	}
+	if snaps, err := listSnapshots(l.dir); err == nil {
+		for _, s := range snaps {
+			if fi, err := os.Stat(s.path); err == nil {
+				st.DiskBytes += fi.Size()
+			}
+		}
+	}
+	l.mu.Lock()
+	st.Failed = l.failed
+	l.mu.Unlock()
+	return st
+}
+
+// Close drains and writes everything appended so far, fsyncs it, stops the
+// writer, closes tidwall/wal and releases the directory lock. It waits for
+// a running Checkpoint. It returns the first error among those steps (or
+// the error that made the log unusable); calling it again returns nil.
+func (l *Log) Close() error {
+	first := false
+	l.closeOnce.Do(func() {
+		first = true
+		l.ckMu.Lock()
+		defer l.ckMu.Unlock()
+		l.mu.Lock()
+		l.closing = true
+		l.kickLocked(true)
+		l.mu.Unlock()
+		<-l.stopped
+		if err := l.lock.release(); l.closeErr == nil {
+			l.closeErr = err
+		}
+	})
+	if !first {
+		return nil
+	}
+	return l.closeErr
+}

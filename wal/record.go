@@ -1,0 +1,470 @@
+package wal
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// Kind says which engine mutation a Record is.
+type Kind uint8
+
+// The record kinds. Their numbers are part of the on-disk format: never
+// renumber, only add.
+const (
+	KindEnqueue    Kind = iota + 1 // a message entered (in snapshots: every live message)
+	KindLease                      // ID leased: Attempt (absolute, incl. this one), Until = lease expiry
+	KindExtend                     // ID's lease now ends at Until
+	KindAck                        // ID done, forget it
+	KindNack                       // ID failed an attempt: Attempt, Category, Text, Time; Until = next due time
+	KindDeadLetter                 // ID dead-lettered: Category, Text, Time, Attempt
+	KindRedrive                    // ID back to pending, attempts reset (Attempt = 0), Time
+	KindReview                     // ID reviewed: Text = note, Time
+	KindPurge                      // ID purged from the DLQ (forget it)
+	KindRequeue                    // ID pending now (from leased, held or delayed), Time
+	KindFailure                    // snapshot only: one entry of ID's failure history: Category, Text, Time
+	KindDedup                      // snapshot only: DedupID -> ID seen at Time
+	KindCheckpoint                 // marker: ID = the next ID the engine will assign, Time
+
+	kindMax = KindCheckpoint
+)
+
+var kindNames = [...]string{
+	KindEnqueue: "enqueue", KindLease: "lease", KindExtend: "extend", KindAck: "ack",
+	KindNack: "nack", KindDeadLetter: "deadletter", KindRedrive: "redrive",
+	KindReview: "review", KindPurge: "purge", KindRequeue: "requeue",
+	KindFailure: "failure", KindDedup: "dedup", KindCheckpoint: "checkpoint",
+}
+
+// String returns the kind's lower-case name.
+func (k Kind) String() string {
+	if k >= KindEnqueue && k <= kindMax {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Valid reports whether k is a kind this version knows.
+func (k Kind) Valid() bool { return k >= KindEnqueue && k <= kindMax }
+
+// Record is one engine mutation. Fields a Kind does not use are zero; zero
+// fields are not encoded, so any combination round-trips exactly.
+type Record struct {
+	Kind Kind
+	ID   uint64
+	Time int64 // unix nanoseconds when it happened
+
+	// KindEnqueue:
+	Priority    int8     // -2..2
+	Key         string   // downstream target
+	DedupID     string   // caller-supplied dedup ID
+	Headers     []string // flattened key, value pairs (len even)
+	Payload     []byte   // message body
+	NotBefore   int64    // unix ns; 0 = none (delay)
+	Deadline    int64    // unix ns; 0 = none
+	ExpiresAt   int64    // unix ns; 0 = none (TTL)
+	MaxAttempts int32
+
+	// Several kinds:
+	Attempt  int32  // absolute attempts counted so far
+	Until    int64  // Lease/Extend: lease expiry; Nack: next due time; snapshot Enqueue: due time of a delayed message
+	Category uint8  // classify.Category
+	Text     string // Nack/DeadLetter/Failure: error text; Review: note
+}
+
+// Field presence bits, in encoding order. Part of the on-disk format.
+const (
+	fID uint32 = 1 << iota
+	fTime
+	fPriority
+	fKey
+	fDedupID
+	fHeaders
+	fPayload
+	fNotBefore
+	fDeadline
+	fExpiresAt
+	fMaxAttempts
+	fAttempt
+	fUntil
+	fCategory
+	fText
+
+	fAll = fText<<1 - 1
+)
+
+// maxRecordBody bounds one record's encoded size; anything larger in a log
+// is damage, not data (the engine caps payloads far below this).
+const maxRecordBody = 1 << 30
+
+// AppendRecord appends r's encoding to dst and returns the extended slice.
+// It does not allocate when dst has room. The encoding is a uvarint body
+// length, then the kind, a uvarint field-presence mask and the present
+// fields: integers as (u)varints, the optional times as varint deltas from
+// Time (so they stay short), strings and bytes as uvarint length + bytes.
+//
+// r.Kind should be valid (Kind.Valid); DecodeRecord rejects unknown kinds.
+// Safe for concurrent use with distinct dst.
+func AppendRecord(dst []byte, r *Record) []byte {
+	mask, size := recordShape(r)
+	dst = appendUvarint(dst, uint64(size))
+	dst = append(dst, byte(r.Kind))
+	dst = appendUvarint(dst, uint64(mask))
+	if mask&fID != 0 {
+		dst = appendUvarint(dst, r.ID)
+	}
+	if mask&fTime != 0 {
+		dst = appendVarint(dst, r.Time)
+	}
+	if mask&fPriority != 0 {
+		dst = append(dst, byte(r.Priority))
+	}
+	if mask&fKey != 0 {
+		dst = appendString(dst, r.Key)
+	}
+	if mask&fDedupID != 0 {
+		dst = appendString(dst, r.DedupID)
+	}
+	if mask&fHeaders != 0 {
+		dst = appendUvarint(dst, uint64(len(r.Headers)))
+		for _, h := range r.Headers {
+			dst = appendString(dst, h)
+		}
+	}
+	if mask&fPayload != 0 {
+		dst = appendUvarint(dst, uint64(len(r.Payload)))
+		dst = append(dst, r.Payload...)
+	}
+	if mask&fNotBefore != 0 {
+		dst = appendVarint(dst, r.NotBefore-r.Time)
+	}
+	if mask&fDeadline != 0 {
+		dst = appendVarint(dst, r.Deadline-r.Time)
+	}
+	if mask&fExpiresAt != 0 {
+		dst = appendVarint(dst, r.ExpiresAt-r.Time)
+	}
+	if mask&fMaxAttempts != 0 {
+		dst = appendVarint(dst, int64(r.MaxAttempts))
+	}
+	if mask&fAttempt != 0 {
+		dst = appendVarint(dst, int64(r.Attempt))
+	}
+	if mask&fUntil != 0 {
+		dst = appendVarint(dst, r.Until-r.Time)
+	}
+	if mask&fCategory != 0 {
+		dst = append(dst, r.Category)
+	}
+	if mask&fText != 0 {
+		dst = appendString(dst, r.Text)
+	}
+	return dst
+}
+
+// recordShape returns the presence mask and the body size of r, so the
+// length prefix can be written first without encoding twice.
+func recordShape(r *Record) (mask uint32, size int) {
+	size = 1 // kind
+	if r.ID != 0 {
+		mask |= fID
+		size += uvarintLen(r.ID)
+	}
+	if r.Time != 0 {
+		mask |= fTime
+		size += varintLen(r.Time)
+	}
+	if r.Priority != 0 {
+		mask |= fPriority
+		size++
+	}
+	if r.Key != "" {
+		mask |= fKey
+		size += uvarintLen(uint64(len(r.Key))) + len(r.Key)
+	}
+	if r.DedupID != "" {
+		mask |= fDedupID
+		size += uvarintLen(uint64(len(r.DedupID))) + len(r.DedupID)
+	}
+	if len(r.Headers) != 0 {
+		mask |= fHeaders
+		size += uvarintLen(uint64(len(r.Headers)))
+		for _, h := range r.Headers {
+			size += uvarintLen(uint64(len(h))) + len(h)
+		}
+	}
+	if len(r.Payload) != 0 {
+		mask |= fPayload
+		size += uvarintLen(uint64(len(r.Payload))) + len(r.Payload)
+	}
+	if r.NotBefore != 0 {
+		mask |= fNotBefore
+		size += varintLen(r.NotBefore - r.Time)
+	}
+	if r.Deadline != 0 {
+		mask |= fDeadline
+		size += varintLen(r.Deadline - r.Time)
+	}
+	if r.ExpiresAt != 0 {
+		mask |= fExpiresAt
+		size += varintLen(r.ExpiresAt - r.Time)
+	}
+	if r.MaxAttempts != 0 {
+		mask |= fMaxAttempts
+		size += varintLen(int64(r.MaxAttempts))
+	}
+	if r.Attempt != 0 {
+		mask |= fAttempt
+		size += varintLen(int64(r.Attempt))
+	}
+	if r.Until != 0 {
+		mask |= fUntil
+		size += varintLen(r.Until - r.Time)
+	}
+	if r.Category != 0 {
+		mask |= fCategory
+		size++
+	}
+	if r.Text != "" {
+		mask |= fText
+		size += uvarintLen(uint64(len(r.Text))) + len(r.Text)
+	}
+	size += uvarintLen(uint64(mask))
+	return mask, size
+}
+
+// DecodeRecord decodes one record from the front of b into r and returns
+// the number of bytes consumed. Every length is checked against b; on any
+// inconsistency it returns an error wrapping ErrCorrupt and never panics.
+//
+// All of r's fields are overwritten. Strings are copied (a string equal to
+// the one already in r is kept, which saves an allocation per record when
+// replaying many records of one key). r.Payload aliases b and r.Headers
+// reuses r's previous Headers storage: both are valid only until the next
+// call that reuses r or b; copy them to keep them.
+func DecodeRecord(b []byte, r *Record) (n int, err error) {
+	size, k := uvarint(b)
+	if k <= 0 {
+		return 0, corruptf("record length: truncated or overlong varint")
+	}
+	if size > uint64(len(b)-k) || size > maxRecordBody {
+		return 0, corruptf("record length %d exceeds the %d bytes left", size, len(b)-k)
+	}
+	end := k + int(size)
+	if err := decodeRecordBody(b[k:end], r); err != nil {
+		return 0, err
+	}
+	return end, nil
+}
+
+// decodeRecordBody decodes a record body (without its length prefix); the
+// body must be consumed exactly.
+func decodeRecordBody(b []byte, r *Record) error {
+	oldKey, oldDedup, oldText, hdrs := r.Key, r.DedupID, r.Text, r.Headers[:0]
+	*r = Record{}
+	d := decoder{b: b}
+	kind := Kind(d.byte())
+	if d.err == nil && !kind.Valid() {
+		return corruptf("unknown record kind %d", uint8(kind))
+	}
+	r.Kind = kind
+	m := d.uvarint()
+	if d.err == nil && m&^uint64(fAll) != 0 {
+		return corruptf("unknown field bits %#x in a %s record", m&^uint64(fAll), kind)
+	}
+	mask := uint32(m)
+	if mask&fID != 0 {
+		r.ID = d.uvarint()
+	}
+	if mask&fTime != 0 {
+		r.Time = d.varint()
+	}
+	if mask&fPriority != 0 {
+		r.Priority = int8(d.byte())
+	}
+	if mask&fKey != 0 {
+		r.Key = d.str(oldKey)
+	}
+	if mask&fDedupID != 0 {
+		r.DedupID = d.str(oldDedup)
+	}
+	if mask&fHeaders != 0 {
+		n := d.uvarint()
+		// Each header takes at least one byte, so a count beyond the bytes
+		// left is damage; checking first keeps a bogus count from
+		// allocating.
+		if d.err == nil && n > uint64(len(d.b)-d.i) {
+			return corruptf("header count %d exceeds the %d bytes left", n, len(d.b)-d.i)
+		}
+		for i := uint64(0); i < n && d.err == nil; i++ {
+			var old string
+			if int(i) < cap(hdrs) {
+				old = hdrs[:i+1][i]
+			}
+			hdrs = append(hdrs, d.str(old))
+		}
+		r.Headers = hdrs
+	}
+	if mask&fPayload != 0 {
+		r.Payload = d.bytes()
+	}
+	if mask&fNotBefore != 0 {
+		r.NotBefore = d.varint() + r.Time
+	}
+	if mask&fDeadline != 0 {
+		r.Deadline = d.varint() + r.Time
+	}
+	if mask&fExpiresAt != 0 {
+		r.ExpiresAt = d.varint() + r.Time
+	}
+	if mask&fMaxAttempts != 0 {
+		r.MaxAttempts = d.int32()
+	}
+	if mask&fAttempt != 0 {
+		r.Attempt = d.int32()
+	}
+	if mask&fUntil != 0 {
+		r.Until = d.varint() + r.Time
+	}
+	if mask&fCategory != 0 {
+		r.Category = d.byte()
+	}
+	if mask&fText != 0 {
+		r.Text = d.str(oldText)
+	}
+	if d.err != nil {
+		return fmt.Errorf("%s record: %w", kind, d.err)
+	}
+	if d.i != len(d.b) {
+		return corruptf("%s record: %d trailing bytes", kind, len(d.b)-d.i)
+	}
+	return nil
+}
+
+// decoder reads fields from a record body; the first failure sticks in err
+// and every later read returns zero, so decodeRecordBody checks once.
+type decoder struct {
+	b   []byte
+	i   int
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = corruptf("%s at byte %d of %d", what, d.i, len(d.b))
+	}
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil || d.i >= len(d.b) {
+		d.fail("truncated byte")
+		return 0
+	}
+	c := d.b[d.i]
+	d.i++
+	return c
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := uvarint(d.b[d.i:])
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.i += n
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	u := d.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
+}
+
+func (d *decoder) int32() int32 {
+	v := d.varint()
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		d.fail("int32 out of range")
+		return 0
+	}
+	return int32(v)
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)-d.i) {
+		d.fail(fmt.Sprintf("length %d exceeds the bytes left", n))
+		return nil
+	}
+	s := d.b[d.i : d.i+int(n) : d.i+int(n)]
+	d.i += int(n)
+	return s
+}
+
+// str copies the next string, or returns old when the bytes are equal (the
+// comparison does not allocate).
+func (d *decoder) str(old string) string {
+	b := d.bytes()
+	if string(b) == old {
+		return old
+	}
+	return string(b)
+}
+
+func corruptf(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrCorrupt)
+}
+
+// uvarint is binary.Uvarint with a fast path for one-byte values, which
+// most lengths and small integers are.
+func uvarint(b []byte) (uint64, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint64(b[0]), 1
+	}
+	var x uint64
+	var s uint
+	for i, c := range b {
+		if i == 10 {
+			return 0, -(i + 1) // overflow
+		}
+		if c < 0x80 {
+			if i == 9 && c > 1 {
+				return 0, -(i + 1) // overflow
+			}
+			return x | uint64(c)<<s, i + 1
+		}
+		x |= uint64(c&0x7f) << s
+		s += 7
+	}
+	return 0, 0
+}
+
+func appendUvarint(dst []byte, v uint64) []byte {
+	for v >= 0x80 {
+		dst = append(dst, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(dst, byte(v))
+}
+
+func appendVarint(dst []byte, v int64) []byte {
+	return appendUvarint(dst, uint64(v<<1)^uint64(v>>63))
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = appendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func uvarintLen(v uint64) int {
+	return (bits.Len64(v|1) + 6) / 7
+}
+
+func varintLen(v int64) int {
+	return uvarintLen(uint64(v<<1) ^ uint64(v>>63))
+}

@@ -1,0 +1,543 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"time"
+)
+
+// The hand-off between producers and the writer is a mutex and two
+// buffers (pebble's LogWriter does the same): producers encode straight
+// into the current batch's buffer under l.mu, which takes well under a
+// microsecond; the writer swaps buffers under l.mu and then writes and
+// fsyncs without holding it, so the next batch forms while the previous
+// one is on its way to disk (group commit). A lock-free queue would save
+// little: the critical section is a memcpy, and waiting producers sleep on
+// one channel per batch, not per record.
+
+// result is the outcome of one batch, shared by every producer waiting for
+// it. The writer sets the fields, then closes done (which orders them
+// before the waiters read them). A result is never reused.
+type result struct {
+	done  chan struct{}
+	err   error
+	index uint64 // last batch index written when this batch completed
+	total int64  // Log.written at that moment
+}
+
+func newResult() *result { return &result{done: make(chan struct{})} }
+
+// request is work the writer runs between batches (it owns tidwall/wal),
+// e.g. the TruncateFront of a checkpoint.
+type request struct {
+	fn   func() error
+	done chan error // buffered: the writer never blocks on it
+}
+
+// pending is a batch being filled by producers.
+type pending struct {
+	buf      []byte // batchHeaderSize reserved bytes, then encoded records
+	n        int
+	needSync bool      // a waiter wants this batch fsynced
+	urgent   bool      // write without waiting for FlushInterval (Buffered)
+	noWait   bool      // holds records nobody waits for: report failures later
+	first    time.Time // when the first record arrived (Buffered)
+	reqs     []*request
+	res      *result
+}
+
+func newPending() *pending {
+	return &pending{buf: make([]byte, batchHeaderSize, 64<<10), res: newResult()}
+}
+
+func (p *pending) reset() {
+	if cap(p.buf) > 4*maxPendingBytes {
+		p.buf = make([]byte, batchHeaderSize, 64<<10) // don't pin a burst's memory
+	}
+	*p = pending{buf: p.buf[:batchHeaderSize], reqs: p.reqs[:0], res: newResult()}
+}
+
+func (p *pending) empty() bool { return p.n == 0 && !p.needSync && len(p.reqs) == 0 }
+
+// Writer states, for deciding whether a producer must wake it.
+const (
+	writerBusy  = iota // working or about to look for work: no wake needed
+	writerIdle         // waiting for any work
+	writerTimed        // Buffered: waiting out FlushInterval; wake only if urgent
+)
+
+// kickLocked wakes the writer if it sleeps and this work cannot wait.
+// l.mu must be held.
+func (l *Log) kickLocked(urgent bool) {
+	if l.wstate == writerIdle || (urgent && l.wstate == writerTimed) {
+		l.wstate = writerBusy
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (l *Log) usableLocked() error {
+	if l.closing {
+		return ErrClosed
+	}
+	return l.failed
+}
+
+// Append adds r to the next batch and waits as Options.Mode promises:
+// Write until the batch reached write(2), Fsync until it was fsynced,
+// Buffered not at all (unless more than 16 MiB wait to be written, then
+// until its batch is written). It returns the batch's write or fsync error
+// if the batch failed: a record is never acknowledged unless written.
+// r is encoded before Append returns and may be reused at once.
+// Safe for concurrent use.
+func (l *Log) Append(r *Record) error {
+	if !r.Kind.Valid() {
+		return fmt.Errorf("ringwal/wal: append: record of unknown kind %d", r.Kind)
+	}
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	p := l.cur
+	p.buf = AppendRecord(p.buf, r)
+	p.n++
+	return l.addedLocked(p, false)
+}
+
+// AppendBatch adds all of rs to one batch, in order, and waits once as
+// Append does. On a crash the batch is either entirely in the log or
+// entirely absent. Safe for concurrent use.
+func (l *Log) AppendBatch(rs []Record) error {
+	for i := range rs {
+		if !rs[i].Kind.Valid() {
+			return fmt.Errorf("ringwal/wal: append: record %d of unknown kind %d", i, rs[i].Kind)
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	p := l.cur
+	for i := range rs {
+		p.buf = AppendRecord(p.buf, &rs[i])
+	}
+	p.n += len(rs)
+	return l.addedLocked(p, false)
+}
+
+// AppendNoWait adds r to the next batch and returns without waiting for
+// I/O whatever the Mode (for lease and extend records, which a crash may
+// lose). It fails only if the log is closed or unusable; a later write
+// failure of its batch is returned by the next Flush, Sync or Close.
+// Safe for concurrent use.
+func (l *Log) AppendNoWait(r *Record) error {
+	if !r.Kind.Valid() {
+		return fmt.Errorf("ringwal/wal: append: record of unknown kind %d", r.Kind)
+	}
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	p := l.cur
+	p.buf = AppendRecord(p.buf, r)
+	p.n++
+	return l.addedLocked(p, true)
+}
+
+// addedLocked finishes an append into p: wakes the writer as needed,
+// unlocks l.mu, and waits as the mode says.
+func (l *Log) addedLocked(p *pending, noWait bool) error {
+	l.appended = true
+	if noWait || l.opt.Mode == Buffered {
+		p.noWait = true
+		if p.first.IsZero() {
+			p.first = time.Now()
+		}
+		big := len(p.buf) >= bufferedFlushBytes
+		if big {
+			p.urgent = true
+		}
+		// In Write and Fsync modes the writer does not wait out an
+		// interval, so any kick is enough.
+		l.kickLocked(big || l.opt.Mode != Buffered)
+		if noWait || len(p.buf) < maxPendingBytes {
+			l.mu.Unlock()
+			return nil
+		}
+		// Back-pressure: the writer is far behind; wait for this batch.
+		res := p.res
+		l.mu.Unlock()
+		<-res.done
+		return res.err
+	}
+	if l.opt.Mode == Fsync {
+		p.needSync = true
+	}
+	p.urgent = true
+	res := p.res
+	l.kickLocked(true)
+	l.mu.Unlock()
+	<-res.done
+	return res.err
+}
+
+// Flush returns once everything appended before the call reached write(2)
+// (in any Mode). It returns the error of that write, or an earlier write
+// failure no waiter has seen (Buffered or AppendNoWait records).
+// Safe for concurrent use.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	if l.closing {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	p := l.cur
+	res := l.inflight
+	if !p.empty() {
+		p.urgent = true
+		res = p.res
+		l.kickLocked(true)
+	}
+	l.mu.Unlock()
+	if res != nil {
+		<-res.done
+		if res.err != nil {
+			return res.err
+		}
+	}
+	return l.takeAsyncErr()
+}
+
+// Sync returns once everything appended before the call is fsynced (in any
+// Mode). Errors as Flush. Safe for concurrent use.
+func (l *Log) Sync() error {
+	_, err := l.syncResult()
+	return err
+}
+
+// syncResult is Sync, also returning the result (its index and total
+// say how far the log was written and synced).
+func (l *Log) syncResult() (*result, error) {
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return nil, err
+	}
+	p := l.cur
+	p.needSync, p.urgent = true, true
+	res := p.res
+	l.kickLocked(true)
+	l.mu.Unlock()
+	<-res.done
+	if res.err != nil {
+		return res, res.err
+	}
+	return res, l.takeAsyncErr()
+}
+
+func (l *Log) takeAsyncErr() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := l.asyncErr
+	l.asyncErr = nil
+	return err
+}
+
+// control runs fn on the writer goroutine after the current batch and
+// returns its error.
+func (l *Log) control(fn func() error) error {
+	rq := &request{fn: fn, done: make(chan error, 1)}
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	p := l.cur
+	p.reqs = append(p.reqs, rq)
+	p.urgent = true
+	l.kickLocked(true)
+	l.mu.Unlock()
+	return <-rq.done
+}
+
+// run is the writer goroutine: it owns l.tw and everything the Log struct
+// marks as the writer's. Open starts it; it returns after Close asked it to
+// and everything appended before was written.
+func (l *Log) run() {
+	defer close(l.stopped)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		l.mu.Lock()
+		for {
+			p := l.cur
+			if p.empty() {
+				if l.closing {
+					l.mu.Unlock()
+					l.shutdown()
+					return
+				}
+				l.wstate = writerIdle
+				l.mu.Unlock()
+				<-l.wake
+				l.mu.Lock()
+				l.wstate = writerBusy
+				continue
+			}
+			if l.opt.Mode == Buffered && !p.urgent && !l.closing {
+				if wait := l.opt.FlushInterval - time.Since(p.first); wait > 0 {
+					l.wstate = writerTimed
+					l.mu.Unlock()
+					timer.Reset(wait)
+					select {
+					case <-timer.C:
+					case <-l.wake:
+					}
+					timer.Stop()
+					l.mu.Lock()
+					l.wstate = writerBusy
+					continue
+				}
+			}
+			break
+		}
+		b := l.cur
+		l.cur, l.spare = l.spare, nil
+		l.inflight = b.res
+		failed := l.failed
+		l.mu.Unlock()
+
+		l.commit(b, failed)
+
+		l.mu.Lock()
+		l.inflight = nil
+		released := b.n > 0 && !b.noWait
+		b.reset()
+		l.spare = b
+		l.mu.Unlock()
+		if released {
+			// The producers just released are runnable but not running yet;
+			// if the writer went straight on, it would find only the one
+			// that ran first (Go hands the CPU to the last goroutine woken)
+			// and write batches of one. Yielding lets them all append, so
+			// the next batch holds everyone's record: group commit.
+			runtime.Gosched()
+		}
+	}
+}
+
+// commit writes (and fsyncs, if asked) one batch, releases its waiters and
+// runs its requests. failed, if set, fails the batch without touching disk.
+func (l *Log) commit(b *pending, failed error) {
+	info := BatchInfo{Records: b.n}
+	err := failed
+	if err == nil && b.n > 0 {
+		err = l.writeBatch(b, &info)
+	}
+	if err == nil && b.needSync {
+		err = l.syncLog(&info)
+	}
+	res := b.res
+	res.err, res.index, res.total = err, l.last, l.written
+	if err != nil && b.noWait {
+		l.mu.Lock()
+		if l.asyncErr == nil {
+			l.asyncErr = err
+		}
+		l.mu.Unlock()
+	}
+	close(res.done)
+	for _, rq := range b.reqs {
+		if err := l.failedErr(); err != nil {
+			rq.done <- err
+			continue
+		}
+		rq.done <- rq.fn()
+	}
+	if l.opt.OnBatch != nil && (b.n > 0 || b.needSync) {
+		info.Err = err
+		l.opt.OnBatch(info)
+	}
+}
+
+func (l *Log) failedErr() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed
+}
+
+func (l *Log) setFailed(err error) {
+	l.mu.Lock()
+	if l.failed == nil {
+		l.failed = err
+	}
+	l.mu.Unlock()
+	l.opt.Logger.Error("ringwal/wal: log unusable", "err", err)
+}
+
+// writeBatch frames b and writes it as the next tidwall/wal entry. On
+// failure the file may hold part or all of it while tidwall/wal's
+// in-memory tail no longer matches the file, so it repairs before
+// returning: nothing else is written until that is done.
+func (l *Log) writeBatch(b *pending, info *BatchInfo) error {
+	idx := l.last + 1
+	info.Index = idx
+	info.RawBytes = len(b.buf) - batchHeaderSize
+	if b.n > math.MaxUint32 || info.RawBytes > maxBatchBody {
+		return fmt.Errorf("ringwal/wal: batch of %d records, %d bytes is too large (max %d bytes)", b.n, info.RawBytes, maxBatchBody)
+	}
+	entry, scratch, compressed := finishBatch(b.buf, b.n, l.opt.CompressAbove, l.scratch)
+	l.scratch = scratch
+	info.Bytes, info.Compressed = len(entry), compressed
+	t0 := time.Now()
+	err := l.tw.Write(idx, entry)
+	info.Write = time.Since(t0)
+	if err != nil {
+		err = fmt.Errorf("ringwal/wal: writing batch %d (%d records): %w", idx, b.n, err)
+		l.opt.Logger.Error("ringwal/wal: write failed; repairing", "err", err)
+		l.repairAfterFailure(err)
+		return err
+	}
+	n := uvarintLen(uint64(len(entry))) + len(entry)
+	l.last = idx
+	l.noteEntry(n)
+	l.written += int64(n)
+	l.total.Store(l.written)
+	l.lastIndex.Store(idx)
+	l.nBatches.Add(1)
+	l.nRecords.Add(uint64(b.n))
+	l.nBytes.Add(int64(n))
+	return nil
+}
+
+// noteEntry mirrors tidwall/wal's segment switching (wal.go, writeBatch:
+// switch before a write if the tail is over SegmentSize, and after an entry
+// that brings it to SegmentSize), so the writer knows when a new segment
+// file exists whose directory entry needs an fsync.
+func (l *Log) noteEntry(n int) {
+	if l.tailSize > l.opt.SegmentSize {
+		l.tailSize, l.dirDirty = 0, true
+	}
+	l.tailSize += n
+	if l.tailSize >= l.opt.SegmentSize {
+		l.tailSize, l.dirDirty = 0, true
+	}
+}
+
+// syncLog fsyncs the tail segment (tidwall/wal fsyncs a segment before
+// switching away from it) and, if a segment was created since, the log
+// directory. A failed fsync makes the log unusable: the kernel may have
+// dropped the dirty pages, and a later fsync could succeed without them.
+func (l *Log) syncLog(info *BatchInfo) error {
+	t0 := time.Now()
+	err := l.tw.Sync()
+	if err == nil && l.dirDirty {
+		if err = syncDir(l.logDir); err == nil {
+			l.dirDirty = false
+		}
+	}
+	info.Sync = time.Since(t0)
+	if err != nil {
+		err = fmt.Errorf("ringwal/wal: fsync: %w", err)
+		l.setFailed(err)
+	}
+	return err
+}
+
+// repairAfterFailure closes tidwall/wal, cuts the file back to the last
+// batch known written (l.last) and reopens. If that fails the log becomes
+// unusable.
+func (l *Log) repairAfterFailure(cause error) {
+	if l.tw != nil {
+		_ = l.tw.Close() // its state is wrong anyway; the cut below fixes the file
+		l.tw = nil
+	}
+	want := l.last
+	err := normalizeLogDir(l.logDir)
+	if err == nil {
+		err = cutAfter(l.logDir, want)
+	}
+	if err == nil {
+		err = l.openTidwall(false)
+	}
+	if err == nil && l.last != want {
+		err = fmt.Errorf("reopened log ends at batch %d, expected %d: %w", l.last, want, ErrCorrupt)
+		l.tw.Close()
+		l.tw = nil
+	}
+	if err != nil {
+		l.setFailed(fmt.Errorf("ringwal/wal: repair after %v failed: %w", cause, err))
+	}
+}
+
+// truncateFront drops the batches before index from the log (checkpoint).
+// Runs on the writer goroutine.
+func (l *Log) truncateFront(index uint64) error {
+	if l.tw == nil {
+		return l.failedErr()
+	}
+	first, err := l.tw.FirstIndex()
+	if err != nil {
+		return err
+	}
+	if index > l.last+1 {
+		index = l.last + 1
+	}
+	if index <= first {
+		return nil
+	}
+	if err := l.tw.TruncateFront(index); err != nil {
+		err = fmt.Errorf("ringwal/wal: truncating the log before batch %d: %w", index, err)
+		l.repairAfterFailure(err)
+		return err
+	}
+	l.firstIndex.Store(index)
+	// TruncateFront rewrites the segment holding index; if that is the
+	// tail, its size changed.
+	segs, _, err := logView(l.logDir)
+	if err == nil && len(segs) > 0 {
+		var fi os.FileInfo
+		if fi, err = os.Stat(segs[len(segs)-1].path); err == nil {
+			l.tailSize = int(fi.Size())
+		}
+	}
+	if err == nil {
+		err = syncDir(l.logDir)
+	}
+	return err
+}
+
+// shutdown is the writer's last act: fsync and close tidwall/wal.
+func (l *Log) shutdown() {
+	failed := l.failedErr()
+	var err error
+	if l.tw != nil {
+		if failed == nil {
+			err = l.syncLog(&BatchInfo{})
+		}
+		if cerr := l.tw.Close(); err == nil && failed == nil {
+			err = cerr
+		}
+		l.tw = nil
+	}
+	if failed != nil {
+		err = failed
+	}
+	if aerr := l.takeAsyncErr(); err == nil {
+		err = aerr
+	}
+	if err != nil && !errors.Is(err, ErrClosed) {
+		l.closeErr = err
+	}
+}
