@@ -1,0 +1,24 @@
+// Package breaker keeps one circuit breaker per downstream key ("slack",
+// "api.example.com"), so that a target that keeps failing is left alone
+// for a while instead of burning every message's attempts.
+//
+// It owns the per-key state machine (closed, open, half-open), the trip
+// rules (consecutive failures, failure rate over a rolling window), the
+// open timeout with exponential growth on repeated trips, half-open
+// probing with generation tickets, state-change notification, and the
+// eviction of idle keys.
+//
+// It does not own what a failure is (the engine decides, with
+// classify.CountsAgainstBreaker), nor what happens to work refused while a
+// breaker is open (the engine holds those messages until ReadyAt). It
+// starts no goroutines: open breakers turn half-open lazily on the next
+// Allow, and idle keys are swept on the call that creates a new key, or
+// when the caller calls Sweep.
+//
+// The design follows sony/gobreaker (see the gobreaker comparison table in
+// the tests) with three deliberate differences: the closed state counts
+// over a rolling, bucketed window instead of clearing counts every
+// Interval; half-open bounds probes in flight (MaxProbes) separately from
+// the successes needed to close (SuccessThreshold); and the open timeout
+// doubles on each consecutive trip.
+package breaker
