@@ -41,11 +41,11 @@ type batchHeader struct {
 	bodyCRC uint32
 }
 
-// parseBatchHeader checks the header of one entry: its size, its own
-// checksum, then version and flags. A header that checks out but carries a
+// decodeBatchHeader checks the first batchHeaderSize bytes of an entry: its
+// own checksum, then version and flags. A header that checks out but carries a
 // newer version returns an error wrapping ErrVersion (not ErrCorrupt): that
 // is not damage, and must not be cut as a torn tail.
-func parseBatchHeader(e []byte) (batchHeader, error) {
+func decodeBatchHeader(e []byte) (batchHeader, error) {
 	if len(e) < batchHeaderSize {
 		return batchHeader{}, corruptf("batch of %d bytes is shorter than its %d-byte header", len(e), batchHeaderSize)
 	}
@@ -70,6 +70,16 @@ func parseBatchHeader(e []byte) (batchHeader, error) {
 	}
 	if h.rawLen > maxBatchBody {
 		return h, corruptf("batch body length %d exceeds %d", h.rawLen, maxBatchBody)
+	}
+	return h, nil
+}
+
+// parseBatchHeader checks an entry's header (decodeBatchHeader) and that
+// the entry's size agrees with it.
+func parseBatchHeader(e []byte) (batchHeader, error) {
+	h, err := decodeBatchHeader(e)
+	if err != nil {
+		return h, err
 	}
 	if h.flags&flagS2 == 0 && int(h.rawLen) != len(e)-batchHeaderSize {
 		return h, corruptf("batch body is %d bytes, header says %d", len(e)-batchHeaderSize, h.rawLen)

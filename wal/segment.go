@@ -244,6 +244,13 @@ func (c *cut) count(data []byte) {
 	for len(data) > 0 {
 		e, n, ok := nextEntry(data)
 		if !ok {
+			// A batch cut short: its header may still be whole.
+			if size, k := uvarint(data); k > 0 && size >= batchHeaderSize && len(data)-k >= batchHeaderSize {
+				if h, err := decodeBatchHeader(data[k : k+batchHeaderSize]); err == nil || errors.Is(err, ErrVersion) {
+					c.batches++
+					c.records += int(h.count)
+				}
+			}
 			return
 		}
 		if h, err := parseBatchHeader(e); err == nil {
