@@ -107,6 +107,8 @@ func (s *Set) Allow(key string) (Ticket, bool) {
 func (s *Set) allowNew(key string) (Ticket, bool) {
 	now := s.now()
 	s.maybeSweep(now)
+	// Clone: the caller's key may be a slice of a larger string (a parsed
+	// header, say) that the map would otherwise keep alive.
 	b := &keyBreaker{key: strings.Clone(key), lastUsed: now}
 	if s.o.FailureRate > 0 {
 		b.win = newWindow(int64(s.o.Window), s.o.Buckets)

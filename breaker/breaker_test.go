@@ -167,6 +167,9 @@ func TestFailureRateWindow(t *testing.T) {
 		h.call("k", i%2 == 0)
 	}
 	assert.Equal(t, Closed, h.s.State("k"))
+	ks = h.s.Keys()
+	require.Len(t, ks, 1)
+	assert.Zero(t, ks[0].Calls, "no window is kept when the rate rule is off")
 }
 
 func TestOpenTimeoutGrowth(t *testing.T) {
@@ -300,14 +303,16 @@ func TestHalfOpenRace(t *testing.T) {
 }
 
 // TestConcurrentProbesInFlight hammers Allow and Done through many
-// trips: half-open probes in flight never exceed MaxProbes.
+// trips: in each half-open generation, probes in flight never exceed
+// MaxProbes. (A probe of an older generation may still be out when the
+// next half-open period admits new ones: its result will be ignored.)
 func TestConcurrentProbesInFlight(t *testing.T) {
 	const probes = 2
 	h := newHarness(t, Options{MaxProbes: probes, ConsecutiveFailures: 3, FailureRate: -1})
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
-		inFlight int
+		inFlight = map[uint64]int{} // per half-open generation
 		maxSeen  int
 	)
 	for g := range 16 {
@@ -325,15 +330,15 @@ func TestConcurrentProbesInFlight(t *testing.T) {
 				probe := stateOf(tk.sg) == HalfOpen
 				if probe {
 					mu.Lock()
-					inFlight++
-					maxSeen = max(maxSeen, inFlight)
+					inFlight[tk.sg]++
+					maxSeen = max(maxSeen, inFlight[tk.sg])
 					mu.Unlock()
 				}
 				runtime.Gosched() // let others try to sneak a probe in
 				success := (g+i)%4 == 0
 				if probe {
 					mu.Lock()
-					inFlight--
+					inFlight[tk.sg]--
 					mu.Unlock()
 				}
 				h.s.Done(tk, success)

@@ -85,7 +85,9 @@ type Options struct {
 	// DefaultMaxOpenTimeout (1 min); below OpenTimeout means no growth.
 	MaxOpenTimeout time.Duration
 	// MaxProbes is how many calls a half-open breaker lets through at a
-	// time. 0 or less means DefaultMaxProbes (1).
+	// time; each Done or Release frees a slot. The bound is per half-open
+	// period: a probe of an earlier period still out does not hold a slot
+	// (its result will be ignored). 0 or less means DefaultMaxProbes (1).
 	MaxProbes int
 	// SuccessThreshold is how many probe successes close a half-open
 	// breaker. 0 or less means DefaultSuccessThreshold (1).

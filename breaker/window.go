@@ -36,6 +36,9 @@ func (w *window) add(now int64, failed bool) {
 
 // sum returns the calls and failures within the window ending at now.
 func (w *window) sum(now int64) (calls, fail int) {
+	if w.buckets == nil { // the rate rule is off: nothing is counted
+		return 0, 0
+	}
 	e := now / w.width
 	for _, b := range w.buckets {
 		if b.epoch > e-int64(len(w.buckets)) && b.epoch <= e {
