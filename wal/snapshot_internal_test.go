@@ -1,0 +1,159 @@
+package wal
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func emitIDs(from, to uint64) func(emit func(*Record) error) error {
+	return func(emit func(*Record) error) error {
+		for id := from; id <= to; id++ {
+			if err := emit(&Record{Kind: KindEnqueue, ID: id, Time: 1}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func appendIDs(t *testing.T, l *Log, from, to uint64) {
+	for id := from; id <= to; id++ {
+		require.NoError(t, l.Append(&Record{Kind: KindEnqueue, ID: id, Time: 1}))
+	}
+}
+
+func replayedIDs(t *testing.T, l *Log) ([]uint64, ReplayStats) {
+	var ids []uint64
+	st, err := l.Replay(func(r *Record) error { ids = append(ids, r.ID); return nil })
+	require.NoError(t, err)
+	return ids, st
+}
+
+func seqIDs(from, to uint64) []uint64 {
+	var s []uint64
+	for i := from; i <= to; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
+// A crash between a snapshot's rename and the log truncation leaves two
+// snapshots and a log covering both. If the newer one is then damaged,
+// recovery falls back to the older one.
+func TestSnapshotFallsBackWhenLogCovers(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, Options{})
+	require.NoError(t, err)
+	appendIDs(t, l, 1, 10)
+	a, err := l.Checkpoint(emitIDs(1, 10))
+	require.NoError(t, err)
+	require.EqualValues(t, 10, a.Index)
+	appendIDs(t, l, 11, 20)
+	require.NoError(t, l.Close())
+
+	b, err := writeSnapshot(dir, 20, emitIDs(1, 20)) // no truncation: "crashed"
+	require.NoError(t, err)
+	l, err = Open(dir, Options{})
+	require.NoError(t, err)
+	ids, st := replayedIDs(t, l)
+	assert.EqualValues(t, 20, st.SnapshotIndex, "the newest valid snapshot wins")
+	assert.Equal(t, seqIDs(1, 20), ids)
+	require.NoError(t, l.Close())
+
+	data, err := os.ReadFile(b.Path)
+	require.NoError(t, err)
+	data[len(data)-3] ^= 0xff
+	require.NoError(t, os.WriteFile(b.Path, data, 0o644))
+
+	l, err = Open(dir, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{b.Path}, l.Repair().SkippedSnapshots)
+	ids, st = replayedIDs(t, l)
+	assert.EqualValues(t, 10, st.SnapshotIndex)
+	assert.EqualValues(t, 10, st.SnapshotRecords)
+	assert.Equal(t, seqIDs(1, 20), ids)
+	require.NoError(t, l.Close())
+}
+
+// With every snapshot damaged, a log that still starts at 1 is enough.
+func TestDamagedSnapshotLogFromStart(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, Options{})
+	require.NoError(t, err)
+	appendIDs(t, l, 1, 5)
+	require.NoError(t, l.Close())
+	s, err := writeSnapshot(dir, 3, emitIDs(1, 3))
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(s.Path, 20))
+	l, err = Open(dir, Options{})
+	require.NoError(t, err)
+	ids, st := replayedIDs(t, l)
+	assert.Zero(t, st.SnapshotIndex)
+	assert.Equal(t, seqIDs(1, 5), ids)
+	assert.Len(t, l.Repair().SkippedSnapshots, 1)
+	require.NoError(t, l.Close())
+}
+
+func TestSnapshotNewerVersion(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, Options{})
+	require.NoError(t, err)
+	appendIDs(t, l, 1, 3)
+	info, err := l.Checkpoint(emitIDs(1, 3))
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	data, err := os.ReadFile(info.Path)
+	require.NoError(t, err)
+	binary.LittleEndian.PutUint16(data[6:], snapVersion+1)
+	binary.LittleEndian.PutUint32(data[44:], crc32.Checksum(data[:44], castagnoli))
+	require.NoError(t, os.WriteFile(info.Path, data, 0o644))
+	_, err = Open(dir, Options{})
+	require.ErrorIs(t, err, ErrVersion)
+}
+
+// A log that ends before its snapshot (a repair cut into what the snapshot
+// covers) restarts after the snapshot instead of reusing its indexes.
+func TestLogBehindSnapshotRestartsAfterIt(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, Options{})
+	require.NoError(t, err)
+	appendIDs(t, l, 1, 5)
+	require.NoError(t, l.Close())
+	_, err = writeSnapshot(dir, 8, emitIDs(1, 8))
+	require.NoError(t, err)
+	l, err = Open(dir, Options{})
+	require.NoError(t, err)
+	assert.True(t, l.Repair().LogReset)
+	assert.EqualValues(t, 9, l.Stats().FirstIndex)
+	ids, _ := replayedIDs(t, l)
+	assert.Equal(t, seqIDs(1, 8), ids)
+	appendIDs(t, l, 9, 9)
+	require.NoError(t, l.Close())
+	l, err = Open(dir, Options{})
+	require.NoError(t, err)
+	ids, _ = replayedIDs(t, l)
+	assert.Equal(t, seqIDs(1, 9), ids)
+	require.NoError(t, l.Close())
+}
+
+// The process-wide set catches a second Open even when flock would not
+// (it is per open file description, but emulations differ).
+func TestLockTableReleasedOnClose(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, Options{FlushInterval: time.Millisecond})
+	require.NoError(t, err)
+	openDirsMu.Lock()
+	n := len(openDirs)
+	openDirsMu.Unlock()
+	assert.Positive(t, n)
+	require.NoError(t, l.Close())
+	openDirsMu.Lock()
+	assert.Len(t, openDirs, n-1)
+	openDirsMu.Unlock()
+}
