@@ -14,12 +14,13 @@
 //     (opened with NoSync, so the writer decides when to fsync), collects
 //     whatever producers handed over while the previous write or fsync ran
 //     (group commit), and releases them as the durability Mode promises;
-//   - checkpoints (snapshot.go): a zstd-compressed snapshot of the caller's
+//   - checkpoints (checkpoint.go, snapshot.go): a zstd-compressed snapshot of the caller's
 //     live state, written to a temporary file, fsynced and renamed, after
 //     which the log before it is truncated so disk use follows live data;
-//   - repair (segment.go, repair.go): a torn final batch left by a crash is
-//     cut on Open and reported; damage anywhere else is an error naming the
-//     segment file unless Options.RepairCorrupt is set;
+//   - repair (repair.go, over the segment listing of segment.go): a torn
+//     final batch left by a crash is cut on Open and reported; damage
+//     anywhere else is an error naming the segment file unless
+//     Options.RepairCorrupt is set;
 //   - the directory lock (lock.go) and the on-disk format version
 //     (format.go);
 //   - offline tools for the CLI (verify.go): Verify and Dump.

@@ -90,7 +90,7 @@ const (
 	// maxPendingBytes bounds the memory of records not yet handed to the
 	// writer; past it a Buffered Append waits for its batch (back-pressure).
 	// AppendNoWait never waits.
-	maxPendingBytes = 16 << 20
+	maxPendingBytes = 4 << 20
 )
 
 func (o Options) withDefaults() Options {

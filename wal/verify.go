@@ -8,8 +8,8 @@ import (
 
 // VerifyReport is what Verify found.
 type VerifyReport struct {
-	Dir        string
-	Segments   int
+	Dir        string // the directory checked
+	Segments   int    // segment files in the log
 	FirstIndex uint64 // first batch index in the log (0 = no segments)
 	LastIndex  uint64 // last valid batch index
 	Batches    uint64 // valid batches
@@ -26,8 +26,8 @@ type VerifyReport struct {
 
 // SnapshotReport describes one snapshot file.
 type SnapshotReport struct {
-	Path    string
-	Index   uint64
+	Path    string // snapshot file
+	Index   uint64 // last log batch it covers
 	Records uint64 // records decoded
 	Bytes   int64  // file size
 	Err     error  // nil if the file is valid

@@ -44,6 +44,7 @@ type pending struct {
 	needSync bool      // a waiter wants this batch fsynced
 	urgent   bool      // write without waiting for FlushInterval (Buffered)
 	noWait   bool      // holds records nobody waits for: report failures later
+	waiters  int       // producers blocked on res
 	first    time.Time // when the first record arrived (Buffered)
 	reqs     []*request
 	res      *result
@@ -176,6 +177,7 @@ func (l *Log) addedLocked(p *pending, noWait bool) error {
 			return nil
 		}
 		// Back-pressure: the writer is far behind; wait for this batch.
+		p.waiters++
 		res := p.res
 		l.mu.Unlock()
 		<-res.done
@@ -185,6 +187,7 @@ func (l *Log) addedLocked(p *pending, noWait bool) error {
 		p.needSync = true
 	}
 	p.urgent = true
+	p.waiters++
 	res := p.res
 	l.kickLocked(true)
 	l.mu.Unlock()
@@ -322,7 +325,7 @@ func (l *Log) run() {
 
 		l.mu.Lock()
 		l.inflight = nil
-		released := b.n > 0 && !b.noWait
+		released := b.waiters > 0
 		b.reset()
 		l.spare = b
 		l.mu.Unlock()

@@ -1,0 +1,226 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Repair: telling a torn tail from damage, and cutting either.
+//
+// tidwall/wal's binary entries are a uvarint length and the bytes, with no
+// checksum, and its Open reads the whole last segment and fails on a short
+// entry; zero bytes appended by a crash after the file grew open as extra
+// empty entries, and flipped bytes read back without error. So every batch
+// carries its own header and checksums (batch.go), Open scans the log
+// before tidwall/wal sees it, and a bad batch is classified here: in the
+// last segment with nothing valid after it, it is a torn tail (what a crash
+// mid-write leaves) and is cut; anywhere else it is damage, reported with
+// the segment file and offset, and cut only if the caller asks.
+
+// cut is a place where the log goes bad, and what lies from there to the end.
+type cut struct {
+	seg    int    // position in the segment list
+	path   string // that segment's file
+	off    int64  // byte offset of the first bad entry
+	index  uint64 // its index
+	torn   bool   // nothing valid follows it: a crash mid-write
+	reason string
+
+	bytes   int64 // bytes from off to the end of the log
+	batches int   // entries there whose header checks out
+	records int   // records those headers announce
+}
+
+func (c *cut) report() RepairReport {
+	return RepairReport{
+		Bytes: c.bytes, Batches: c.batches, Records: c.records,
+		Segment: c.path, Offset: c.off, Index: c.index, Torn: c.torn, Reason: c.reason,
+	}
+}
+
+// scan is the result of reading every segment of a log.
+type scan struct {
+	segs    []segment
+	first   uint64 // index of the first entry (the first segment's name); 0 = no segments
+	last    uint64 // index of the last valid entry (first-1 if none)
+	batches uint64
+	records uint64
+	bytes   int64 // bytes of valid entries, framing included
+	cut     *cut  // first damage, nil if none
+}
+
+// visitFunc sees every valid batch of a scan in index order.
+type visitFunc func(index uint64, e []byte, h batchHeader) error
+
+// scanLog reads every segment and checks every entry's framing, header and
+// body checksum (not the records: visit may decode them). It stops at the
+// first bad entry and classifies it: in the last segment, with no valid
+// batch anywhere after it, it is a torn tail; otherwise it is damage. A
+// batch written by a newer version is an error, not damage. Segment
+// boundaries are checked too: a segment must hold exactly the entries up to
+// the next segment's first index.
+func scanLog(segs []segment, visit visitFunc) (*scan, error) {
+	s := &scan{segs: segs}
+	if len(segs) == 0 {
+		return s, nil
+	}
+	s.first = segs[0].index
+	s.last = s.first - 1
+	var buf []byte
+	for i, sg := range segs {
+		var err error
+		if buf, err = readFileInto(sg.path, buf); err != nil {
+			return nil, err
+		}
+		lastSeg := i == len(segs)-1
+		index := sg.index
+		if index != s.last+1 {
+			return nil, fmt.Errorf("segment %s starts at index %d, expected %d: %w", sg.path, index, s.last+1, ErrCorrupt)
+		}
+		off := 0
+		for off < len(buf) {
+			if !lastSeg && index == segs[i+1].index {
+				s.cut = s.newCut(i, off, index, false, fmt.Sprintf("entries past the next segment's first index %d", index), buf)
+				return s, nil
+			}
+			e, n, ok := nextEntry(buf[off:])
+			var h batchHeader
+			var reason string
+			if !ok {
+				reason = fmt.Sprintf("entry length runs past the end of the file (%d bytes left)", len(buf)-off)
+			} else if h, err = checkBatch(e); err != nil {
+				if errors.Is(err, ErrVersion) {
+					return nil, fmt.Errorf("%s offset %d (index %d): %w", sg.path, off, index, err)
+				}
+				reason = err.Error()
+			}
+			if reason != "" {
+				torn := lastSeg && !validBatchAfter(buf, off+1)
+				s.cut = s.newCut(i, off, index, torn, reason, buf)
+				return s, nil
+			}
+			if visit != nil {
+				if err := visit(index, e, h); err != nil {
+					return nil, fmt.Errorf("%s offset %d (index %d): %w", sg.path, off, index, err)
+				}
+			}
+			s.batches++
+			s.records += uint64(h.count)
+			s.bytes += int64(n)
+			s.last = index
+			index++
+			off += n
+		}
+		if !lastSeg && index != segs[i+1].index {
+			s.cut = s.newCut(i, off, index, false,
+				fmt.Sprintf("segment ends at index %d but the next one starts at %d", index-1, segs[i+1].index), buf)
+			return s, nil
+		}
+	}
+	return s, nil
+}
+
+// newCut describes a cut at (seg, off): what it would remove, counting the
+// rest of that segment (whose bytes are in buf) and every later segment.
+func (s *scan) newCut(seg, off int, index uint64, torn bool, reason string, buf []byte) *cut {
+	c := &cut{seg: seg, path: s.segs[seg].path, off: int64(off), index: index, torn: torn, reason: reason}
+	c.count(buf[off:])
+	for _, sg := range s.segs[seg+1:] {
+		data, err := os.ReadFile(sg.path)
+		if err != nil {
+			continue // counting is best effort; the cut removes the file anyway
+		}
+		c.count(data)
+	}
+	return c
+}
+
+// count adds data's bytes, and the batches and records that its readable
+// headers announce, to the cut.
+func (c *cut) count(data []byte) {
+	c.bytes += int64(len(data))
+	for len(data) > 0 {
+		e, n, ok := nextEntry(data)
+		if !ok {
+			// A batch cut short: its header may still be whole.
+			if size, k := uvarint(data); k > 0 && size >= batchHeaderSize && len(data)-k >= batchHeaderSize {
+				if h, err := decodeBatchHeader(data[k : k+batchHeaderSize]); err == nil || errors.Is(err, ErrVersion) {
+					c.batches++
+					c.records += int(h.count)
+				}
+			}
+			return
+		}
+		if h, err := parseBatchHeader(e); err == nil {
+			c.batches++
+			c.records += int(h.count)
+		}
+		data = data[n:]
+	}
+}
+
+// validBatchAfter reports whether any offset from `from` on starts an entry
+// that is a valid batch. Garbage is rejected by the length (it must fit) and
+// the 18-byte header checksum, so the scan is fast even over megabytes.
+func validBatchAfter(data []byte, from int) bool {
+	for q := from; q < len(data); q++ {
+		e, _, ok := nextEntry(data[q:])
+		if !ok || len(e) < batchHeaderSize {
+			continue
+		}
+		if _, err := checkBatch(e); err == nil || errors.Is(err, ErrVersion) {
+			return true
+		}
+	}
+	return false
+}
+
+// applyCut truncates the cut's segment at its offset and removes every
+// later segment, then makes that durable. What remains is a valid log whose
+// last index is c.index-1.
+func applyCut(segs []segment, c *cut) error {
+	for i := len(segs) - 1; i > c.seg; i-- {
+		if err := os.Remove(segs[i].path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	if err := truncateFile(segs[c.seg].path, c.off); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(segs[c.seg].path))
+}
+
+// cutAfter removes every entry after index last from the log in logDir. The
+// writer uses it after a failed write, when the file may hold part (or all)
+// of a batch it has reported as failed.
+func cutAfter(logDir string, last uint64) error {
+	segs, _, err := logView(logDir)
+	if err != nil {
+		return err
+	}
+	// The segment that holds (or would hold) index last+1.
+	k := -1
+	for i, s := range segs {
+		if s.index <= last+1 {
+			k = i
+		}
+	}
+	if k == -1 {
+		return fmt.Errorf("no segment holds index %d: %w", last+1, ErrCorrupt)
+	}
+	data, err := os.ReadFile(segs[k].path)
+	if err != nil {
+		return err
+	}
+	off := 0
+	for idx := segs[k].index; idx <= last; idx++ {
+		_, n, ok := nextEntry(data[off:])
+		if !ok {
+			return fmt.Errorf("%s ends before index %d, which was written: %w", segs[k].path, last, ErrCorrupt)
+		}
+		off += n
+	}
+	return applyCut(segs, &cut{seg: k, off: int64(off)})
+}
