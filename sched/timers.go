@@ -50,7 +50,6 @@ type Timers struct {
 	clock clock.Clock
 	fire  func(at time.Time, e Entry)
 	feed  *ring.Ring[timerRequest]
-	tick  int64
 
 	_ pad.Line
 	// sleepUntil is written by the owner and compare-and-swapped by
@@ -98,7 +97,6 @@ func NewTimers(c clock.Clock, o TimerOptions, fire func(at time.Time, e Entry)) 
 		clock: c,
 		fire:  fire,
 		feed:  ring.New[timerRequest](o.Capacity),
-		tick:  int64(w.Tick()),
 		wake:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
@@ -110,7 +108,7 @@ func NewTimers(c clock.Clock, o TimerOptions, fire func(at time.Time, e Entry)) 
 }
 
 // Schedule arranges for fire(at, e) to be called once the clock reaches at
-// (at most one tick late while the owner keeps up; at once if at is past).
+// (at once if at is past), never before.
 //
 // Safe for concurrent use. Lock-free and allocation-free while the feed
 // ring has room; when it is full the entry goes to a mutex-protected spill
@@ -201,9 +199,9 @@ func (t *Timers) run() {
 		next, pending := t.wheel.NextAt()
 		until := int64(ownerIdle)
 		if pending {
-			// An entry due no later than next-tick would fire before next;
-			// later ones fire at next anyway and need no wake-up.
-			until = unixNanoSaturating(next) - t.tick + 1
+			// Only an entry due before next needs a wake-up; later ones are
+			// handled when the timer for next goes off.
+			until = unixNanoSaturating(next)
 		}
 		t.sleepUntil.Store(until)
 		if t.feed.Len() > 0 || t.spillLen.Load() > 0 {

@@ -76,6 +76,7 @@ type Wheel struct {
 
 	occupied [maxLevels]uint64 // bit s of level L set: slots[L][s] is non-empty
 	slots    [maxLevels][wheelSlots]list
+	slotMin  [wheelSlots]int64 // earliest due offset in each non-empty level-0 slot
 	overflow list  // due beyond the top level's current rotation
 	ready    list  // already due; handed out at the next Advance
 	readyMin int64 // earliest due time in ready (valid when ready is non-empty)
@@ -113,9 +114,8 @@ func (w *Wheel) Len() int { return w.n }
 
 // Add schedules e to be handed out by the first Advance whose now is at or
 // after at; an at in the past (or before the wheel's start) is handed out
-// by the next Advance. The wheel never hands an entry out before its time,
-// and Advance-ing time in steps of at most one tick hands it out at most
-// one tick late (at is rounded up to the tick).
+// by the next Advance (whose now must not be earlier than the previous
+// one's). The wheel never hands an entry out before its time.
 //
 // O(1); no allocation once the node pool has grown to the peak number of
 // pending entries. Not safe for concurrent use.
@@ -168,13 +168,17 @@ func (w *Wheel) place(i uint32, off int64) {
 		return
 	}
 	slot := (t >> (wheelBits * level)) & wheelMask
+	if level == 0 && (w.occupied[0]&(1<<slot) == 0 || off < w.slotMin[slot]) {
+		w.slotMin[slot] = off
+	}
 	w.push(&w.slots[level][slot], i)
 	w.occupied[level] |= 1 << slot
 }
 
-// Advance hands every entry due at or before now to fire, earlier ticks
-// before later ones (entries of the same tick in the order they reached
-// it), and returns how many it handed out. fire may call Add: entries it
+// Advance hands every entry due at or before now to fire, and no other,
+// earlier ticks before later ones (entries of the same tick in the order
+// they reached it), and returns how many it handed out. It is exact: the
+// tick only sets the granularity of the buckets, not of the due times. fire may call Add: entries it
 // adds that are already due wait for the next Advance. A nil fire drops the
 // entries. A now earlier than a previous Advance's hands out only entries
 // added in the past since then.
@@ -219,15 +223,41 @@ func (w *Wheel) Advance(now time.Time, fire func(at time.Time, e Entry)) int {
 		w.cur = target + 1
 		w.cascade()
 	}
+	// now may lie inside tick cur: hand out the entries of that tick that
+	// are due by now, so that Advance is exact rather than tick-rounded.
+	if slot := w.cur & wheelMask; w.occupied[0]&(1<<slot) != 0 && w.slotMin[slot] <= off {
+		fired += w.fireDueInSlot(slot, off, fire)
+	}
 	return fired
 }
 
-// NextAt returns the earliest time at which an Advance may hand out an
-// entry: an Advance with an earlier now hands out nothing (unless Add is
-// called in between). It is exact when the next entry sits in the finest
-// level, and a lower bound otherwise (the time its coarser slot is reached),
-// which is what a sleeping owner needs. ok is false when the wheel is empty.
-// Not safe for concurrent use.
+// fireDueInSlot hands out the entries of level-0 slot (the current,
+// partially elapsed tick) due at or before off and keeps the rest.
+func (w *Wheel) fireDueInSlot(slot uint64, off int64, fire func(time.Time, Entry)) int {
+	pending := w.slots[0][slot]
+	w.slots[0][slot] = list{}
+	w.occupied[0] &^= 1 << slot
+	var due list
+	for i := pending.head; i != 0; {
+		nd := w.node(i)
+		next := nd.next
+		if nd.at <= off {
+			w.push(&due, i)
+		} else {
+			w.place(i, nd.at) // back into the same slot, keeping slotMin right
+		}
+		i = next
+	}
+	return w.fireList(due, fire)
+}
+
+// NextAt returns a lower bound on the earliest pending due time: an Advance
+// with an earlier now hands out nothing (unless Add is called in between).
+// It is exact when the earliest entry sits in the finest level (always so
+// within 64 ticks), and otherwise the start of the coarser slot that holds
+// it, which is what a sleeping owner needs: sleep until NextAt, Advance,
+// ask again. After an Advance(now) it is always after now. ok is false
+// when the wheel is empty. Not safe for concurrent use.
 func (w *Wheel) NextAt() (at time.Time, ok bool) {
 	if w.ready.head != 0 {
 		return w.start.Add(time.Duration(w.readyMin)), true
@@ -236,10 +266,15 @@ func (w *Wheel) NextAt() (at time.Time, ok bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	if ev > uint64(math.MaxInt64/w.tick) {
+	if w.occupied[0]&(1<<(ev&wheelMask)) != 0 && ev-w.cur < wheelSlots {
+		return w.start.Add(time.Duration(w.slotMin[ev&wheelMask])), true
+	}
+	// A coarser slot starting at tick ev holds ticks >= ev, whose due
+	// offsets exceed (ev-1) ticks.
+	if ev-1 >= uint64(math.MaxInt64/w.tick) {
 		return w.start.Add(time.Duration(math.MaxInt64)), true
 	}
-	return w.start.Add(time.Duration(int64(ev) * w.tick)), true
+	return w.start.Add(time.Duration(int64(ev-1)*w.tick + 1)), true
 }
 
 // nextEvent returns the first tick >= cur at which something happens: a
