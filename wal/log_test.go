@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/ringwal/ringwal/wal"
 )
@@ -285,4 +286,23 @@ func TestStatsAndSize(t *testing.T) {
 	require.NoError(t, l.Close())
 	l = open(t, dir, wal.Options{})
 	assert.Equal(t, size, l.Size(), "the log found at Open counts")
+}
+
+func TestNoGoroutineLeak(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	for _, mode := range []wal.Mode{wal.Write, wal.Fsync, wal.Buffered} {
+		dir := t.TempDir()
+		l, err := wal.Open(dir, wal.Options{Mode: mode})
+		require.NoError(t, err)
+		r := rec(1)
+		require.NoError(t, l.Append(&r))
+		_, err = l.Checkpoint(func(emit func(*wal.Record) error) error { return emit(&r) })
+		require.NoError(t, err)
+		require.NoError(t, l.Close())
+		l, err = wal.Open(dir, wal.Options{Mode: mode})
+		require.NoError(t, err)
+		_, err = l.Replay(func(*wal.Record) error { return nil })
+		require.NoError(t, err)
+		require.NoError(t, l.Close())
+	}
 }

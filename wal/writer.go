@@ -201,9 +201,9 @@ func (l *Log) addedLocked(p *pending, noWait bool) error {
 // Safe for concurrent use.
 func (l *Log) Flush() error {
 	l.mu.Lock()
-	if l.closing {
+	if err := l.usableLocked(); err != nil {
 		l.mu.Unlock()
-		return ErrClosed
+		return err
 	}
 	p := l.cur
 	res := l.inflight
