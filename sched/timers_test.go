@@ -1,0 +1,209 @@
+package sched
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/ringwal/ringwal/internal/clock"
+)
+
+func TestMain(m *testing.M) {
+	// Every Timers a test starts must be stopped by it.
+	goleak.VerifyTestMain(m)
+}
+
+type firing struct {
+	at  time.Time
+	now time.Time // the fake clock when fire ran
+	e   Entry
+}
+
+// failsafe only turns a hang into a failure; nothing asserts on time.
+const failsafe = time.Minute
+
+func newTestTimers(t *testing.T, o TimerOptions) (*Timers, *clock.Fake, chan firing) {
+	t.Helper()
+	fake := clock.NewFake(testStart)
+	fired := make(chan firing, 1<<16)
+	tm := NewTimers(fake, o, func(at time.Time, e Entry) {
+		fired <- firing{at: at, now: fake.Now(), e: e}
+	})
+	t.Cleanup(tm.Stop)
+	return tm, fake, fired
+}
+
+func recv(t *testing.T, ch <-chan firing) firing {
+	t.Helper()
+	select {
+	case f := <-ch:
+		return f
+	case <-time.After(failsafe):
+		require.FailNow(t, "no fire")
+		return firing{}
+	}
+}
+
+func requireNoFire(t *testing.T, ch <-chan firing) {
+	t.Helper()
+	select {
+	case f := <-ch:
+		require.FailNow(t, "unexpected fire", "%+v", f)
+	default:
+	}
+}
+
+func TestTimersFireWithFakeClock(t *testing.T) {
+	ms := time.Millisecond
+	tm, fake, fired := newTestTimers(t, TimerOptions{})
+	tm.Start()
+
+	tm.Schedule(testStart.Add(10*ms), Entry{ID: 1})
+	fake.BlockUntil(1) // the owner has taken the entry and armed its timer
+	requireNoFire(t, fired)
+	assert.Equal(t, 1, tm.Len())
+
+	fake.Advance(9 * ms)
+	requireNoFire(t, fired) // the timer is at 10ms: nothing woke
+
+	fake.Advance(ms)
+	f := recv(t, fired)
+	assert.Equal(t, uint64(1), f.e.ID)
+	assert.Equal(t, testStart.Add(10*ms), f.at)
+	assert.False(t, f.now.Before(f.at), "fired early")
+}
+
+func TestTimersScenarios(t *testing.T) {
+	ms := time.Millisecond
+	cases := []struct {
+		name string
+		run  func(t *testing.T, tm *Timers, fake *clock.Fake, fired chan firing)
+	}{
+		{"an earlier entry wakes a sleeping owner", func(t *testing.T, tm *Timers, fake *clock.Fake, fired chan firing) {
+			tm.Schedule(testStart.Add(50*ms), Entry{ID: 1})
+			fake.BlockUntil(1)
+			tm.Schedule(testStart.Add(20*ms), Entry{ID: 2})
+			fake.Advance(20 * ms)
+			assert.Equal(t, uint64(2), recv(t, fired).e.ID)
+			requireNoFire(t, fired)
+			fake.Advance(30 * ms)
+			assert.Equal(t, uint64(1), recv(t, fired).e.ID)
+		}},
+		{"a past entry fires without advancing", func(t *testing.T, tm *Timers, _ *clock.Fake, fired chan firing) {
+			tm.Schedule(testStart.Add(-time.Second), Entry{ID: 3})
+			assert.Equal(t, uint64(3), recv(t, fired).e.ID)
+		}},
+		{"an entry due now fires without advancing", func(t *testing.T, tm *Timers, fake *clock.Fake, fired chan firing) {
+			tm.Schedule(fake.Now(), Entry{ID: 4})
+			assert.Equal(t, uint64(4), recv(t, fired).e.ID)
+		}},
+		{"a 40-day delay fires after one big advance", func(t *testing.T, tm *Timers, fake *clock.Fake, fired chan firing) {
+			at := testStart.Add(40 * 24 * time.Hour)
+			tm.Schedule(at, Entry{ID: 5})
+			fake.BlockUntil(1)
+			fake.Set(at.Add(-ms))
+			requireNoFire(t, fired)
+			fake.Set(at)
+			f := recv(t, fired)
+			assert.Equal(t, at, f.at)
+			assert.False(t, f.now.Before(at))
+		}},
+		{"advancing before the owner sleeps still fires", func(t *testing.T, tm *Timers, fake *clock.Fake, fired chan firing) {
+			tm.Schedule(testStart.Add(10*ms), Entry{ID: 6})
+			fake.Advance(10 * ms) // may race with the owner arming its timer
+			assert.Equal(t, uint64(6), recv(t, fired).e.ID)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tm, fake, fired := newTestTimers(t, TimerOptions{Tick: ms})
+			tm.Start()
+			tc.run(t, tm, fake, fired)
+		})
+	}
+}
+
+// TestTimersFullFeedLosesNothing schedules far more entries than the feed
+// holds before the owner runs: the overflow goes to the spill list.
+func TestTimersFullFeedLosesNothing(t *testing.T) {
+	tm, fake, fired := newTestTimers(t, TimerOptions{Capacity: 4})
+	const n = 1000
+	for i := range n {
+		tm.Schedule(testStart.Add(time.Duration(i%10)*time.Millisecond), Entry{ID: uint64(i)})
+	}
+	assert.Equal(t, n, tm.Len())
+	tm.Start()
+	fake.Advance(10 * time.Millisecond)
+	seen := make([]bool, n)
+	for range n {
+		f := recv(t, fired)
+		require.False(t, seen[f.e.ID], "entry %d fired twice", f.e.ID)
+		seen[f.e.ID] = true
+	}
+	requireNoFire(t, fired)
+}
+
+// TestTimersConcurrentProducers: many goroutines schedule at once while the
+// owner runs; every entry fires exactly once and never early.
+func TestTimersConcurrentProducers(t *testing.T) {
+	tm, fake, fired := newTestTimers(t, TimerOptions{Capacity: 64})
+	tm.Start()
+	const producers, each = 4, 2000
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			for i := range each {
+				id := uint64(p*each + i)
+				tm.Schedule(testStart.Add(time.Duration(id%997)*time.Millisecond), Entry{ID: id})
+			}
+		})
+	}
+	wg.Wait()
+	fake.Advance(500 * time.Millisecond)
+	fake.Advance(500 * time.Millisecond)
+	seen := make([]bool, producers*each)
+	for range producers * each {
+		f := recv(t, fired)
+		require.False(t, seen[f.e.ID], "entry %d fired twice", f.e.ID)
+		seen[f.e.ID] = true
+		require.False(t, f.now.Before(f.at), "entry %d fired early", f.e.ID)
+	}
+	requireNoFire(t, fired)
+}
+
+func TestTimersLifecycle(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func(tm *Timers)
+	}{
+		{"stop without start", func(tm *Timers) { tm.Stop() }},
+		{"start then stop twice", func(tm *Timers) { tm.Start(); tm.Stop(); tm.Stop() }},
+		{"start twice", func(tm *Timers) { tm.Start(); tm.Start(); tm.Stop() }},
+		{"start after stop is a no-op", func(tm *Timers) { tm.Stop(); tm.Start(); tm.Stop() }},
+		{"concurrent stops", func(tm *Timers) {
+			tm.Start()
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(tm.Stop)
+			}
+			wg.Wait()
+		}},
+		{"stop while sleeping with entries pending", func(tm *Timers) {
+			tm.Start()
+			tm.Schedule(testStart.Add(time.Hour), Entry{ID: 1})
+			tm.Stop()
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := goleak.IgnoreCurrent()
+			tm := NewTimers(clock.NewFake(testStart), TimerOptions{}, nil)
+			tc.run(tm)
+			goleak.VerifyNone(t, before)
+		})
+	}
+}
