@@ -70,6 +70,7 @@ type Record struct {
 	Until    int64  // Lease/Extend: lease expiry; Nack: next due time; snapshot Enqueue: due time of a delayed message
 	Category uint8  // classify.Category
 	Text     string // Nack/DeadLetter/Failure: error text; Review: note
+	Crashes  int32  // Requeue and snapshot Enqueue: consecutive crashes the message was leased at
 }
 
 // Field presence bits, in encoding order. Part of the on-disk format.
@@ -89,8 +90,9 @@ const (
 	fUntil
 	fCategory
 	fText
+	fCrashes
 
-	fAll = fText<<1 - 1
+	fAll = fCrashes<<1 - 1
 )
 
 // maxRecordBody bounds one record's encoded size; anything larger in a log
@@ -158,6 +160,9 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	}
 	if mask&fText != 0 {
 		dst = appendString(dst, r.Text)
+	}
+	if mask&fCrashes != 0 {
+		dst = appendVarint(dst, int64(r.Crashes))
 	}
 	return dst
 }
@@ -228,6 +233,10 @@ func recordShape(r *Record) (mask uint32, size int) {
 	if r.Text != "" {
 		mask |= fText
 		size += uvarintLen(uint64(len(r.Text))) + len(r.Text)
+	}
+	if r.Crashes != 0 {
+		mask |= fCrashes
+		size += varintLen(int64(r.Crashes))
 	}
 	size += uvarintLen(uint64(mask))
 	return mask, size
@@ -331,6 +340,9 @@ func decodeRecordBody(b []byte, r *Record) error {
 	}
 	if mask&fText != 0 {
 		r.Text = d.str(oldText)
+	}
+	if mask&fCrashes != 0 {
+		r.Crashes = d.int32()
 	}
 	if d.err != nil {
 		return fmt.Errorf("%s record: %w", kind, d.err)
