@@ -248,10 +248,11 @@ func (l *Log) openTidwall(initial bool) error {
 }
 
 // Repair reports what Open cut from the log: a torn tail, or damage when
-// Options.RepairCorrupt was set. Zero if nothing was cut.
+// Options.RepairCorrupt was set. Zero if nothing was cut. Safe for
+// concurrent use (it never changes after Open).
 func (l *Log) Repair() RepairReport { return l.repair }
 
-// Dir returns the log's directory (absolute).
+// Dir returns the log's directory (absolute). Safe for concurrent use.
 func (l *Log) Dir() string { return l.dir }
 
 // Replay calls fn for every record of the newest snapshot, then for every
@@ -344,7 +345,7 @@ func (l *Log) Size() int64 { return l.total.Load() - l.ckBase.Load() }
 
 // Stats returns the log's counters. It lists the directory for the segment
 // count and disk use, so it costs a few system calls; don't call it on a
-// hot path.
+// hot path. Safe for concurrent use.
 func (l *Log) Stats() Stats {
 	st := Stats{
 		FirstIndex:      l.firstIndex.Load(),
@@ -383,6 +384,8 @@ func (l *Log) Stats() Stats {
 // writer, closes tidwall/wal and releases the directory lock. It waits for
 // a running Checkpoint. It returns the first error among those steps (or
 // the error that made the log unusable); calling it again returns nil.
+// Safe for concurrent use: appends racing with Close either make it into
+// the final batch or get ErrClosed.
 func (l *Log) Close() error {
 	first := false
 	l.closeOnce.Do(func() {

@@ -91,7 +91,7 @@ func (l *Log) usableLocked() error {
 
 // Append adds r to the next batch and waits as Options.Mode promises:
 // Write until the batch reached write(2), Fsync until it was fsynced,
-// Buffered not at all (unless more than 16 MiB wait to be written, then
+// Buffered not at all (unless more than 4 MiB wait to be written, then
 // until its batch is written). It returns the batch's write or fsync error
 // if the batch failed: a record is never acknowledged unless written.
 // r is encoded before Append returns and may be reused at once.
