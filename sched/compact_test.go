@@ -40,3 +40,28 @@ func TestWheelCompactKeepsLiveEntriesAndTheirTimes(t *testing.T) {
 	}
 	assert.Equal(t, chunks, len(w.chunks))
 }
+
+func TestPreviewMatchesNext(t *testing.T) {
+	for _, policy := range []Policy{Weighted, Strict} {
+		p := NewPicker(PickerOptions{Policy: policy, AgingAfter: -1})
+		// Move the cursors somewhere first.
+		for i := 0; i < 7; i++ {
+			p.Next(0b11111, 0)
+		}
+		backlog := [NumTiers]int{5, 7, 3, 2, 40}
+		preview := p.Preview(backlog, 100)
+		require.Len(t, preview, 57)
+		for i, want := range preview {
+			var m uint8
+			for tier, c := range backlog {
+				if c > 0 {
+					m |= 1 << tier
+				}
+			}
+			got, ok := p.Next(m, 0)
+			require.True(t, ok)
+			require.Equal(t, want, got, "pick %d (policy %d)", i, policy)
+			backlog[got]--
+		}
+	}
+}

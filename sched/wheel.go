@@ -77,9 +77,9 @@ type Wheel struct {
 	occupied [maxLevels]uint64 // bit s of level L set: slots[L][s] is non-empty
 	slots    [maxLevels][wheelSlots]list
 	slotMin  [wheelSlots]int64 // earliest due offset in each non-empty level-0 slot
-	overflow list  // due beyond the top level's current rotation
-	ready    list  // already due; handed out at the next Advance
-	readyMin int64 // earliest due time in ready (valid when ready is non-empty)
+	overflow list              // due beyond the top level's current rotation
+	ready    list              // already due; handed out at the next Advance
+	readyMin int64             // earliest due time in ready (valid when ready is non-empty)
 
 	n      int // pending entries
 	chunks [][]wheelNode
