@@ -1,0 +1,50 @@
+package ringwal
+
+import (
+	"sync/atomic"
+
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/internal/pad"
+)
+
+// paddedCounter keeps a hot counter on its own cache line: producers and
+// consumers on different cores would otherwise invalidate each other.
+type paddedCounter struct {
+	atomic.Uint64
+	_ [pad.CacheLine - 8]byte
+}
+
+type paddedGauge struct {
+	atomic.Int64
+	_ [pad.CacheLine - 8]byte
+}
+
+// counters are the engine's lifetime totals (since Open) and the gauges
+// that are cheaper to keep than to count. Hot ones are padded.
+type counters struct {
+	dequeued paddedCounter
+	acked    paddedCounter
+
+	nacked        atomic.Uint64
+	retried       atomic.Uint64
+	expired       atomic.Uint64
+	leaseExpiries atomic.Uint64
+	duplicates    atomic.Uint64
+	backpressure  atomic.Uint64
+	redriven      atomic.Uint64
+	requeued      atomic.Uint64
+	deadLettered  [numCategories]atomic.Uint64
+	unused        atomic.Uint64 // IDs taken but never enqueued (duplicates, collisions, failed writes)
+	enqueuedBase  uint64        // nextID at Open: Enqueued = nextID - base - unused
+}
+
+// numCategories is the number of classify categories; a test checks it
+// against classify.Categories so a new category cannot be miscounted.
+const numCategories = 8
+
+func categoryIndex(c classify.Category) int {
+	if int(c) >= numCategories {
+		return int(classify.Unknown)
+	}
+	return int(c)
+}

@@ -1,0 +1,183 @@
+package ringwal
+
+import (
+	"context"
+	"time"
+
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/sched"
+	"github.com/ringwal/ringwal/wal"
+)
+
+// Dequeue leases the next message in scheduling order, blocking until one
+// is ready, ctx ends, or the engine closes (ErrClosed). The lease lasts
+// Options.LeaseTimeout unless extended; settle it with Ack or Nack. Safe
+// for concurrent use.
+func (e *Engine) Dequeue(ctx context.Context) (Delivery, error) {
+	if err := e.intake(); err != nil {
+		return Delivery{}, err
+	}
+	if d, ok := e.TryDequeue(); ok {
+		return d, nil
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		e.waiting.ready.Add(1)
+		d, ok := e.TryDequeue()
+		if ok {
+			e.waiting.ready.Add(-1)
+			e.passBaton()
+			return d, nil
+		}
+		err := sleep(ctx, e.waiting.readyC, e.done, timer)
+		e.waiting.ready.Add(-1)
+		if err != nil {
+			return Delivery{}, err
+		}
+		if err := e.intake(); err != nil {
+			return Delivery{}, err
+		}
+		if d, ok := e.TryDequeue(); ok {
+			e.passBaton()
+			return d, nil
+		}
+	}
+}
+
+// passBaton wakes another sleeping consumer when more is ready, so that a
+// signal dropped on a full channel is not lost.
+func (e *Engine) passBaton() {
+	if e.waiting.ready.Load() > 0 && e.tiers.NonEmpty()|uint8(e.spilled.Load()) != 0 {
+		e.waiting.signalReady()
+	}
+}
+
+// TryDequeue leases the next ready message, or returns false at once when
+// none is ready (or the engine is closed). Safe for concurrent use.
+func (e *Engine) TryDequeue() (Delivery, bool) {
+	if e.closing.Load() {
+		return Delivery{}, false
+	}
+	var d Delivery
+	for spins := 0; spins < 64; spins++ {
+		slot, r, ok, retry := e.take()
+		if !ok {
+			if retry {
+				continue
+			}
+			return Delivery{}, false
+		}
+		if e.lease(slot, r, &d) {
+			return d, true
+		}
+	}
+	return Delivery{}, false
+}
+
+// DequeueBatch leases up to max ready messages, blocking only until the
+// first is ready.
+func (e *Engine) DequeueBatch(ctx context.Context, max int) ([]Delivery, error) {
+	if max <= 0 {
+		return nil, invalidf("DequeueBatch max %d must be positive", max)
+	}
+	first, err := e.Dequeue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Delivery, 1, min(max, 64))
+	out[0] = first
+	for len(out) < max {
+		d, ok := e.TryDequeue()
+		if !ok {
+			break
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// take picks the next pending record and moves it to stBusy. retry is true
+// when something was there but lost to another consumer or stale.
+func (e *Engine) take() (slot uint32, r *rec, ok, retry bool) {
+	nonEmpty := e.tiers.NonEmpty() | uint8(e.spilled.Load())
+	if nonEmpty == 0 && e.sched.Deadlines().Len() == 0 {
+		return 0, nil, false, false
+	}
+	now := e.now()
+	pick, ok := e.sched.Next(nonEmpty, now, e.validEntry)
+	if !ok {
+		return 0, nil, false, false
+	}
+	var rf ref
+	if pick.EDF {
+		rf = ref{slot: uint32(pick.Entry.ID), gen: pick.Entry.Gen}
+	} else {
+		var popped bool
+		rf, popped = e.tiers.TryPop(pick.Tier)
+		if !popped {
+			if e.spilled.Load()&(1<<pick.Tier) != 0 {
+				e.refill(pick.Tier)
+			}
+			return 0, nil, false, true
+		}
+		e.sched.Picker().Served(pick.Tier, now)
+		if e.spilled.Load()&(1<<pick.Tier) != 0 {
+			e.refill(pick.Tier)
+		}
+		e.waiting.signalSpace()
+	}
+	r = e.slab.at(rf.slot)
+	if !r.acquire(rf.gen, stPending) {
+		return 0, nil, false, true // stale: taken by EDF, requeued, expired
+	}
+	return rf.slot, r, true, false
+}
+
+func (e *Engine) validEntry(en sched.Entry) bool {
+	w := e.slab.at(uint32(en.ID)).word.Load()
+	return wordGen(w) == en.Gen && wordState(w) == stPending
+}
+
+// lease hands out a busy record taken from its tier: it checks TTL and the
+// key's breaker, counts the attempt and fills d. It returns false when the
+// record went elsewhere instead (expired, held).
+func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
+	now := e.now()
+	if r.expiresAt != 0 && now >= r.expiresAt {
+		e.deadLetter(slot, r, classify.Expired, "ttl expired before delivery", now, false)
+		return false
+	}
+	if key := r.msg.Key; key != "" {
+		t, ok := e.breakers.Allow(key)
+		if !ok {
+			e.hold(slot, r)
+			return false
+		}
+		r.ticket = t
+	}
+	attempt := r.attempts.Add(1)
+	expiry := now + int64(e.opts.LeaseTimeout)
+	r.leaseExpiry.Store(expiry)
+	r.leasedAt.Store(now)
+	id := r.id.Load()
+	// Fill d while the record is still ours: once released, a lease expiry
+	// or a Requeue may move it on.
+	*d = Delivery{
+		ID:         ID(id),
+		Lease:      Lease{slot: slot, gen: wordGen(r.word.Load()) + 1},
+		Message:    r.msg,
+		Attempt:    int(attempt),
+		EnqueuedAt: time.Unix(0, r.enqueuedAt),
+	}
+	waited := now - r.readyAt.Load()
+	rf := r.release(slot, stLeased)
+	e.ctr.dequeued.Add(1)
+	e.metrics.observeWait(waited)
+	e.hk.schedule(expiry, sched.Entry{ID: uint64(slot), Gen: rf.gen, Kind: timerLease})
+	if e.log != nil {
+		rec := wal.Record{Kind: wal.KindLease, ID: id, Time: now, Attempt: attempt, Until: expiry}
+		_ = e.log.AppendNoWait(&rec)
+	}
+	return true
+}

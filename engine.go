@@ -1,0 +1,277 @@
+// Package ringwal is a durable, in-process message and job engine: priority
+// tiers on lock-free rings, a segmented write-ahead log replayed on start-up,
+// leases, retries with backoff, per-key circuit breakers and per-category
+// dead-letter queues. See the README for a tour and DESIGN.md for the
+// architecture.
+//
+// # Goroutines
+//
+// An Engine starts exactly these goroutines, and Close stops all of them:
+//
+//   - the housekeeper (housekeeper.go): owns the timing wheel, fed through
+//     an MPSC ring; makes delayed and retried messages ready, expires leases
+//     and TTLs, releases held messages when their breaker half-opens, sweeps
+//     the dedup index and the dead-letter retention, calls OnDeadLetter, and
+//     starts automatic checkpoints;
+//   - the WAL writer (package wal), unless the engine is memory-only;
+//   - Run's workers, while Run is running (Run owns and waits for them).
+//
+// Every other piece of work runs on the caller's goroutine.
+package ringwal
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringwal/ringwal/breaker"
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/internal/clock"
+	"github.com/ringwal/ringwal/internal/pad"
+	"github.com/ringwal/ringwal/ring"
+	"github.com/ringwal/ringwal/sched"
+	"github.com/ringwal/ringwal/wal"
+)
+
+// Engine is a message engine over one data directory (or memory). All
+// methods are safe for concurrent use.
+type Engine struct {
+	opts  Options
+	clock clock.Clock
+	dir   string
+	log   *wal.Log // nil when memory-only
+
+	slab     *slab
+	tiers    *ring.Tiers[ref]
+	spill    [ring.NumTiers]spillQueue
+	spilled  atomic.Uint32 // bit i: spill[i] is not empty
+	sched    *sched.Scheduler
+	breakers *breaker.Set
+	dead     *dlq.Store[Message]
+	dedup    dedupIndex
+	held     heldSet
+	hk       *housekeeper
+
+	_       pad.Line
+	nextID  atomic.Uint64
+	_       [pad.CacheLine - 8]byte
+	live    atomic.Int64 // records in the slab
+	_       [pad.CacheLine - 8]byte
+	ctr     counters
+	waiting waiters
+
+	closing  atomic.Bool   // intake stopped (Close started)
+	closed   atomic.Bool   // everything stopped
+	done     chan struct{} // closed when Close starts
+	closeMu  sync.Mutex
+	closeErr error
+	runs     sync.WaitGroup // Run calls in progress
+	runMu    sync.Mutex     // guards graceCancel
+	graceEnd chan struct{}  // closed when Close's grace ends
+
+	metrics   *metrics
+	recovered recoveryReport
+}
+
+// spillQueue holds ready messages of a tier whose ring was full (a retry,
+// a recovered backlog): rare, so a mutex is fine. While it is not empty new
+// messages of that tier go behind it, to keep FIFO order.
+type spillQueue struct {
+	mu   sync.Mutex
+	refs []ref
+}
+
+// Open opens (creating if needed) the engine over dir, replaying its log;
+// dir "" runs in memory only. A second Open of a directory in use, in this
+// process or another, fails with ErrLocked.
+func Open(dir string, o Options) (*Engine, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	start := o.Clock.Now()
+	e := &Engine{
+		opts:     o,
+		clock:    o.Clock,
+		dir:      dir,
+		done:     make(chan struct{}),
+		graceEnd: make(chan struct{}),
+	}
+	e.waiting.init()
+	var tierCap [ring.NumTiers]int
+	for i := range tierCap {
+		tierCap[i] = o.TierCapacity
+	}
+	e.tiers = ring.NewTiers[ref](tierCap)
+	policy := sched.Weighted
+	if o.Strict {
+		policy = sched.Strict
+	}
+	aging := o.AgingAfter
+	e.sched = sched.NewScheduler(sched.SchedulerOptions{
+		Picker:        sched.PickerOptions{Policy: policy, Weights: o.Weights, AgingAfter: aging},
+		DeadlineSlack: o.DeadlineSlack,
+	})
+	bo := o.Breaker
+	bo.Clock = o.Clock
+	userHook := bo.OnStateChange
+	bo.OnStateChange = func(key string, from, to breaker.State) {
+		e.onBreakerChange(key, from, to)
+		if userHook != nil {
+			userHook(key, from, to)
+		}
+	}
+	e.breakers = breaker.New(bo)
+	e.dead = dlq.New[Message](dlq.Options{Retention: o.DeadLetterRetention})
+	e.dedup.init()
+	e.held.init()
+
+	var rs *replayState
+	if dir != "" {
+		e.log, err = wal.Open(dir, wal.Options{
+			Mode:          walMode(o.Durability),
+			FlushInterval: o.FlushInterval,
+			Logger:        o.Logger,
+			OnBatch:       e.onBatch,
+		})
+		if err != nil {
+			return nil, mapWALError(err)
+		}
+		rs, err = e.replay()
+		if err != nil {
+			_ = e.log.Close()
+			return nil, err
+		}
+	}
+	bitsNeeded := uint(bits.Len(uint(2*o.MaxMessages - 1)))
+	if rs != nil && rs.slabBits > bitsNeeded {
+		bitsNeeded = rs.slabBits
+	}
+	if rs != nil {
+		for bitsNeeded < maxSlabBits && 1<<bitsNeeded < 2*len(rs.live) {
+			bitsNeeded++
+		}
+	}
+	e.slab = newSlab(bitsNeeded)
+	e.metrics = newMetrics(e)
+	e.hk = newHousekeeper(e)
+	if rs != nil {
+		if err := e.restore(rs); err != nil {
+			_ = e.log.Close()
+			return nil, err
+		}
+	}
+	e.recovered.duration = o.Clock.Since(start)
+	if o.Registerer != nil {
+		if err := o.Registerer.Register(e.metrics); err != nil {
+			e.hk.stop()
+			if e.log != nil {
+				_ = e.log.Close()
+			}
+			return nil, fmt.Errorf("ringwal: registering metrics: %w", err)
+		}
+	}
+	e.hk.start()
+	if e.log != nil {
+		o.Logger.Info("ringwal: opened", "dir", dir, "durability", o.Durability.String(),
+			"live", e.live.Load(), "dead", e.dead.Len(), "records", e.recovered.records,
+			"duration", e.recovered.duration, "torn_bytes", e.recovered.tornBytes)
+	}
+	return e, nil
+}
+
+func walMode(d Durability) wal.Mode {
+	switch d {
+	case Fsync:
+		return wal.Fsync
+	case Buffered:
+		return wal.Buffered
+	}
+	return wal.Write
+}
+
+func mapWALError(err error) error {
+	switch {
+	case errors.Is(err, wal.ErrLocked):
+		return fmt.Errorf("%w: %w", ErrLocked, err)
+	case errors.Is(err, wal.ErrVersion):
+		return fmt.Errorf("%w: %w", ErrVersion, err)
+	case errors.Is(err, wal.ErrClosed):
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return err
+}
+
+// Close stops intake, lets Run handlers finish within Options.CloseGrace,
+// stops the engine's goroutines, flushes and syncs the log and releases the
+// directory lock. Messages still leased come back pending, with that
+// attempt counted, when the directory is reopened. Close is idempotent: a
+// second call returns nil.
+func (e *Engine) Close() error {
+	e.closeMu.Lock()
+	defer e.closeMu.Unlock()
+	if e.closing.Load() {
+		return nil
+	}
+	e.closing.Store(true)
+	close(e.done)
+
+	// Let Run's handlers finish; after the grace their contexts end.
+	finished := make(chan struct{})
+	go func() { e.runs.Wait(); close(finished) }()
+	grace := time.NewTimer(e.opts.CloseGrace)
+	select {
+	case <-finished:
+	case <-grace.C:
+		close(e.graceEnd)
+		<-finished
+	}
+	grace.Stop()
+
+	e.closed.Store(true)
+	e.hk.stop()
+	if e.opts.Registerer != nil {
+		e.opts.Registerer.Unregister(e.metrics)
+	}
+	var err error
+	if e.log != nil {
+		err = e.requeueLeasedOnClose()
+		if cerr := e.log.Close(); err == nil {
+			err = cerr
+		}
+	}
+	e.closeErr = err
+	return err
+}
+
+// intake reports ErrClosed once Close has started.
+func (e *Engine) intake() error {
+	if e.closing.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// usable reports ErrClosed once Close has finished its grace.
+func (e *Engine) usable() error {
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (e *Engine) now() int64 { return e.clock.Now().UnixNano() }
+
+// categoryPolicy returns the effective policy for a message that failed
+// with category c, the message's MaxAttempts replacing the policy's.
+func (e *Engine) categoryPolicy(c classify.Category, maxAttempts int) classify.RetryPolicy {
+	p := e.opts.policy(c)
+	if maxAttempts > 0 {
+		p.MaxAttempts = maxAttempts
+	}
+	return p
+}

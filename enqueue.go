@@ -1,0 +1,375 @@
+package ringwal
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/ringwal/ringwal/sched"
+	"github.com/ringwal/ringwal/wal"
+)
+
+// maxKeyLen bounds Key and DedupID, which are kept in memory indexes.
+const maxKeyLen = 4096
+
+// claimAttempts bounds how many IDs an enqueue tries before it reports the
+// slab full: the slab is twice MaxMessages, so one try almost always wins.
+const claimAttempts = 16
+
+func (e *Engine) validate(m *Message) error {
+	switch {
+	case m.Priority < Background || m.Priority > Critical:
+		return invalidf("priority %d out of range [%d, %d]", m.Priority, Background, Critical)
+	case len(m.Payload) > e.opts.MaxPayload:
+		return invalidf("payload of %d bytes exceeds MaxPayload %d", len(m.Payload), e.opts.MaxPayload)
+	case m.Delay < 0:
+		return invalidf("negative Delay %v", m.Delay)
+	case m.TTL < 0:
+		return invalidf("negative TTL %v", m.TTL)
+	case m.MaxAttempts < 0:
+		return invalidf("negative MaxAttempts %d", m.MaxAttempts)
+	case len(m.Key) > maxKeyLen:
+		return invalidf("Key of %d bytes exceeds %d", len(m.Key), maxKeyLen)
+	case len(m.DedupID) > maxKeyLen:
+		return invalidf("DedupID of %d bytes exceeds %d", len(m.DedupID), maxKeyLen)
+	}
+	return nil
+}
+
+// Enqueue adds m and returns its ID. It waits while m's tier or the engine
+// (Options.MaxMessages) is full, until ctx ends. In Write and Fsync modes it
+// returns once m's record is as durable as the mode promises, and m is not
+// handed out before that. A repeat of a DedupID within DedupWindow returns
+// the first message's ID and ErrDuplicate. Safe for concurrent use.
+func (e *Engine) Enqueue(ctx context.Context, m Message) (ID, error) {
+	return e.enqueue(ctx, m, true)
+}
+
+// TryEnqueue is Enqueue that returns ErrFull instead of waiting for space.
+// (It still waits for the log as the durability mode promises.)
+func (e *Engine) TryEnqueue(m Message) (ID, error) {
+	return e.enqueue(nil, m, false)
+}
+
+func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) {
+	if err := e.intake(); err != nil {
+		return 0, err
+	}
+	if err := e.validate(&m); err != nil {
+		return 0, err
+	}
+	if err := e.awaitSpace(ctx, m.Priority.tier(), 1, wait); err != nil {
+		return 0, err
+	}
+	now := e.now()
+	slot, id, err := e.claim(now, &m)
+	if err != nil {
+		return 0, err
+	}
+	if m.DedupID != "" && e.opts.DedupWindow > 0 {
+		if first, dup := e.dedup.reserve(m.DedupID, id, now, int64(e.opts.DedupWindow)); dup {
+			e.unclaim(slot)
+			e.ctr.duplicates.Add(1)
+			return ID(first), ErrDuplicate
+		}
+	}
+	if e.log != nil {
+		r := e.slab.at(slot)
+		r.word.Store(makeWord(wordGen(r.word.Load()), stCommitting))
+		var rec wal.Record
+		e.enqueueRecord(&rec, r, id)
+		if err := e.log.Append(&rec); err != nil {
+			e.abortClaim(slot, &m)
+			return 0, fmt.Errorf("ringwal: enqueue: %w", err)
+		}
+	}
+	e.publish(slot, now)
+	return ID(id), nil
+}
+
+// EnqueueBatch adds ms with one log write and returns their IDs in order.
+// It waits for space as Enqueue does. Messages whose DedupID repeats get
+// the first message's ID, are not added again, and the error wraps
+// ErrDuplicate; the others are added all the same. Invalid input rejects
+// the whole batch before anything is added.
+func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
+	if err := e.intake(); err != nil {
+		return nil, err
+	}
+	if len(ms) > e.opts.MaxMessages {
+		return nil, invalidf("batch of %d exceeds MaxMessages %d", len(ms), e.opts.MaxMessages)
+	}
+	for i := range ms {
+		if err := e.validate(&ms[i]); err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+	}
+	if err := e.awaitSpace(ctx, -1, len(ms), true); err != nil {
+		return nil, err
+	}
+	now := e.now()
+	ids := make([]ID, len(ms))
+	slots := make([]uint32, 0, len(ms))
+	dups := 0
+	for i := range ms {
+		slot, id, err := e.claim(now, &ms[i])
+		if err != nil {
+			for _, s := range slots {
+				e.unclaim(s)
+			}
+			return nil, err
+		}
+		if m := &ms[i]; m.DedupID != "" && e.opts.DedupWindow > 0 {
+			if first, dup := e.dedup.reserve(m.DedupID, id, now, int64(e.opts.DedupWindow)); dup {
+				e.unclaim(slot)
+				e.ctr.duplicates.Add(1)
+				ids[i] = ID(first)
+				dups++
+				continue
+			}
+		}
+		ids[i] = ID(id)
+		slots = append(slots, slot)
+	}
+	if e.log != nil && len(slots) > 0 {
+		recs := make([]wal.Record, len(slots))
+		for i, slot := range slots {
+			r := e.slab.at(slot)
+			r.word.Store(makeWord(wordGen(r.word.Load()), stCommitting))
+			e.enqueueRecord(&recs[i], r, r.id.Load())
+		}
+		if err := e.log.AppendBatch(recs); err != nil {
+			for _, slot := range slots {
+				r := e.slab.at(slot)
+				m := r.msg
+				e.abortClaim(slot, &m)
+			}
+			return nil, fmt.Errorf("ringwal: enqueue batch: %w", err)
+		}
+	}
+	for _, slot := range slots {
+		e.publish(slot, now)
+	}
+	if dups > 0 {
+		return ids, fmt.Errorf("%d of %d messages: %w", dups, len(ms), ErrDuplicate)
+	}
+	return ids, nil
+}
+
+// awaitSpace waits until n more messages fit (in tier, when tier >= 0, and
+// in MaxMessages), or reports ErrFull when wait is false.
+func (e *Engine) awaitSpace(ctx context.Context, tier, n int, wait bool) error {
+	var timer *time.Timer
+	counted := false
+	for {
+		if e.hasSpace(tier, n) {
+			return nil
+		}
+		if !wait {
+			return ErrFull
+		}
+		if !counted {
+			e.ctr.backpressure.Add(1)
+			counted = true
+		}
+		if timer == nil {
+			timer = time.NewTimer(time.Hour)
+		}
+		e.waiting.space.Add(1)
+		if e.hasSpace(tier, n) {
+			e.waiting.space.Add(-1)
+			return nil
+		}
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		err := sleep(ctx, e.waiting.spaceC, e.done, timer)
+		e.waiting.space.Add(-1)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (e *Engine) hasSpace(tier, n int) bool {
+	if e.live.Load()+int64(n) > int64(e.opts.MaxMessages) {
+		return false
+	}
+	if tier >= 0 {
+		rg := e.tiers.Tier(tier)
+		return rg.Len()+n <= rg.Cap()
+	}
+	return true
+}
+
+// claim takes a slot for a new message, fills it and counts it live; the
+// record is left stBusy (unpublished).
+func (e *Engine) claim(now int64, m *Message) (uint32, uint64, error) {
+	for i := 0; i < claimAttempts; i++ {
+		id := e.nextID.Add(1)
+		slot, ok := e.slab.claimHome(id)
+		if !ok {
+			e.ctr.unused.Add(1)
+			continue
+		}
+		r := e.slab.at(slot)
+		r.msg = *m
+		r.tier.Store(uint32(m.Priority.tier()))
+		r.enqueuedAt = now
+		r.expiresAt = 0
+		if m.TTL > 0 {
+			r.expiresAt = now + int64(m.TTL)
+		}
+		r.deadline = 0
+		if !m.Deadline.IsZero() {
+			r.deadline = m.Deadline.UnixNano()
+		}
+		r.attempts.Store(0)
+		r.crashes.Store(0)
+		r.prevDelay.Store(0)
+		r.nextAt.Store(0)
+		e.live.Add(1)
+		return slot, id, nil
+	}
+	return 0, 0, fmt.Errorf("%w: no free slot (MaxMessages %d)", ErrFull, e.opts.MaxMessages)
+}
+
+// unclaim frees a claimed record that was never published.
+func (e *Engine) unclaim(slot uint32) {
+	e.ctr.unused.Add(1)
+	e.slab.at(slot).free()
+	e.live.Add(-1)
+	e.waiting.signalSpace()
+}
+
+// abortClaim undoes a claim whose enqueue record could not be written.
+func (e *Engine) abortClaim(slot uint32, m *Message) {
+	r := e.slab.at(slot)
+	r.word.Store(makeWord(wordGen(r.word.Load()), stBusy))
+	if m.DedupID != "" {
+		e.dedup.forget(m.DedupID, r.id.Load())
+	}
+	e.unclaim(slot)
+}
+
+// publish makes a claimed record visible: delayed or pending.
+func (e *Engine) publish(slot uint32, now int64) {
+	r := e.slab.at(slot)
+	id := r.id.Load()
+	if r.expiresAt != 0 {
+		e.hk.schedule(r.expiresAt, sched.Entry{ID: id, Kind: timerTTL})
+	}
+	if d := r.msg.Delay; d > 0 {
+		e.delay(slot, r, now+int64(d))
+		return
+	}
+	e.makeReady(slot, r, now)
+}
+
+// delay moves a busy record to Delayed until at.
+func (e *Engine) delay(slot uint32, r *rec, at int64) {
+	r.nextAt.Store(at)
+	rf := r.release(slot, stDelayed)
+	e.hk.schedule(at, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen, Kind: timerDue})
+}
+
+// makeReady moves a busy record to Pending and into its tier.
+func (e *Engine) makeReady(slot uint32, r *rec, now int64) {
+	r.readyAt.Store(now)
+	rf := r.release(slot, stPending)
+	tier := r.msg.Priority.tier()
+	if r.deadline != 0 {
+		e.sched.Deadlines().Push(r.deadline, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen})
+	}
+	e.pushTier(tier, rf)
+	e.waiting.signalReady()
+}
+
+// pushTier appends rf to its tier's ring, or to the tier's spill queue when
+// the ring is full or the spill queue already holds older messages.
+func (e *Engine) pushTier(tier int, rf ref) {
+	if e.spilled.Load()&(1<<tier) == 0 && e.tiers.TryPush(tier, rf) {
+		return
+	}
+	q := &e.spill[tier]
+	q.mu.Lock()
+	if len(q.refs) == 0 && e.tiers.TryPush(tier, rf) {
+		q.mu.Unlock()
+		return
+	}
+	q.refs = append(q.refs, rf)
+	e.setSpilled(tier, true)
+	q.mu.Unlock()
+}
+
+func (e *Engine) setSpilled(tier int, on bool) {
+	for {
+		old := e.spilled.Load()
+		nw := old &^ (1 << tier)
+		if on {
+			nw = old | 1<<tier
+		}
+		if old == nw || e.spilled.CompareAndSwap(old, nw) {
+			return
+		}
+	}
+}
+
+// refill moves spilled refs of tier into its ring while there is room.
+func (e *Engine) refill(tier int) {
+	q := &e.spill[tier]
+	if !q.mu.TryLock() {
+		return // someone else is refilling
+	}
+	n := 0
+	for n < len(q.refs) && e.tiers.TryPush(tier, q.refs[n]) {
+		n++
+	}
+	if n > 0 {
+		q.refs = append(q.refs[:0], q.refs[n:]...)
+	}
+	if len(q.refs) == 0 {
+		q.refs = nil
+		e.setSpilled(tier, false)
+	}
+	q.mu.Unlock()
+}
+
+// enqueueRecord fills rec with r's full state: the enqueue record of the
+// log, and the record a snapshot carries for a live message.
+func (e *Engine) enqueueRecord(rec *wal.Record, r *rec, id uint64) {
+	m := &r.msg
+	*rec = wal.Record{
+		Kind:        wal.KindEnqueue,
+		ID:          id,
+		Time:        r.enqueuedAt,
+		Priority:    int8(m.Priority),
+		Key:         m.Key,
+		DedupID:     m.DedupID,
+		Payload:     m.Payload,
+		Deadline:    r.deadline,
+		ExpiresAt:   r.expiresAt,
+		MaxAttempts: int32(m.MaxAttempts),
+		Attempt:     r.attempts.Load(),
+	}
+	if m.Delay > 0 {
+		rec.NotBefore = r.enqueuedAt + int64(m.Delay)
+	}
+	if len(m.Headers) > 0 {
+		rec.Headers = flattenHeaders(m.Headers)
+	}
+}
+
+func flattenHeaders(h map[string]string) []string {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, 0, 2*len(h))
+	for _, k := range keys {
+		out = append(out, k, h[k])
+	}
+	return out
+}

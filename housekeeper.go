@@ -1,0 +1,271 @@
+package ringwal
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/ring"
+	"github.com/ringwal/ringwal/sched"
+	"github.com/ringwal/ringwal/wal"
+)
+
+// Timer kinds carried in sched.Entry.Kind. Due, lease and recheck entries
+// name a slot and generation (stale once the record moves on); TTL entries
+// name the message ID, since a TTL outlives the record's transitions.
+const (
+	timerDue     uint8 = iota + 1 // a delayed or retried message becomes ready
+	timerLease                    // a lease may have expired
+	timerTTL                      // a message's TTL ends
+	timerRecheck                  // a key's breaker may admit its held messages
+)
+
+const (
+	// maintenanceEvery is how often (in clock time) the housekeeper sweeps
+	// dedup entries and dead-letter retention and considers a checkpoint.
+	maintenanceEvery = time.Second
+	// feedCapacity bounds timer requests waiting for the housekeeper.
+	feedCapacity = 1 << 16
+	// compactMin is the wheel size below which stale entries are not worth
+	// a sweep.
+	compactMin = 1 << 16
+)
+
+type timerReq struct {
+	at int64
+	en sched.Entry
+}
+
+// housekeeper is the goroutine that owns the timing wheel (see engine.go's
+// goroutine list). Other goroutines reach it only through schedule (an
+// MPSC ring) and deadLettered.
+type housekeeper struct {
+	e     *Engine
+	wheel *sched.Wheel
+	feed  *ring.Ring[timerReq]
+
+	overflowMu sync.Mutex // requests that found the feed full (rare)
+	overflow   []timerReq
+	overflowed atomic.Bool
+
+	wake   chan struct{}
+	wakeAt atomic.Int64 // when the owner will look at the feed next, unix ns
+	stopC  chan struct{}
+	doneC  chan struct{}
+	once   sync.Once
+	runnin atomic.Bool
+
+	dlMu    sync.Mutex
+	dlQueue []DeadLetter
+
+	lastMaintenance int64
+	compactedLen    int
+}
+
+func newHousekeeper(e *Engine) *housekeeper {
+	h := &housekeeper{
+		e:     e,
+		wheel: sched.NewWheel(time.Millisecond, e.clock.Now()),
+		feed:  ring.New[timerReq](feedCapacity),
+		wake:  make(chan struct{}, 1),
+		stopC: make(chan struct{}),
+		doneC: make(chan struct{}),
+	}
+	h.wakeAt.Store(math.MinInt64) // until it runs, everything signals
+	return h
+}
+
+func (h *housekeeper) start() {
+	h.runnin.Store(true)
+	go h.run()
+}
+
+// stop ends the goroutine and waits for it; safe to call more than once or
+// before start.
+func (h *housekeeper) stop() {
+	h.once.Do(func() {
+		close(h.stopC)
+		if h.runnin.Load() {
+			<-h.doneC
+		}
+	})
+}
+
+// schedule asks for en to fire at at (unix ns). Safe for concurrent use;
+// lock-free unless the feed is full.
+func (h *housekeeper) schedule(at int64, en sched.Entry) {
+	req := timerReq{at: at, en: en}
+	if !h.feed.TryPush(req) {
+		h.overflowMu.Lock()
+		h.overflow = append(h.overflow, req)
+		h.overflowed.Store(true)
+		h.overflowMu.Unlock()
+		h.signal()
+		return
+	}
+	if at < h.wakeAt.Load() || h.feed.Len() > feedCapacity/2 {
+		h.signal()
+	}
+}
+
+func (h *housekeeper) signal() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// deadLettered queues a new dead letter for Options.OnDeadLetter.
+func (h *housekeeper) deadLettered(d DeadLetter) {
+	if h.e.opts.OnDeadLetter == nil {
+		return
+	}
+	h.dlMu.Lock()
+	h.dlQueue = append(h.dlQueue, d)
+	h.dlMu.Unlock()
+	h.signal()
+}
+
+func (h *housekeeper) run() {
+	defer close(h.doneC)
+	e := h.e
+	timer := e.clock.NewTimer(time.Hour)
+	defer timer.Stop()
+	h.lastMaintenance = e.now()
+	for {
+		h.drain()
+		now := e.clock.Now()
+		h.wheel.Advance(now, h.fire)
+		h.dispatchDeadLetters()
+		nowNs := now.UnixNano()
+		if nowNs-h.lastMaintenance >= int64(maintenanceEvery) {
+			h.maintain(nowNs)
+			h.lastMaintenance = nowNs
+		}
+		next := h.lastMaintenance + int64(maintenanceEvery)
+		if at, ok := h.wheel.NextAt(); ok && at.UnixNano() < next {
+			next = at.UnixNano()
+		}
+		h.wakeAt.Store(next)
+		// A request pushed before wakeAt was published may not have
+		// signalled: look once more before sleeping.
+		if h.feed.Len() > 0 || h.overflowed.Load() {
+			continue
+		}
+		wait := time.Duration(next - nowNs)
+		if wait < time.Millisecond {
+			wait = time.Millisecond
+		}
+		timer.Reset(wait)
+		select {
+		case <-timer.C():
+		case <-h.wake:
+			timer.Stop()
+		case <-h.stopC:
+			return
+		}
+	}
+}
+
+// drain moves requests from the feed (and overflow) into the wheel.
+func (h *housekeeper) drain() {
+	var buf [256]timerReq
+	for {
+		n := h.feed.PopBatch(buf[:])
+		for _, req := range buf[:n] {
+			h.wheel.Add(time.Unix(0, req.at), req.en)
+		}
+		if n < len(buf) {
+			break
+		}
+	}
+	if h.overflowed.Load() {
+		h.overflowMu.Lock()
+		reqs := h.overflow
+		h.overflow = nil
+		h.overflowed.Store(false)
+		h.overflowMu.Unlock()
+		for _, req := range reqs {
+			h.wheel.Add(time.Unix(0, req.at), req.en)
+		}
+	}
+}
+
+func (h *housekeeper) fire(_ time.Time, en sched.Entry) {
+	e := h.e
+	now := e.now()
+	switch en.Kind {
+	case timerDue:
+		slot := uint32(en.ID)
+		r := e.slab.at(slot)
+		if !r.acquire(en.Gen, stDelayed) {
+			return
+		}
+		if r.expiresAt != 0 && now >= r.expiresAt {
+			_ = e.deadLetter(slot, r, classify.Expired, "ttl expired while delayed", now, false)
+			return
+		}
+		e.makeReady(slot, r, now)
+	case timerLease:
+		e.expireLease(en, now)
+	case timerTTL:
+		e.expireTTL(en.ID, now)
+	case timerRecheck:
+		e.releaseHeld(en.ID)
+	}
+}
+
+func (h *housekeeper) dispatchDeadLetters() {
+	h.dlMu.Lock()
+	q := h.dlQueue
+	h.dlQueue = nil
+	h.dlMu.Unlock()
+	for _, d := range q {
+		h.e.opts.OnDeadLetter(d)
+	}
+}
+
+// maintain runs the periodic sweeps.
+func (h *housekeeper) maintain(now int64) {
+	e := h.e
+	if e.opts.DedupWindow > 0 {
+		e.dedup.sweep(now, int64(e.opts.DedupWindow))
+	}
+	if ids := e.dead.Sweep(time.Unix(0, now)); len(ids) > 0 && e.log != nil {
+		for _, id := range ids {
+			rec := wal.Record{Kind: wal.KindPurge, ID: id, Time: now}
+			_ = e.log.AppendNoWait(&rec)
+		}
+		e.opts.Logger.Info("ringwal: dead-letter retention removed entries", "count", len(ids))
+	}
+	if n := h.wheel.Len(); n > compactMin && n > 2*h.compactedLen {
+		h.wheel.Compact(h.liveTimer)
+		h.compactedLen = h.wheel.Len()
+	}
+	if dl := e.sched.Deadlines(); dl.Len() > compactMin {
+		dl.Compact(e.validEntry)
+	}
+	if e.log != nil && e.opts.CheckpointBytes > 0 && e.log.Size() > e.opts.CheckpointBytes {
+		if err := e.Checkpoint(); err != nil {
+			e.opts.Logger.Warn("ringwal: automatic checkpoint failed", "err", err)
+		}
+	}
+}
+
+// liveTimer reports whether a timer entry can still matter.
+func (h *housekeeper) liveTimer(en sched.Entry) bool {
+	e := h.e
+	switch en.Kind {
+	case timerTTL:
+		_, ok := e.slab.find(en.ID)
+		return ok
+	case timerRecheck:
+		return true
+	}
+	w := e.slab.at(uint32(en.ID)).word.Load()
+	return wordGen(w) == en.Gen
+}
+
+func schedTTL(id uint64) sched.Entry { return sched.Entry{ID: id, Kind: timerTTL} }

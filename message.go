@@ -1,0 +1,140 @@
+package ringwal
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
+)
+
+// Priority orders messages between tiers. The zero value is Normal.
+type Priority int8
+
+// The five priorities, from least to most urgent.
+const (
+	Background Priority = -2
+	Low        Priority = -1
+	Normal     Priority = 0
+	High       Priority = 1
+	Critical   Priority = 2
+)
+
+// tier maps a priority to its ring index: 0 = Critical ... 4 = Background.
+func (p Priority) tier() int { return int(Critical - p) }
+
+func priorityOfTier(tier int) Priority { return Critical - Priority(tier) }
+
+// String returns the lower-case name of p.
+func (p Priority) String() string {
+	switch p {
+	case Background:
+		return "background"
+	case Low:
+		return "low"
+	case Normal:
+		return "normal"
+	case High:
+		return "high"
+	case Critical:
+		return "critical"
+	}
+	return fmt.Sprintf("priority(%d)", int8(p))
+}
+
+// ID identifies a message for the life of its data directory, across
+// restarts. IDs are assigned by the engine and increase with enqueue order.
+type ID uint64
+
+// Message is what producers enqueue. The engine keeps Payload and Headers by
+// reference (as a channel send would): do not modify them after Enqueue.
+type Message struct {
+	// DedupID, if set, makes a repeat within Options.DedupWindow return the
+	// first message's ID and ErrDuplicate.
+	DedupID string
+	// Key names the downstream target; the circuit breaker is per Key.
+	// "" means no breaker.
+	Key      string
+	Priority Priority
+	Payload  []byte
+	Headers  map[string]string
+	// Delay: not deliverable before enqueue time + Delay.
+	Delay time.Duration
+	// Deadline: soft; earliest-deadline-first once within
+	// Options.DeadlineSlack. Zero means none.
+	Deadline time.Time
+	// TTL: undelivered past enqueue+TTL, the message is dead-lettered as
+	// classify.Expired. 0 means none.
+	TTL time.Duration
+	// MaxAttempts bounds deliveries; 0 means the category policy's limit.
+	MaxAttempts int
+}
+
+// Lease identifies one delivery of a message. It is an opaque, comparable
+// value; once the delivery is acked, nacked, expired or requeued, it is
+// stale and methods given it return ErrStaleLease.
+type Lease struct {
+	slot uint32
+	gen  uint32
+}
+
+// Delivery is a leased message handed to a consumer.
+type Delivery struct {
+	ID      ID
+	Lease   Lease
+	Message Message
+	// Attempt is 1 on the first delivery.
+	Attempt    int
+	EnqueuedAt time.Time
+}
+
+// State is where a message is in its life.
+type State uint8
+
+// Message states. Acked and purged messages no longer exist.
+const (
+	// Pending: ready, waiting in its tier.
+	Pending State = iota
+	// Delayed: waiting for its Delay or retry backoff.
+	Delayed
+	// Leased: handed to a consumer.
+	Leased
+	// Held: its key's breaker is open; it spends no attempts while held.
+	Held
+	// Dead: in a dead-letter queue.
+	Dead
+)
+
+// String returns the lower-case name of s.
+func (s State) String() string {
+	switch s {
+	case Pending:
+		return "pending"
+	case Delayed:
+		return "delayed"
+	case Leased:
+		return "leased"
+	case Held:
+		return "held"
+	case Dead:
+		return "dead"
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+// Info describes a message for Get and Peek.
+type Info struct {
+	ID       ID
+	State    State
+	Message  Message
+	Attempts int
+	// EnqueuedAt is when the message was first enqueued.
+	EnqueuedAt time.Time
+	// NextAt is when a Delayed message becomes due (zero otherwise).
+	NextAt       time.Time
+	LastError    string
+	LastCategory classify.Category
+}
+
+// DeadLetter is a dead-lettered message with its failure history.
+type DeadLetter = dlq.Entry[Message]

@@ -1,0 +1,284 @@
+package ringwal
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/ring"
+	"github.com/ringwal/ringwal/wal"
+)
+
+// liveStates is the set of states a message can be in while in the slab.
+const liveStates = 1<<stPending | 1<<stDelayed | 1<<stLeased | 1<<stHeld
+
+// Get returns what the engine knows of id: its state, message, attempts
+// and last failure. A dead-lettered message has State Dead; an unknown,
+// acked or purged ID returns ErrNotFound. Safe for concurrent use; it does
+// not touch the enqueue and ack paths' data beyond atomic loads.
+func (e *Engine) Get(id ID) (Info, error) {
+	if err := e.usable(); err != nil {
+		return Info{}, err
+	}
+	if slot, prev, found, ok := e.slab.acquireID(uint64(id), liveStates); found && ok {
+		r := e.slab.at(slot)
+		info := e.infoOf(r, wordState(prev))
+		r.word.Store(prev) // a read leaves the generation alone
+		return info, nil
+	}
+	if d, ok := e.dead.Get(uint64(id)); ok {
+		return deadInfo(d), nil
+	}
+	return Info{}, fmt.Errorf("%w: %d", ErrNotFound, id)
+}
+
+func deadInfo(d DeadLetter) Info {
+	info := Info{ID: ID(d.ID), State: Dead, Message: d.Message, Attempts: d.Attempts, LastCategory: d.Category}
+	if n := len(d.Failures); n > 0 {
+		info.LastError = d.Failures[n-1].Error
+		info.EnqueuedAt = time.Time{}
+	}
+	return info
+}
+
+var publicState = [...]State{stPending: Pending, stDelayed: Delayed, stLeased: Leased, stHeld: Held}
+
+// infoOf describes a record the caller has made stable (stBusy by it).
+func (e *Engine) infoOf(r *rec, state uint32) Info {
+	info := Info{
+		ID:         ID(r.id.Load()),
+		State:      publicState[state],
+		Message:    r.msg,
+		Attempts:   int(r.attempts.Load()),
+		EnqueuedAt: time.Unix(0, r.enqueuedAt),
+	}
+	if state == stDelayed {
+		info.NextAt = time.Unix(0, r.nextAt.Load())
+	}
+	info.LastError, info.LastCategory = r.hist.Load().last()
+	return info
+}
+
+// Requeue makes a leased, held or delayed message pending now; its lease,
+// if any, becomes stale (the attempt stays counted). A pending message is
+// left as it is. Safe for concurrent use.
+func (e *Engine) Requeue(id ID) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	slot, prev, found, ok := e.slab.acquireID(uint64(id), 1<<stLeased|1<<stHeld|1<<stDelayed)
+	if !found {
+		if _, dead := e.dead.Get(uint64(id)); dead {
+			return fmt.Errorf("%w: message %d is dead-lettered; use Redrive", ErrInvalid, id)
+		}
+		return fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	if !ok {
+		return nil // pending already
+	}
+	r := e.slab.at(slot)
+	if wordState(prev) == stLeased {
+		if r.msg.Key != "" {
+			// The delivery ends without a verdict on the target.
+			e.breakers.Release(r.ticket)
+		}
+		if c := r.cancel.Load(); c != nil {
+			(*c)()
+		}
+	}
+	now := e.now()
+	r.crashes.Store(0)
+	e.ctr.requeued.Add(1)
+	e.makeReady(slot, r, now)
+	return e.appendRecord(&wal.Record{Kind: wal.KindRequeue, ID: uint64(id), Time: now, Attempt: r.attempts.Load()}, true)
+}
+
+// expireTTL dead-letters a message whose TTL ended while it was not leased.
+func (e *Engine) expireTTL(id uint64, now int64) {
+	slot, prev, found, ok := e.slab.acquireID(id, 1<<stPending|1<<stDelayed|1<<stHeld)
+	if !found || !ok {
+		return // gone, or leased: a failure later re-checks the TTL
+	}
+	r := e.slab.at(slot)
+	if r.expiresAt == 0 || now < r.expiresAt {
+		r.word.Store(prev)
+		return
+	}
+	_ = e.deadLetter(slot, r, classify.Expired, fmt.Sprintf("ttl of %v expired", r.msg.TTL), now, false)
+}
+
+// DeadLetters returns the dead letters matching q, ordered by dead-letter
+// time then ID; page with q.After and q.Limit.
+func (e *Engine) DeadLetters(q dlq.Query) ([]DeadLetter, error) {
+	if err := e.usable(); err != nil {
+		return nil, err
+	}
+	out, err := e.dead.Query(q)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return out, nil
+}
+
+// Redrive makes a dead-lettered message pending again under the same ID,
+// with its attempts reset. Safe for concurrent use.
+func (e *Engine) Redrive(id ID) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	d, ok := e.dead.Remove(uint64(id))
+	if !ok {
+		return fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
+	}
+	now := e.now()
+	slot, ok := e.slab.claimNear(uint64(id))
+	if !ok {
+		_ = e.dead.Add(d)
+		return fmt.Errorf("%w: no free slot near %d to redrive into", ErrFull, id)
+	}
+	r := e.slab.at(slot)
+	e.fillRedriven(r, d, now)
+	e.live.Add(1)
+	if e.log != nil {
+		r.word.Store(makeWord(wordGen(r.word.Load()), stCommitting))
+		// Redrive then the whole message: the log alone can rebuild it even
+		// if a checkpoint saw it in neither the slab nor the DLQ.
+		recs := make([]wal.Record, 2)
+		recs[0] = wal.Record{Kind: wal.KindRedrive, ID: uint64(id), Time: now}
+		e.enqueueRecord(&recs[1], r, uint64(id))
+		recs[1].NotBefore = 0
+		if err := e.log.AppendBatch(recs); err != nil {
+			r.word.Store(makeWord(wordGen(r.word.Load()), stBusy))
+			e.release(r)
+			_ = e.dead.Add(d)
+			return fmt.Errorf("ringwal: redrive %d: %w", id, err)
+		}
+	}
+	e.ctr.redriven.Add(1)
+	if r.expiresAt != 0 {
+		e.hk.schedule(r.expiresAt, schedTTL(uint64(id)))
+	}
+	e.makeReady(slot, r, now)
+	return nil
+}
+
+// fillRedriven fills a claimed record from a dead letter: same message,
+// attempts reset, TTL counted afresh from now.
+func (e *Engine) fillRedriven(r *rec, d DeadLetter, now int64) {
+	r.msg = d.Message
+	r.msg.Delay = 0
+	r.tier.Store(uint32(d.Message.Priority.tier()))
+	r.enqueuedAt = now
+	r.expiresAt = 0
+	if d.Message.TTL > 0 {
+		r.expiresAt = now + int64(d.Message.TTL)
+	}
+	r.deadline = 0
+	if !d.Message.Deadline.IsZero() {
+		r.deadline = d.Message.Deadline.UnixNano()
+	}
+	r.attempts.Store(0)
+	r.crashes.Store(0)
+	r.prevDelay.Store(0)
+	r.hist.Store(nil)
+}
+
+// MarkReviewed flags a dead letter as seen by an operator, with a note.
+func (e *Engine) MarkReviewed(id ID, note string) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	now := e.now()
+	if err := e.dead.MarkReviewed(uint64(id), note, time.Unix(0, now)); err != nil {
+		return fmt.Errorf("%w: dead letter %d: %w", ErrNotFound, id, err)
+	}
+	return e.appendRecord(&wal.Record{Kind: wal.KindReview, ID: uint64(id), Time: now, Text: note}, true)
+}
+
+// PurgeDeadLetters deletes the dead letters matching q and returns how
+// many it deleted.
+func (e *Engine) PurgeDeadLetters(q dlq.Query) (int, error) {
+	if err := e.usable(); err != nil {
+		return 0, err
+	}
+	gone, err := e.dead.Purge(q)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if e.log != nil && len(gone) > 0 {
+		now := e.now()
+		recs := make([]wal.Record, len(gone))
+		for i, d := range gone {
+			recs[i] = wal.Record{Kind: wal.KindPurge, ID: d.ID, Time: now}
+		}
+		if err := e.log.AppendBatch(recs); err != nil {
+			return len(gone), fmt.Errorf("ringwal: purge: %w", err)
+		}
+	}
+	return len(gone), nil
+}
+
+// Peek returns up to n pending messages in the order Dequeue would hand
+// them out now (deadlines within the slack first, then the tiers'
+// weighted order), without leasing anything. It scans the engine, so it is
+// meant for inspection, not for the hot path.
+func (e *Engine) Peek(n int) []Info {
+	if n <= 0 || e.usable() != nil {
+		return nil
+	}
+	type cand struct {
+		info     Info
+		readyAt  int64
+		deadline int64
+	}
+	var tiers [ring.NumTiers][]cand
+	var urgent []cand
+	now := e.now()
+	slack := now + int64(e.opts.DeadlineSlack)
+	for slot := range e.slab.slots {
+		r := &e.slab.slots[slot]
+		if wordState(r.word.Load()) != stPending {
+			continue
+		}
+		prev, ok := r.acquireAny(1 << stPending)
+		if !ok {
+			continue
+		}
+		c := cand{info: e.infoOf(r, stPending), readyAt: r.readyAt.Load(), deadline: r.deadline}
+		r.word.Store(prev)
+		if c.deadline != 0 && c.deadline <= slack {
+			urgent = append(urgent, c)
+			continue
+		}
+		t := c.info.Message.Priority.tier()
+		tiers[t] = append(tiers[t], c)
+	}
+	sort.Slice(urgent, func(i, j int) bool { return urgent[i].deadline < urgent[j].deadline })
+	out := make([]Info, 0, n)
+	for _, c := range urgent {
+		if len(out) == n {
+			return out
+		}
+		out = append(out, c.info)
+	}
+	for t := range tiers {
+		sort.Slice(tiers[t], func(i, j int) bool {
+			a, b := tiers[t][i], tiers[t][j]
+			if a.readyAt != b.readyAt {
+				return a.readyAt < b.readyAt
+			}
+			return a.info.ID < b.info.ID
+		})
+	}
+	var backlog [ring.NumTiers]int
+	for t := range tiers {
+		backlog[t] = len(tiers[t])
+	}
+	for _, t := range e.sched.Picker().Preview(backlog, n-len(out)) {
+		out = append(out, tiers[t][0].info)
+		tiers[t] = tiers[t][1:]
+	}
+	return out
+}

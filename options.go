@@ -1,0 +1,219 @@
+package ringwal
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ringwal/ringwal/breaker"
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/internal/clock"
+)
+
+// Durability says when a mutation counts as done, and so what a crash can
+// lose. The zero value is Write. A memory-only engine (Open with dir "")
+// ignores it: everything is lost with the process.
+type Durability uint8
+
+const (
+	// Write (the default): methods return once their record reached
+	// write(2) in a group-commit batch. Survives a killed process (kill -9);
+	// a power loss or kernel crash may lose what the OS had not yet written
+	// back.
+	Write Durability = iota
+	// Fsync: methods return once their batch was fsynced. Survives power
+	// loss. Concurrent callers share each fsync (group commit).
+	Fsync
+	// Buffered: methods return at once; the log is written within
+	// Options.FlushInterval (default 1ms). A killed process may lose the
+	// last interval's mutations.
+	Buffered
+)
+
+// String returns the lower-case name of d.
+func (d Durability) String() string {
+	switch d {
+	case Write:
+		return "write"
+	case Fsync:
+		return "fsync"
+	case Buffered:
+		return "buffered"
+	}
+	return fmt.Sprintf("durability(%d)", uint8(d))
+}
+
+// Options configures an Engine. The zero value is sensible everywhere;
+// defaults are filled in by withDefaults.
+type Options struct {
+	// Durability: see the constants. Default Write.
+	Durability Durability
+	// LeaseTimeout: how long a consumer holds a delivery before it counts as
+	// a Timeout failure. Default 30s.
+	LeaseTimeout time.Duration
+	// DedupWindow: how long a DedupID is remembered. Default 2m; negative
+	// turns dedup off.
+	DedupWindow time.Duration
+	// TierCapacity: slots per priority ring, rounded up to a power of two.
+	// Default 1<<14.
+	TierCapacity int
+	// MaxMessages: live messages (pending, delayed, leased, held) the engine
+	// holds before Enqueue waits and TryEnqueue returns ErrFull. Default
+	// 1<<16. Dead letters do not count.
+	MaxMessages int
+	// MaxPayload in bytes. Default 1 MiB.
+	MaxPayload int
+	// AgingAfter: a non-empty tier not served for this long goes next.
+	// Default 50ms; negative turns aging off.
+	AgingAfter time.Duration
+	// DeadlineSlack: a message whose Deadline is this close is served
+	// first (earliest deadline first). Default 10ms.
+	DeadlineSlack time.Duration
+	// Weights of the tiers from Critical to Background for weighted
+	// round-robin. Zero = 16, 8, 4, 2, 1.
+	Weights [5]int
+	// Strict serves tiers in strict priority order (aging still applies).
+	Strict bool
+	// Policies overrides classify.DefaultPolicy per category.
+	Policies map[classify.Category]classify.RetryPolicy
+	// Classifier maps a Nack's cause to a category. Nil = classify.Default().
+	Classifier classify.Classifier
+	// Breaker configures the per-Key circuit breakers (its Clock is set to
+	// Options.Clock).
+	Breaker breaker.Options
+	// CrashLoopLimit: a message leased at this many consecutive crashes is
+	// dead-lettered as Poison. Default 3.
+	CrashLoopLimit int
+	// CheckpointBytes of log after which a checkpoint runs automatically.
+	// Default 64 MiB; negative turns automatic checkpoints off.
+	CheckpointBytes int64
+	// FlushInterval: in Buffered mode, the longest a mutation waits before
+	// it is written. Default 1ms.
+	FlushInterval time.Duration
+	// DeadLetterRetention: reviewed dead letters older than this are
+	// removed. Default 90 days; negative keeps them forever.
+	DeadLetterRetention time.Duration
+	// CloseGrace: how long Close lets Run handlers finish. Default 5s.
+	CloseGrace time.Duration
+	// OnDeadLetter is called for every new dead letter, from an engine
+	// goroutine (never the caller's); it must not block for long.
+	OnDeadLetter func(DeadLetter)
+	// Registerer receives the engine's Prometheus collector; nil registers
+	// nothing.
+	Registerer prometheus.Registerer
+	// Logger receives recovery summaries, repairs, breaker transitions and
+	// dead letters; nothing per message at Info. Nil discards.
+	Logger *slog.Logger
+	// Clock is the time source; nil is the real clock. Tests pass a
+	// clock.Fake.
+	Clock clock.Clock
+}
+
+const (
+	defaultLeaseTimeout    = 30 * time.Second
+	defaultDedupWindow     = 2 * time.Minute
+	defaultTierCapacity    = 1 << 14
+	defaultMaxMessages     = 1 << 16
+	defaultMaxPayload      = 1 << 20
+	defaultAgingAfter      = 50 * time.Millisecond
+	defaultDeadlineSlack   = 10 * time.Millisecond
+	defaultCrashLoopLimit  = 3
+	defaultCheckpointBytes = 64 << 20
+	defaultFlushInterval   = time.Millisecond
+	defaultRetention       = 90 * 24 * time.Hour
+	defaultCloseGrace      = 5 * time.Second
+	// maxSlabBits bounds the slab (and so MaxMessages) at 1<<26 slots.
+	maxSlabBits = 26
+)
+
+// withDefaults validates o and fills every zero field with its default. It
+// is the one place defaults live.
+func (o Options) withDefaults() (Options, error) {
+	if o.Durability > Buffered {
+		return o, invalidf("unknown durability %d", o.Durability)
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"LeaseTimeout", o.LeaseTimeout}, {"DeadlineSlack", o.DeadlineSlack}, {"FlushInterval", o.FlushInterval}, {"CloseGrace", o.CloseGrace}} {
+		if f.d < 0 {
+			return o, invalidf("negative %s %v", f.name, f.d)
+		}
+	}
+	if o.TierCapacity < 0 || o.MaxMessages < 0 || o.MaxPayload < 0 || o.CrashLoopLimit < 0 {
+		return o, invalidf("negative TierCapacity, MaxMessages, MaxPayload or CrashLoopLimit")
+	}
+	for i, w := range o.Weights {
+		if w < 0 {
+			return o, invalidf("negative weight %d for tier %d", w, i)
+		}
+	}
+	for cat, p := range o.Policies {
+		if err := p.Validate(); err != nil {
+			return o, fmt.Errorf("%w: policy for %v: %v", ErrInvalid, cat, err)
+		}
+	}
+	if o.LeaseTimeout == 0 {
+		o.LeaseTimeout = defaultLeaseTimeout
+	}
+	if o.DedupWindow == 0 {
+		o.DedupWindow = defaultDedupWindow
+	}
+	if o.TierCapacity == 0 {
+		o.TierCapacity = defaultTierCapacity
+	}
+	if o.MaxMessages == 0 {
+		o.MaxMessages = defaultMaxMessages
+	}
+	if o.MaxMessages > 1<<(maxSlabBits-1) {
+		return o, invalidf("MaxMessages %d above %d", o.MaxMessages, 1<<(maxSlabBits-1))
+	}
+	if o.MaxPayload == 0 {
+		o.MaxPayload = defaultMaxPayload
+	}
+	if o.AgingAfter == 0 {
+		o.AgingAfter = defaultAgingAfter
+	}
+	if o.DeadlineSlack == 0 {
+		o.DeadlineSlack = defaultDeadlineSlack
+	}
+	if o.Weights == [5]int{} {
+		o.Weights = [5]int{16, 8, 4, 2, 1}
+	}
+	if o.Classifier == nil {
+		o.Classifier = classify.Default()
+	}
+	if o.CrashLoopLimit == 0 {
+		o.CrashLoopLimit = defaultCrashLoopLimit
+	}
+	if o.CheckpointBytes == 0 {
+		o.CheckpointBytes = defaultCheckpointBytes
+	}
+	if o.FlushInterval == 0 {
+		o.FlushInterval = defaultFlushInterval
+	}
+	if o.DeadLetterRetention == 0 {
+		o.DeadLetterRetention = defaultRetention
+	}
+	if o.CloseGrace == 0 {
+		o.CloseGrace = defaultCloseGrace
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return o, nil
+}
+
+// policy returns the retry policy for a category.
+func (o *Options) policy(c classify.Category) classify.RetryPolicy {
+	if p, ok := o.Policies[c]; ok {
+		return p
+	}
+	return classify.DefaultPolicy(c)
+}

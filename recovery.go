@@ -1,0 +1,379 @@
+package ringwal
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+	"time"
+
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/wal"
+)
+
+// recoveryReport is what Open found, for logs, Stats and metrics.
+type recoveryReport struct {
+	records   uint64
+	bytes     int64
+	tornBytes int64
+	crashed   int // messages leased at a crash
+	poisoned  int // of which dead-lettered for crash-looping
+	duration  time.Duration
+}
+
+// recovered is a live message rebuilt from the log.
+type recovered struct {
+	id         uint64
+	msg        Message
+	enqueuedAt int64
+	expiresAt  int64
+	deadline   int64
+	attempts   int32
+	crashes    int32
+	state      uint32 // stPending, stDelayed or stLeased
+	nextAt     int64
+	hist       *history
+}
+
+type replayState struct {
+	live     map[uint64]*recovered
+	slabBits uint
+	maxID    uint64
+}
+
+// replay rebuilds the engine's state from the newest snapshot and the log
+// after it. Every record states an absolute fact (attempts so far, the new
+// state), so replaying a record whose effect a snapshot already holds is
+// harmless.
+func (e *Engine) replay() (*replayState, error) {
+	rs := &replayState{live: make(map[uint64]*recovered)}
+	stats, err := e.log.Replay(func(r *wal.Record) error {
+		e.apply(rs, r)
+		return nil
+	})
+	if err != nil {
+		return nil, mapWALError(fmt.Errorf("ringwal: replaying %s: %w", e.dir, err))
+	}
+	rep := e.log.Repair()
+	e.recovered.records = stats.Records
+	e.recovered.bytes = stats.Bytes
+	e.recovered.tornBytes = rep.Bytes
+	if rep.Bytes > 0 {
+		e.opts.Logger.Warn("ringwal: cut a torn log tail", "bytes", rep.Bytes, "records", rep.Records,
+			"segment", rep.Segment, "offset", rep.Offset)
+	}
+	return rs, nil
+}
+
+func (e *Engine) apply(rs *replayState, r *wal.Record) {
+	if r.ID > rs.maxID && r.Kind != wal.KindCheckpoint {
+		rs.maxID = r.ID
+	}
+	m := rs.live[r.ID]
+	switch r.Kind {
+	case wal.KindEnqueue:
+		if _, dead := e.dead.Remove(r.ID); dead {
+			// A snapshot newer than this record had it dead; the records
+			// that follow this one say what became of it.
+		}
+		m = &recovered{id: r.ID, msg: messageOf(r), enqueuedAt: r.Time, expiresAt: r.ExpiresAt,
+			deadline: r.Deadline, attempts: r.Attempt, crashes: r.Crashes, state: stPending}
+		switch {
+		case r.Until > 0:
+			m.state, m.nextAt = stDelayed, r.Until
+		case r.NotBefore > 0:
+			m.state, m.nextAt = stDelayed, r.NotBefore
+		}
+		rs.live[r.ID] = m
+		if r.DedupID != "" {
+			e.dedup.restore(r.DedupID, r.ID, r.Time)
+		}
+	case wal.KindLease:
+		if m != nil {
+			m.attempts, m.state = r.Attempt, stLeased
+		}
+	case wal.KindAck:
+		delete(rs.live, r.ID)
+	case wal.KindNack:
+		if m != nil {
+			m.attempts, m.state, m.nextAt, m.crashes = r.Attempt, stDelayed, r.Until, 0
+			m.hist = m.hist.with(dlq.Failure{At: time.Unix(0, r.Time), Category: classify.Category(r.Category), Error: r.Text})
+		}
+	case wal.KindRequeue:
+		if m != nil {
+			m.attempts, m.state, m.crashes = r.Attempt, stPending, r.Crashes
+		}
+	case wal.KindFailure:
+		if m != nil {
+			m.hist = m.hist.with(dlq.Failure{At: time.Unix(0, r.Time), Category: classify.Category(r.Category), Error: r.Text})
+		}
+	case wal.KindDeadLetter:
+		if m == nil {
+			return
+		}
+		delete(rs.live, r.ID)
+		h := m.hist
+		if h == nil || len(h.failures) == 0 || h.failures[len(h.failures)-1].Error != r.Text {
+			h = h.with(dlq.Failure{At: time.Unix(0, r.Time), Category: classify.Category(r.Category), Error: r.Text})
+		}
+		_, _ = e.dead.Remove(r.ID)
+		_ = e.dead.Add(DeadLetter{ID: r.ID, Category: classify.Category(r.Category), Key: m.msg.Key, Message: m.msg,
+			Attempts: int(r.Attempt), Failures: h.failures, FirstFailedAt: time.Unix(0, h.firstFailedAt),
+			DeadAt: time.Unix(0, r.Time)})
+	case wal.KindRedrive, wal.KindPurge:
+		_, _ = e.dead.Remove(r.ID)
+	case wal.KindReview:
+		_ = e.dead.MarkReviewed(r.ID, r.Text, time.Unix(0, r.Time))
+	case wal.KindDedup:
+		e.dedup.restore(r.DedupID, r.ID, r.Time)
+	case wal.KindCheckpoint:
+		if r.ID > rs.maxID+1 {
+			rs.maxID = r.ID - 1
+		}
+		if b := uint(r.Attempt); b > rs.slabBits && b <= maxSlabBits {
+			rs.slabBits = b
+		}
+	}
+}
+
+// messageOf copies a record's message out of the log's buffers.
+func messageOf(r *wal.Record) Message {
+	m := Message{
+		DedupID:     r.DedupID,
+		Key:         r.Key,
+		Priority:    Priority(r.Priority),
+		MaxAttempts: int(r.MaxAttempts),
+	}
+	if r.Payload != nil {
+		m.Payload = slices.Clone(r.Payload)
+	}
+	if len(r.Headers) > 0 {
+		m.Headers = make(map[string]string, len(r.Headers)/2)
+		for i := 0; i+1 < len(r.Headers); i += 2 {
+			m.Headers[r.Headers[i]] = r.Headers[i+1]
+		}
+	}
+	if r.NotBefore > 0 {
+		m.Delay = time.Duration(r.NotBefore - r.Time)
+	}
+	if r.Deadline != 0 {
+		m.Deadline = time.Unix(0, r.Deadline)
+	}
+	if r.ExpiresAt != 0 {
+		m.TTL = time.Duration(r.ExpiresAt - r.Time)
+	}
+	return m
+}
+
+// restore places the replayed messages into the slab, tiers and wheel, in
+// ID order so that each tier keeps its FIFO order. Messages leased at a
+// crash come back pending with that attempt counted, or are dead-lettered
+// as Poison once they were leased at CrashLoopLimit consecutive crashes.
+func (e *Engine) restore(rs *replayState) error {
+	ids := make([]uint64, 0, len(rs.live))
+	for id := range rs.live {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	now := e.now()
+	var notes []wal.Record
+	for _, id := range ids {
+		m := rs.live[id]
+		slot, ok := e.slab.claimHome(id)
+		if !ok {
+			if slot, ok = e.slab.claimNear(id); !ok {
+				return fmt.Errorf("ringwal: no slot for message %d in a slab of %d: raise MaxMessages", id, len(e.slab.slots))
+			}
+		}
+		r := e.slab.at(slot)
+		r.msg = m.msg
+		r.tier.Store(uint32(m.msg.Priority.tier()))
+		r.enqueuedAt, r.expiresAt, r.deadline = m.enqueuedAt, m.expiresAt, m.deadline
+		r.attempts.Store(m.attempts)
+		r.crashes.Store(m.crashes)
+		r.hist.Store(m.hist)
+		e.live.Add(1)
+		if m.expiresAt != 0 {
+			e.hk.schedule(m.expiresAt, schedTTL(id))
+		}
+		switch m.state {
+		case stLeased:
+			e.recovered.crashed++
+			crashes := m.crashes + 1
+			if int(crashes) >= e.opts.CrashLoopLimit {
+				e.recovered.poisoned++
+				cause := fmt.Sprintf("leased at %d consecutive crashes", crashes)
+				if err := e.deadLetter(slot, r, classify.Poison, cause, now, false); err != nil {
+					return err
+				}
+				continue
+			}
+			r.crashes.Store(crashes)
+			notes = append(notes, wal.Record{Kind: wal.KindRequeue, ID: id, Time: now, Attempt: m.attempts, Crashes: crashes})
+			e.makeReady(slot, r, now)
+		case stDelayed:
+			e.delay(slot, r, m.nextAt)
+		default:
+			e.makeReady(slot, r, now)
+		}
+	}
+	if rs.maxID > e.nextID.Load() {
+		e.nextID.Store(rs.maxID)
+	}
+	e.ctr.enqueuedBase = e.nextID.Load()
+	if len(notes) > 0 {
+		if err := e.log.AppendBatch(notes); err != nil {
+			return fmt.Errorf("ringwal: logging crash recovery: %w", err)
+		}
+		e.opts.Logger.Warn("ringwal: messages were leased at a crash", "requeued", len(notes), "poisoned", e.recovered.poisoned)
+	}
+	return nil
+}
+
+// requeueLeasedOnClose logs every leased message as requeued, so that a
+// clean Close is not counted as a crash against them.
+func (e *Engine) requeueLeasedOnClose() error {
+	now := e.now()
+	var recs []wal.Record
+	for slot := range e.slab.slots {
+		r := &e.slab.slots[slot]
+		w := r.word.Load()
+		if wordState(w) != stLeased {
+			continue
+		}
+		recs = append(recs, wal.Record{Kind: wal.KindRequeue, ID: r.id.Load(), Time: now,
+			Attempt: r.attempts.Load(), Crashes: r.crashes.Load()})
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	return e.log.AppendBatch(recs)
+}
+
+// Checkpoint writes a snapshot of the engine's live state and lets the log
+// drop what the snapshot covers, so disk use follows live data. It runs
+// automatically once the log passes Options.CheckpointBytes. Safe to call
+// concurrently with everything else; a no-op for a memory-only engine.
+func (e *Engine) Checkpoint() error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	if e.log == nil {
+		return nil
+	}
+	_, err := e.log.Checkpoint(e.snapshot)
+	if err != nil {
+		return fmt.Errorf("ringwal: checkpoint: %w", err)
+	}
+	return nil
+}
+
+// snapshot streams the live state as records whose replay rebuilds it.
+func (e *Engine) snapshot(emit func(*wal.Record) error) error {
+	now := e.now()
+	if err := emit(&wal.Record{Kind: wal.KindCheckpoint, ID: e.nextID.Load() + 1, Time: now,
+		Attempt: int32(bits.Len64(e.slab.mask))}); err != nil {
+		return err
+	}
+	var rec wal.Record
+	for slot := range e.slab.slots {
+		r := &e.slab.slots[slot]
+		state, ok := e.snapshotRecord(r, &rec)
+		if !ok {
+			continue
+		}
+		if err := emit(&rec); err != nil {
+			return err
+		}
+		if h := r.hist.Load(); h != nil {
+			for _, f := range h.failures {
+				if err := emit(&wal.Record{Kind: wal.KindFailure, ID: rec.ID, Time: f.At.UnixNano(),
+					Category: uint8(f.Category), Text: f.Error}); err != nil {
+					return err
+				}
+			}
+		}
+		if state == stLeased {
+			if err := emit(&wal.Record{Kind: wal.KindLease, ID: rec.ID, Time: now, Attempt: rec.Attempt,
+				Until: r.leaseExpiry.Load()}); err != nil {
+				return err
+			}
+		}
+	}
+	dead, err := e.dead.Query(dlq.Query{})
+	if err != nil {
+		return err
+	}
+	for i := range dead {
+		if err := e.snapshotDead(&dead[i], emit); err != nil {
+			return err
+		}
+	}
+	if e.opts.DedupWindow > 0 {
+		return e.dedup.each(now, int64(e.opts.DedupWindow), func(dedupID string, id uint64, at int64) error {
+			return emit(&wal.Record{Kind: wal.KindDedup, ID: id, Time: at, DedupID: dedupID})
+		})
+	}
+	return nil
+}
+
+// snapshotRecord fills rec with a live record's enqueue record and reports
+// its state; ok is false for a free slot.
+func (e *Engine) snapshotRecord(r *rec, rec *wal.Record) (state uint32, ok bool) {
+	for {
+		w := r.word.Load()
+		switch st := wordState(w); st {
+		case stFree:
+			return 0, false
+		case stBusy:
+			continue
+		case stCommitting:
+			// Complete and immutable; its enqueue record is on its way.
+			e.enqueueRecord(rec, r, r.id.Load())
+			return stPending, true
+		default:
+			if !r.word.CompareAndSwap(w, makeWord(wordGen(w), stBusy)) {
+				continue
+			}
+			e.enqueueRecord(rec, r, r.id.Load())
+			rec.Crashes = r.crashes.Load()
+			if st == stDelayed {
+				rec.Until = r.nextAt.Load()
+			}
+			r.word.Store(w)
+			return st, true
+		}
+	}
+}
+
+func (e *Engine) snapshotDead(d *DeadLetter, emit func(*wal.Record) error) error {
+	var rec wal.Record
+	m := &d.Message
+	rec = wal.Record{Kind: wal.KindEnqueue, ID: d.ID, Time: d.DeadAt.UnixNano(), Priority: int8(m.Priority),
+		Key: m.Key, DedupID: m.DedupID, Payload: m.Payload, MaxAttempts: int32(m.MaxAttempts)}
+	if len(m.Headers) > 0 {
+		rec.Headers = flattenHeaders(m.Headers)
+	}
+	if !m.Deadline.IsZero() {
+		rec.Deadline = m.Deadline.UnixNano()
+	}
+	if err := emit(&rec); err != nil {
+		return err
+	}
+	last := ""
+	for _, f := range d.Failures {
+		last = f.Error
+		if err := emit(&wal.Record{Kind: wal.KindFailure, ID: d.ID, Time: f.At.UnixNano(),
+			Category: uint8(f.Category), Text: f.Error}); err != nil {
+			return err
+		}
+	}
+	if err := emit(&wal.Record{Kind: wal.KindDeadLetter, ID: d.ID, Time: d.DeadAt.UnixNano(),
+		Attempt: int32(d.Attempts), Category: uint8(d.Category), Text: last}); err != nil {
+		return err
+	}
+	if d.Reviewed {
+		return emit(&wal.Record{Kind: wal.KindReview, ID: d.ID, Time: d.ReviewedAt.UnixNano(), Text: d.Note})
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package ringwal
+
+import (
+	"context"
+	"errors"
+	"runtime/debug"
+	"sync"
+
+	"github.com/ringwal/ringwal/classify"
+)
+
+// Handler processes one delivery. Returning nil acks it, an error nacks it
+// with that cause (see Nack), and a panic nacks it as classify.Poison with
+// the panic value and stack as the recorded error. ctx ends when the lease
+// expires, when Run's ctx ends, or when Close's grace period ends.
+type Handler func(ctx context.Context, d Delivery) error
+
+// Run processes messages with workers goroutines calling h until ctx ends
+// or the engine closes, then waits for the handlers in progress and
+// returns nil. It returns an error only for bad arguments or a closed
+// engine. Several Runs may share an engine.
+func (e *Engine) Run(ctx context.Context, workers int, h Handler) error {
+	if workers <= 0 {
+		return invalidf("Run with %d workers: must be positive", workers)
+	}
+	if h == nil {
+		return invalidf("Run with a nil handler")
+	}
+	e.closeMu.Lock()
+	if e.closing.Load() {
+		e.closeMu.Unlock()
+		return ErrClosed
+	}
+	e.runs.Add(1)
+	e.closeMu.Unlock()
+	defer e.runs.Done()
+
+	// Handlers' contexts end with Run's ctx or when Close's grace ends.
+	handlerBase, cancelHandlers := context.WithCancel(ctx)
+	defer cancelHandlers()
+	go func() {
+		select {
+		case <-e.graceEnd:
+			cancelHandlers()
+		case <-handlerBase.Done():
+		}
+	}()
+
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.work(ctx, handlerBase, h)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// work is one Run worker: dequeue, handle, settle, until ctx ends or the
+// engine closes.
+func (e *Engine) work(ctx, handlerBase context.Context, h Handler) {
+	for {
+		d, err := e.Dequeue(ctx)
+		if err != nil {
+			return // ctx ended or the engine is closing
+		}
+		hctx, cancel := context.WithCancel(handlerBase)
+		r := e.slab.at(d.Lease.slot)
+		// Lease expiry cancels the handler; only while this lease holds.
+		cancelFn := context.CancelFunc(cancel)
+		if r.word.Load() == makeWord(d.Lease.gen, stLeased) {
+			r.cancel.Store(&cancelFn)
+		}
+		herr := e.call(hctx, h, d)
+		r.cancel.CompareAndSwap(&cancelFn, nil)
+		cancel()
+		var serr error
+		if herr == nil {
+			serr = e.Ack(d.Lease)
+		} else {
+			serr = e.Nack(d.Lease, herr)
+		}
+		if serr != nil && !errors.Is(serr, ErrStaleLease) && !errors.Is(serr, ErrClosed) {
+			e.opts.Logger.Warn("ringwal: settling a delivery failed", "id", d.ID, "err", serr)
+		}
+	}
+}
+
+// call runs h, turning a panic into a Poison error carrying its stack.
+func (e *Engine) call(ctx context.Context, h Handler, d Delivery) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = classify.Panic(v, debug.Stack())
+		}
+	}()
+	return h(ctx, d)
+}

@@ -1,0 +1,249 @@
+package ringwal
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/ringwal/ringwal/breaker"
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
+)
+
+// Internal record states. Dead messages leave the slab for the dead-letter
+// store, so there is no slot state for them.
+const (
+	stFree       uint32 = iota
+	stBusy              // one goroutine is changing the record; others wait or skip
+	stCommitting        // fields complete, waiting for its enqueue record to be durable
+	stPending
+	stDelayed
+	stLeased
+	stHeld
+)
+
+// A record's word packs a generation (high 32 bits) and a state (low 32).
+// Every transition goes through stBusy with a CAS and ends with a store that
+// bumps the generation, so a ring entry, a timer entry or a Lease taken at
+// one generation is recognised as stale in O(1) once the record moved on.
+func makeWord(gen, state uint32) uint64 { return uint64(gen)<<32 | uint64(state) }
+func wordGen(w uint64) uint32           { return uint32(w >> 32) }
+func wordState(w uint64) uint32         { return uint32(w) }
+
+// ref names a record at a generation: what the tier rings, the deadline heap
+// and the timing wheel hold.
+type ref struct {
+	slot uint32
+	gen  uint32
+}
+
+// rec is one live message. Fields without atomics are written only while the
+// writer owns the record (stBusy, or before it is published) and are
+// immutable while it is live, except as noted.
+type rec struct {
+	word atomic.Uint64
+	id   atomic.Uint64 // 0 while free
+
+	msg        Message
+	enqueuedAt int64 // unix ns
+	expiresAt  int64 // unix ns; 0 = no TTL
+	deadline   int64 // unix ns; 0 = none
+
+	tier        atomic.Uint32 // msg.Priority's tier, readable by scans
+	attempts    atomic.Int32
+	crashes     atomic.Int32 // consecutive crashes while leased
+	nextAt      atomic.Int64 // Delayed: when due
+	readyAt     atomic.Int64 // when it last became pending (Peek order, wait time)
+	leaseExpiry atomic.Int64
+	leasedAt    atomic.Int64
+	prevDelay   atomic.Int64 // last backoff, for decorrelated jitter
+
+	// Written by the goroutine that leased the record, read by whoever
+	// settles that lease (ordered by the word's CAS).
+	ticket breaker.Ticket
+	cancel atomic.Pointer[context.CancelFunc] // Run's handler context
+	hist   atomic.Pointer[history]
+}
+
+// history is the immutable failure record of a message; a Nack replaces it
+// with a copy plus one failure (copy-on-write keeps Get race-free).
+type history struct {
+	failures      []dlq.Failure // the last maxFailures
+	firstFailedAt int64
+}
+
+// maxFailures bounds the failure history kept per message.
+const maxFailures = 10
+
+func (h *history) with(f dlq.Failure) *history {
+	n := &history{}
+	if h != nil {
+		n.firstFailedAt = h.firstFailedAt
+		start := 0
+		if len(h.failures) >= maxFailures {
+			start = len(h.failures) - maxFailures + 1
+		}
+		n.failures = append(make([]dlq.Failure, 0, len(h.failures)-start+1), h.failures[start:]...)
+	}
+	if n.firstFailedAt == 0 {
+		n.firstFailedAt = f.At.UnixNano()
+	}
+	n.failures = append(n.failures, f)
+	return n
+}
+
+func (h *history) last() (string, classify.Category) {
+	if h == nil || len(h.failures) == 0 {
+		return "", classify.Unknown
+	}
+	f := h.failures[len(h.failures)-1]
+	return f.Error, f.Category
+}
+
+// slab holds every live message. A message's home slot is its ID masked by
+// the slab size, so an ID locates its record without a map; IDs whose home
+// is taken (a redrive, or a replay into a slab of another size) probe up to
+// probeLimit slots further.
+type slab struct {
+	mask  uint64
+	slots []rec
+}
+
+const probeLimit = 32
+
+func newSlab(bits uint) *slab {
+	return &slab{mask: 1<<bits - 1, slots: make([]rec, 1<<bits)}
+}
+
+func (s *slab) at(slot uint32) *rec { return &s.slots[slot] }
+
+// claimHome tries to take id's home slot for a new record; it leaves the
+// record stBusy with the next generation's word unpublished.
+func (s *slab) claimHome(id uint64) (uint32, bool) {
+	slot := uint32(id & s.mask)
+	r := &s.slots[slot]
+	w := r.word.Load()
+	if wordState(w) != stFree || !r.word.CompareAndSwap(w, makeWord(wordGen(w), stBusy)) {
+		return 0, false
+	}
+	r.id.Store(id)
+	return slot, true
+}
+
+// claimNear takes the first free slot within probeLimit of id's home.
+func (s *slab) claimNear(id uint64) (uint32, bool) {
+	for i := uint64(0); i < probeLimit; i++ {
+		slot := uint32((id + i) & s.mask)
+		r := &s.slots[slot]
+		w := r.word.Load()
+		if wordState(w) == stFree && r.word.CompareAndSwap(w, makeWord(wordGen(w), stBusy)) {
+			r.id.Store(id)
+			return slot, true
+		}
+	}
+	return 0, false
+}
+
+// find returns the slot holding id, if it is live.
+func (s *slab) find(id uint64) (uint32, bool) {
+	if id == 0 {
+		return 0, false
+	}
+	for i := uint64(0); i < probeLimit; i++ {
+		slot := uint32((id + i) & s.mask)
+		if s.slots[slot].id.Load() == id {
+			return slot, true
+		}
+	}
+	return 0, false
+}
+
+// acquire moves the record from state `from` at generation gen to stBusy;
+// false if it is elsewhere (the caller's reference is stale). A reader
+// (Get, Peek, a checkpoint) may hold the record stBusy for a moment without
+// changing its generation, so acquire waits that out rather than take the
+// reference for stale and drop it.
+func (r *rec) acquire(gen, from uint32) bool {
+	want := makeWord(gen, from)
+	for spins := 0; ; spins++ {
+		if r.word.CompareAndSwap(want, makeWord(gen, stBusy)) {
+			return true
+		}
+		w := r.word.Load()
+		if wordGen(w) != gen || wordState(w) != stBusy {
+			if w == want {
+				continue
+			}
+			return false
+		}
+		if spins > 100 {
+			runtime.Gosched()
+		}
+	}
+}
+
+// acquireAny moves the record from any of the states in allowed (a bit set
+// of 1<<state) to stBusy, waiting out a concurrent stBusy. It returns the
+// previous word.
+func (r *rec) acquireAny(allowed uint32) (uint64, bool) {
+	for spins := 0; ; spins++ {
+		w := r.word.Load()
+		st := wordState(w)
+		if st == stBusy || st == stCommitting {
+			if spins > 100 {
+				runtime.Gosched()
+			}
+			continue
+		}
+		if allowed&(1<<st) == 0 {
+			return w, false
+		}
+		if r.word.CompareAndSwap(w, makeWord(wordGen(w), stBusy)) {
+			return w, true
+		}
+	}
+}
+
+// release publishes state with the next generation and returns the ref
+// naming that generation.
+func (r *rec) release(slot uint32, state uint32) ref {
+	gen := wordGen(r.word.Load()) + 1
+	r.word.Store(makeWord(gen, state))
+	return ref{slot: slot, gen: gen}
+}
+
+// free clears a busy record and returns its slot to the free pool. Message
+// fields are cleared so the slab keeps no payload alive.
+func (r *rec) free() {
+	r.msg = Message{}
+	r.hist.Store(nil)
+	r.cancel.Store(nil)
+	r.ticket = breaker.Ticket{}
+	r.id.Store(0)
+	r.word.Store(makeWord(wordGen(r.word.Load())+1, stFree))
+}
+
+// acquireID finds id and moves its record from one of the allowed states to
+// stBusy. It returns the slot and the previous word, or ok=false when id is
+// not live or is in another state (prev tells which).
+func (s *slab) acquireID(id uint64, allowed uint32) (slot uint32, prev uint64, found, ok bool) {
+	slot, found = s.find(id)
+	if !found {
+		return 0, 0, false, false
+	}
+	r := &s.slots[slot]
+	prev, ok = r.acquireAny(allowed | 1<<stFree)
+	if !ok {
+		return slot, prev, true, false
+	}
+	if wordState(prev) == stFree || r.id.Load() != id {
+		// Freed, or freed and reused, between find and acquire.
+		r.word.Store(prev)
+		return 0, 0, false, false
+	}
+	if allowed&(1<<wordState(prev)) == 0 {
+		r.word.Store(prev)
+		return slot, prev, true, false
+	}
+	return slot, prev, true, true
+}
