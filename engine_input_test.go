@@ -1,0 +1,377 @@
+package ringwal_test
+
+// Bad input, unknown IDs, and the engine after Close: errors wrap the
+// sentinels, nothing panics, Close is idempotent, blocked calls wake up, and
+// no goroutine outlives Close.
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/dlq"
+)
+
+func TestInvalidInput(t *testing.T) {
+	const maxPayload = 16
+	// leased returns a live lease on a fresh message.
+	leased := func(t *testing.T, e *ringwal.Engine) ringwal.Lease {
+		enqueueP(t, e, ringwal.Normal, "x")
+		return dequeue(t, e).Lease
+	}
+	cases := []struct {
+		name string
+		// words: the error's text must contain one of them (lower case).
+		words []string
+		// enqueue: a rejected message must not be enqueued.
+		enqueue bool
+		call    func(t *testing.T, e *ringwal.Engine) error
+	}{
+		{"priority too high", []string{"priority"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.Enqueue(ctxBG, ringwal.Message{Priority: ringwal.Critical + 1})
+			return err
+		}},
+		{"priority too low", []string{"priority"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.Enqueue(ctxBG, ringwal.Message{Priority: ringwal.Background - 1})
+			return err
+		}},
+		{"priority TryEnqueue", []string{"priority"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.TryEnqueue(ringwal.Message{Priority: 100})
+			return err
+		}},
+		{"payload over MaxPayload", []string{"payload"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.Enqueue(ctxBG, ringwal.Message{Payload: make([]byte, maxPayload+1)})
+			return err
+		}},
+		{"payload over MaxPayload TryEnqueue", []string{"payload"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.TryEnqueue(ringwal.Message{Payload: make([]byte, maxPayload+1)})
+			return err
+		}},
+		{"negative Delay", []string{"delay"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.Enqueue(ctxBG, ringwal.Message{Delay: -time.Millisecond})
+			return err
+		}},
+		{"negative TTL", []string{"ttl"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.Enqueue(ctxBG, ringwal.Message{TTL: -time.Second})
+			return err
+		}},
+		{"negative MaxAttempts", []string{"attempts"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.Enqueue(ctxBG, ringwal.Message{MaxAttempts: -1})
+			return err
+		}},
+		{"batch with one bad message", []string{"priority"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.EnqueueBatch(ctxBG, []ringwal.Message{{}, {Priority: 7}, {}})
+			return err
+		}},
+		{"DequeueBatch max 0", []string{"max", "batch", "positive"}, false, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.DequeueBatch(ctxBG, 0)
+			return err
+		}},
+		{"DequeueBatch max -1", []string{"max", "batch", "positive"}, false, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.DequeueBatch(ctxBG, -1)
+			return err
+		}},
+		{"Extend by 0", []string{"extend", "duration", "positive"}, false, func(t *testing.T, e *ringwal.Engine) error {
+			return e.Extend(leased(t, e), 0)
+		}},
+		{"Extend by negative", []string{"extend", "duration", "positive"}, false, func(t *testing.T, e *ringwal.Engine) error {
+			return e.Extend(leased(t, e), -time.Second)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := memEngine(t, ringwal.Options{MaxPayload: maxPayload})
+			var err error
+			require.NotPanics(t, func() { err = tc.call(t, e) })
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ringwal.ErrInvalid)
+			assert.True(t, containsAny(errText(err), tc.words), "error %q should say what was wrong (one of %q)", err, tc.words)
+			if tc.enqueue {
+				s := e.Stats()
+				assert.Equal(t, uint64(0), s.Enqueued, "a rejected message is not enqueued")
+				assert.Equal(t, 0, s.Pending)
+			}
+			// The engine still works.
+			id := enqueueP(t, e, ringwal.Normal, "fine")
+			d := dequeue(t, e)
+			assert.Equal(t, id, d.ID)
+		})
+	}
+
+	t.Run("payload of exactly MaxPayload is fine", func(t *testing.T) {
+		e, _ := memEngine(t, ringwal.Options{MaxPayload: maxPayload})
+		_, err := e.Enqueue(ctxBG, ringwal.Message{Payload: make([]byte, maxPayload)})
+		assert.NoError(t, err)
+	})
+
+	t.Run("Peek with n <= 0", func(t *testing.T) {
+		e, _ := memEngine(t, ringwal.Options{})
+		enqueueP(t, e, ringwal.Normal, "x")
+		assert.NotPanics(t, func() {
+			assert.Empty(t, e.Peek(0))
+			assert.Empty(t, e.Peek(-1))
+		})
+	})
+}
+
+func TestInvalidOptions(t *testing.T) {
+	cases := []struct {
+		name  string
+		o     ringwal.Options
+		words []string
+	}{
+		{"unknown durability", ringwal.Options{Durability: ringwal.Durability(200)}, []string{"durability"}},
+		{"negative LeaseTimeout", ringwal.Options{LeaseTimeout: -time.Second}, []string{"lease"}},
+		{"negative TierCapacity", ringwal.Options{TierCapacity: -1}, []string{"tiercapacity", "capacity"}},
+		{"negative MaxPayload", ringwal.Options{MaxPayload: -1}, []string{"maxpayload", "payload"}},
+		{"negative MaxMessages", ringwal.Options{MaxMessages: -1}, []string{"maxmessages", "messages"}},
+		{"negative weight", ringwal.Options{Weights: [5]int{16, 8, -4, 2, 1}}, []string{"weight"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, dir := range []string{"", t.TempDir()} {
+				var e *ringwal.Engine
+				var err error
+				require.NotPanics(t, func() { e, err = ringwal.Open(dir, tc.o) })
+				if e != nil {
+					_ = e.Close()
+				}
+				require.Error(t, err, "Open(%q)", dir)
+				assert.ErrorIs(t, err, ringwal.ErrInvalid)
+				assert.True(t, containsAny(errText(err), tc.words), "error %q should say what was wrong (one of %q)", err, tc.words)
+			}
+		})
+	}
+}
+
+func containsAny(s string, words []string) bool {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestUnknownIDs(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	acked := enqueueP(t, e, ringwal.Normal, "a")
+	d := dequeue(t, e)
+	require.NoError(t, e.Ack(d.Lease))
+	for _, id := range []ringwal.ID{0, 12345, 1 << 62, acked} {
+		_, err := e.Get(id)
+		assert.ErrorIs(t, err, ringwal.ErrNotFound, "Get(%d)", id)
+		assert.ErrorIs(t, e.Requeue(id), ringwal.ErrNotFound, "Requeue(%d)", id)
+		assert.ErrorIs(t, e.Redrive(id), ringwal.ErrNotFound, "Redrive(%d)", id)
+		assert.ErrorIs(t, e.MarkReviewed(id, "n"), ringwal.ErrNotFound, "MarkReviewed(%d)", id)
+	}
+}
+
+func TestAfterClose(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		dir  bool
+	}{{"memory", false}, {"dir", true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			dir := ""
+			if mode.dir {
+				dir = t.TempDir()
+			}
+			e, err := ringwal.Open(dir, ringwal.Options{})
+			require.NoError(t, err)
+			id := enqueueP(t, e, ringwal.Normal, "x")
+			d := dequeue(t, e)
+			require.NoError(t, e.Close())
+			assert.NoError(t, e.Close(), "Close is idempotent")
+
+			calls := map[string]func() error{
+				"Enqueue":    func() error { _, err := e.Enqueue(ctxBG, ringwal.Message{}); return err },
+				"TryEnqueue": func() error { _, err := e.TryEnqueue(ringwal.Message{}); return err },
+				"EnqueueBatch": func() error {
+					_, err := e.EnqueueBatch(ctxBG, []ringwal.Message{{}})
+					return err
+				},
+				"Dequeue":      func() error { _, err := e.Dequeue(ctxBG); return err },
+				"DequeueBatch": func() error { _, err := e.DequeueBatch(ctxBG, 3); return err },
+				"Ack":          func() error { return e.Ack(d.Lease) },
+				"Nack":         func() error { return e.Nack(d.Lease, errors.New("x")) },
+				"Extend":       func() error { return e.Extend(d.Lease, time.Second) },
+				"Get":          func() error { _, err := e.Get(id); return err },
+				"Requeue":      func() error { return e.Requeue(id) },
+				"DeadLetters":  func() error { _, err := e.DeadLetters(dlq.Query{}); return err },
+				"Redrive":      func() error { return e.Redrive(id) },
+				"MarkReviewed": func() error { return e.MarkReviewed(id, "n") },
+				"PurgeDeadLetters": func() error {
+					_, err := e.PurgeDeadLetters(dlq.Query{})
+					return err
+				},
+				"Checkpoint": func() error { return e.Checkpoint() },
+			}
+			for name, call := range calls {
+				var err error
+				if assert.NotPanics(t, func() { err = call() }, name) {
+					assert.ErrorIs(t, err, ringwal.ErrClosed, name)
+				}
+			}
+			assert.NotPanics(t, func() {
+				_, ok := e.TryDequeue()
+				assert.False(t, ok, "TryDequeue after Close")
+				_ = e.Stats()
+				_ = e.Peek(3)
+			})
+			runDone := make(chan error, 1)
+			go func() { runDone <- e.Run(ctxBG, 2, func(context.Context, ringwal.Delivery) error { return nil }) }()
+			select {
+			case err := <-runDone:
+				assert.True(t, err == nil || errors.Is(err, ringwal.ErrClosed), "Run after Close: %v", err)
+			case <-time.After(waitFor):
+				t.Error("Run on a closed engine did not return")
+			}
+		})
+	}
+}
+
+func TestCloseWakesBlockedCalls(t *testing.T) {
+	e, err := ringwal.Open("", ringwal.Options{MaxMessages: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+
+	errs := make(chan error, 4)
+	go func() { _, err := e.Dequeue(ctxBG); errs <- err }()
+	go func() { _, err := e.DequeueBatch(ctxBG, 5); errs <- err }()
+	time.Sleep(quiet) // let them block
+	// Fill the engine: one message, leased by whichever dequeuer wins; then
+	// Enqueue blocks on MaxMessages 1.
+	_, err = e.Enqueue(ctxBG, ringwal.Message{})
+	require.NoError(t, err)
+	var first error
+	select {
+	case first = <-errs:
+		require.NoError(t, first, "one dequeuer got the message")
+	case <-time.After(waitFor):
+		t.Fatal("no dequeuer got the message")
+	}
+	go func() { _, err := e.Enqueue(ctxBG, ringwal.Message{}); errs <- err }()
+	run := make(chan error, 1)
+	go func() {
+		run <- e.Run(ctxBG, 2, func(context.Context, ringwal.Delivery) error { return nil })
+	}()
+	time.Sleep(quiet)
+
+	require.NoError(t, e.Close())
+	for i := 0; i < 2; i++ { // the other dequeuer and the blocked Enqueue
+		select {
+		case err := <-errs:
+			assert.ErrorIs(t, err, ringwal.ErrClosed, "a blocked call returns ErrClosed on Close")
+		case <-time.After(waitFor):
+			t.Fatal("a blocked call did not return on Close")
+		}
+	}
+	select {
+	case err := <-run:
+		assert.NoError(t, err, "Run returns nil when the engine closes")
+	case <-time.After(waitFor):
+		t.Fatal("Run did not return on Close")
+	}
+}
+
+// TestCloseGraceEndsHandlers: Close cancels a handler's ctx once
+// CloseGrace has passed, and Run returns nil. Real clock: the grace is the
+// only timing here and it is short.
+func TestCloseGraceEndsHandlers(t *testing.T) {
+	e, err := ringwal.Open("", ringwal.Options{CloseGrace: 50 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	started := make(chan struct{})
+	ended := make(chan struct{})
+	run := make(chan error, 1)
+	go func() {
+		run <- e.Run(ctxBG, 1, func(ctx context.Context, d ringwal.Delivery) error {
+			close(started)
+			<-ctx.Done()
+			close(ended)
+			return ctx.Err()
+		})
+	}()
+	enqueueP(t, e, ringwal.Normal, "stuck")
+	select {
+	case <-started:
+	case <-time.After(waitFor):
+		t.Fatal("handler not called")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- e.Close() }()
+	select {
+	case <-ended:
+	case <-time.After(waitFor):
+		t.Fatal("the handler's ctx did not end after CloseGrace")
+	}
+	select {
+	case err := <-closed:
+		assert.NoError(t, err)
+	case <-time.After(waitFor):
+		t.Fatal("Close did not return")
+	}
+	select {
+	case err := <-run:
+		assert.NoError(t, err)
+	case <-time.After(waitFor):
+		t.Fatal("Run did not return")
+	}
+}
+
+// TestCloseStopsEveryGoroutine: after Close (and the callers' own
+// goroutines returning), nothing the engine started is left, in every mode.
+func TestCloseStopsEveryGoroutine(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		d    ringwal.Durability
+		dir  bool
+	}{{"memory", ringwal.Write, false}, {"write", ringwal.Write, true}, {"fsync", ringwal.Fsync, true}, {"buffered", ringwal.Buffered, true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			dir := ""
+			if mode.dir {
+				dir = t.TempDir()
+			}
+			e, err := ringwal.Open(dir, ringwal.Options{Durability: mode.d, LeaseTimeout: time.Hour})
+			require.NoError(t, err)
+			for i := 0; i < 10; i++ {
+				_, err := e.Enqueue(ctxBG, ringwal.Message{Payload: []byte("p"), Delay: time.Duration(i%2) * time.Hour, TTL: time.Hour})
+				require.NoError(t, err)
+			}
+			d := dequeue(t, e) // a live lease
+			_ = d
+			ctx, cancel := context.WithCancel(ctxBG)
+			defer cancel()
+			run := make(chan error, 1)
+			go func() {
+				run <- e.Run(ctx, 3, func(context.Context, ringwal.Delivery) error { return nil })
+			}()
+			blocked := make(chan error, 1)
+			go func() {
+				_, err := e.Dequeue(ctxBG)
+				for err == nil { // Run and this race for the ready messages
+					_, err = e.Dequeue(ctxBG)
+				}
+				blocked <- err
+			}()
+			time.Sleep(quiet)
+			require.NoError(t, e.Close())
+			for _, ch := range []chan error{run, blocked} {
+				select {
+				case <-ch:
+				case <-time.After(waitFor):
+					t.Fatal("a caller goroutine did not return after Close")
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,304 @@
+package ringwal_test
+
+// Scheduling order: tiers and weights, strict priority, aging, earliest
+// deadline first, Delay, and Peek.
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringwal/ringwal"
+)
+
+var allPriorities = []ringwal.Priority{ringwal.Critical, ringwal.High, ringwal.Normal, ringwal.Low, ringwal.Background}
+
+// noAging keeps aging out of tests that are about something else (the fake
+// clock does not move in them anyway).
+const noAging = time.Hour
+
+func TestFirstPickIsHighestNonEmptyTier(t *testing.T) {
+	cases := []struct {
+		name  string
+		tiers []ringwal.Priority // enqueued in this order, lowest first
+		want  ringwal.Priority
+	}{
+		{"all five", []ringwal.Priority{ringwal.Background, ringwal.Low, ringwal.Normal, ringwal.High, ringwal.Critical}, ringwal.Critical},
+		{"low and background", []ringwal.Priority{ringwal.Background, ringwal.Low}, ringwal.Low},
+		{"gaps", []ringwal.Priority{ringwal.Background, ringwal.Normal, ringwal.High}, ringwal.High},
+		{"normal only", []ringwal.Priority{ringwal.Normal}, ringwal.Normal},
+	}
+	for _, strict := range []bool{false, true} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/strict=%v", tc.name, strict), func(t *testing.T) {
+				e, _ := memEngine(t, ringwal.Options{Strict: strict, AgingAfter: noAging})
+				for _, p := range tc.tiers {
+					for i := 0; i < 3; i++ {
+						enqueueP(t, e, p, p.String())
+					}
+				}
+				d := dequeue(t, e)
+				assert.Equal(t, tc.want, d.Message.Priority, "first pick")
+			})
+		}
+	}
+}
+
+func TestStrictPriorityOrder(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{Strict: true, AgingAfter: noAging})
+	// Interleave the tiers so that enqueue order cannot explain the result.
+	for i := 0; i < 4; i++ {
+		for j := len(allPriorities) - 1; j >= 0; j-- {
+			p := allPriorities[(j+i)%len(allPriorities)]
+			enqueueP(t, e, p, fmt.Sprintf("%v-%d", p, i))
+		}
+	}
+	prev := ringwal.Critical
+	for i := 0; i < 4*len(allPriorities); i++ {
+		d := dequeue(t, e)
+		assert.LessOrEqual(t, d.Message.Priority, prev, "pick %d: %v after %v", i, d.Message.Priority, prev)
+		prev = d.Message.Priority
+	}
+}
+
+func TestWeightedShares(t *testing.T) {
+	cases := []struct {
+		name    string
+		weights [5]int // zero = default 16,8,4,2,1
+		share   [5]float64
+	}{
+		{"default 16:8:4:2:1", [5]int{}, [5]float64{16.0 / 31, 8.0 / 31, 4.0 / 31, 2.0 / 31, 1.0 / 31}},
+		{"custom 1:1:1:1:1", [5]int{1, 1, 1, 1, 1}, [5]float64{.2, .2, .2, .2, .2}},
+		{"custom 3:1:1:1:2", [5]int{3, 1, 1, 1, 2}, [5]float64{3.0 / 8, 1.0 / 8, 1.0 / 8, 1.0 / 8, 2.0 / 8}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			const perTier = 3100
+			e, _ := memEngine(t, ringwal.Options{Weights: tc.weights, AgingAfter: noAging,
+				TierCapacity: 1 << 12, MaxMessages: 1 << 16})
+			for _, p := range allPriorities {
+				ms := make([]ringwal.Message, perTier)
+				for i := range ms {
+					ms[i] = ringwal.Message{Priority: p}
+				}
+				_, err := e.EnqueueBatch(ctxBG, ms)
+				require.NoError(t, err)
+			}
+			// Every tier stays backlogged for all of these picks.
+			const picks = perTier
+			var got [5]int
+			for i := 0; i < picks; i++ {
+				d, ok := e.TryDequeue()
+				require.True(t, ok, "pick %d", i)
+				got[int(ringwal.Critical-d.Message.Priority)]++
+				require.NoError(t, e.Ack(d.Lease))
+			}
+			for i, p := range allPriorities {
+				share := float64(got[i]) / picks
+				assert.InDelta(t, tc.share[i], share, 0.02, "%v: %d of %d picks (want share %.3f)", p, got[i], picks, tc.share[i])
+			}
+			t.Logf("picks by tier (Critical..Background): %v", got)
+		})
+	}
+}
+
+// TestAging: a Background message is served despite Critical load once its
+// tier has been unserved for AgingAfter.
+func TestAging(t *testing.T) {
+	cases := []struct {
+		name string
+		o    ringwal.Options
+	}{
+		{"strict", ringwal.Options{Strict: true}},
+		// With weights 1000:1 smooth weighted round-robin would not pick
+		// Background for about 500 picks.
+		{"weighted", ringwal.Options{Weights: [5]int{1000, 1, 1, 1, 1}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.o
+			o.AgingAfter = 10 * time.Millisecond
+			e, fake := memEngine(t, o)
+			bg := enqueueP(t, e, ringwal.Background, "bg")
+			ms := make([]ringwal.Message, 2000)
+			for i := range ms {
+				ms[i] = ringwal.Message{Priority: ringwal.Critical, Payload: []byte("crit")}
+			}
+			_, err := e.EnqueueBatch(ctxBG, ms)
+			require.NoError(t, err)
+
+			for i := 0; i < 20; i++ {
+				d := dequeue(t, e)
+				require.Equal(t, ringwal.Critical, d.Message.Priority, "pick %d before aging", i)
+				require.NoError(t, e.Ack(d.Lease))
+			}
+			fake.Advance(15 * time.Millisecond)
+			served := 0
+			found := assert.Eventually(t, func() bool {
+				d, ok := e.TryDequeue()
+				if !ok {
+					return false
+				}
+				if d.ID == bg {
+					return true
+				}
+				served++
+				_ = e.Ack(d.Lease)
+				return false
+			}, waitFor, tick)
+			if found {
+				t.Logf("Background served after %d more Critical picks", served)
+			}
+		})
+	}
+}
+
+// TestEDF: a message whose Deadline is within DeadlineSlack comes before
+// higher tiers, earliest deadline first.
+func TestEDF(t *testing.T) {
+	t.Run("within slack beats High", func(t *testing.T) {
+		e, fake := memEngine(t, ringwal.Options{AgingAfter: noAging}) // DeadlineSlack default 10ms
+		for i := 0; i < 3; i++ {
+			enqueueP(t, e, ringwal.High, "high")
+		}
+		urgent := enqueue(t, e, ringwal.Message{Priority: ringwal.Normal, Deadline: fake.Now().Add(5 * time.Millisecond)})
+		d := dequeue(t, e)
+		assert.Equal(t, urgent, d.ID, "Normal with a deadline 5ms away (slack 10ms) goes first")
+	})
+
+	t.Run("far deadline waits until within slack", func(t *testing.T) {
+		e, fake := memEngine(t, ringwal.Options{Strict: true, AgingAfter: noAging, DeadlineSlack: 10 * time.Millisecond})
+		later := enqueue(t, e, ringwal.Message{Priority: ringwal.Normal, Deadline: fake.Now().Add(200 * time.Millisecond)})
+		ms := make([]ringwal.Message, 2000)
+		for i := range ms {
+			ms[i] = ringwal.Message{Priority: ringwal.High}
+		}
+		_, err := e.EnqueueBatch(ctxBG, ms)
+		require.NoError(t, err)
+		for i := 0; i < 5; i++ {
+			d := dequeue(t, e)
+			require.Equal(t, ringwal.High, d.Message.Priority, "deadline still 200ms away")
+			require.NoError(t, e.Ack(d.Lease))
+		}
+		fake.Advance(195 * time.Millisecond)
+		assert.Eventually(t, func() bool {
+			d, ok := e.TryDequeue()
+			if !ok {
+				return false
+			}
+			_ = e.Ack(d.Lease)
+			return d.ID == later
+		}, waitFor, tick, "the Normal message was not served within its slack")
+	})
+
+	t.Run("earliest deadline first", func(t *testing.T) {
+		e, fake := memEngine(t, ringwal.Options{AgingAfter: noAging, DeadlineSlack: 10 * time.Millisecond})
+		now := fake.Now()
+		for i := 0; i < 5; i++ {
+			enqueueP(t, e, ringwal.Critical, "crit")
+		}
+		low := enqueue(t, e, ringwal.Message{Priority: ringwal.Low, Deadline: now.Add(8 * time.Millisecond)})
+		normal := enqueue(t, e, ringwal.Message{Priority: ringwal.Normal, Deadline: now.Add(3 * time.Millisecond)})
+		overdue := enqueue(t, e, ringwal.Message{Priority: ringwal.Background, Deadline: now.Add(-time.Second)})
+		got := []ringwal.ID{dequeue(t, e).ID, dequeue(t, e).ID, dequeue(t, e).ID}
+		assert.Equal(t, []ringwal.ID{overdue, normal, low}, got)
+		assert.Equal(t, ringwal.Critical, dequeue(t, e).Message.Priority)
+	})
+}
+
+func TestDelay(t *testing.T) {
+	e, fake := memEngine(t, ringwal.Options{AgingAfter: noAging})
+	t0 := fake.Now()
+	id := enqueue(t, e, ringwal.Message{Priority: ringwal.High, Payload: []byte("later"), Delay: 100 * time.Millisecond})
+	info, err := e.Get(id)
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Delayed, info.State)
+	assert.True(t, info.NextAt.Equal(t0.Add(100*time.Millisecond)), "NextAt %v", info.NextAt)
+
+	// An undelayed message behind it in the same tier is not blocked.
+	now := enqueueP(t, e, ringwal.High, "now")
+	d := dequeue(t, e)
+	assert.Equal(t, now, d.ID)
+	require.NoError(t, e.Ack(d.Lease))
+
+	assertNothingReady(t, e, "at enqueue")
+	fake.Advance(99 * time.Millisecond)
+	assertNothingReady(t, e, "1ms before enqueue+Delay")
+	info, err = e.Get(id)
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Delayed, info.State)
+
+	fake.Advance(3 * time.Millisecond)
+	d = dequeue(t, e)
+	assert.Equal(t, id, d.ID)
+	assert.Equal(t, 1, d.Attempt)
+	assert.Equal(t, "later", string(d.Message.Payload))
+	assert.True(t, d.EnqueuedAt.Equal(t0), "EnqueuedAt is the enqueue time, not the due time")
+}
+
+func TestPeekOrder(t *testing.T) {
+	t.Run("strict", func(t *testing.T) {
+		e, _ := memEngine(t, ringwal.Options{Strict: true, AgingAfter: noAging})
+		a := enqueueP(t, e, ringwal.Low, "a")
+		b := enqueueP(t, e, ringwal.Normal, "b")
+		c := enqueueP(t, e, ringwal.Critical, "c")
+		d := enqueueP(t, e, ringwal.High, "d")
+		x := enqueueP(t, e, ringwal.Normal, "x")
+		f := enqueueP(t, e, ringwal.Background, "f")
+		enqueue(t, e, ringwal.Message{Priority: ringwal.Critical, Delay: time.Hour})
+		want := []ringwal.ID{c, d, b, x, a, f}
+
+		infoIDs := func(is []ringwal.Info) []ringwal.ID {
+			var out []ringwal.ID
+			for _, i := range is {
+				out = append(out, i.ID)
+			}
+			return out
+		}
+		assert.Equal(t, want[:3], infoIDs(e.Peek(3)))
+		all := e.Peek(100)
+		require.GreaterOrEqual(t, len(all), len(want))
+		assert.Equal(t, want, infoIDs(all[:len(want)]))
+		assert.Empty(t, e.Peek(0))
+		for _, i := range all[:len(want)] {
+			assert.Equal(t, ringwal.Pending, i.State, "Peek leases nothing")
+		}
+		s := e.Stats()
+		assert.Equal(t, 0, s.Leased, "Peek leases nothing")
+		assert.Equal(t, 6, s.Pending)
+
+		var got []ringwal.ID
+		for range want {
+			got = append(got, dequeue(t, e).ID)
+		}
+		assert.Equal(t, want, got, "dequeue order matches Peek")
+	})
+
+	t.Run("weighted", func(t *testing.T) {
+		e, fake := memEngine(t, ringwal.Options{AgingAfter: noAging})
+		for i := 0; i < 10; i++ {
+			for _, p := range allPriorities {
+				enqueueP(t, e, p, fmt.Sprintf("%v-%d", p, i))
+			}
+		}
+		urgent := enqueue(t, e, ringwal.Message{Priority: ringwal.Low, Deadline: fake.Now().Add(time.Millisecond)})
+		peek := e.Peek(40)
+		require.Len(t, peek, 40)
+		assert.Equal(t, urgent, peek[0].ID, "the message within its deadline slack is next")
+		again := e.Peek(40)
+		for i := range peek {
+			assert.Equal(t, peek[i].ID, again[i].ID, "Peek twice: position %d", i)
+		}
+		for i := range peek {
+			d := dequeue(t, e)
+			if !assert.Equal(t, peek[i].ID, d.ID, "position %d: Peek said %v, dequeue gave %v", i,
+				peek[i].Message.Priority, d.Message.Priority) {
+				return // the rest would only repeat the divergence
+			}
+		}
+		assert.Equal(t, 51-40, e.Stats().Pending, "Pending after 40 dequeues")
+	})
+}
