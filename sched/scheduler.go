@@ -54,9 +54,11 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 }
 
 // Picker returns the tier picker; call its Served after every tier pop.
+// Safe for concurrent use, as is the Picker.
 func (s *Scheduler) Picker() *Picker { return s.picker }
 
 // Deadlines returns the deadline heap, for Push and for Compact sweeps.
+// Safe for concurrent use, as is the heap.
 func (s *Scheduler) Deadlines() *DeadlineHeap { return &s.deadlines }
 
 // Next returns what to serve next at now (unix ns). A deadline entry that

@@ -105,7 +105,8 @@ func NewWheel(tick time.Duration, start time.Time) *Wheel {
 	return w
 }
 
-// Tick returns the wheel's resolution.
+// Tick returns the wheel's resolution. It never changes, so it is safe
+// to call from any goroutine.
 func (w *Wheel) Tick() time.Duration { return time.Duration(w.tick) }
 
 // Len returns the number of entries not yet handed out. Not safe for
