@@ -22,20 +22,24 @@ type paddedGauge struct {
 // counters are the engine's lifetime totals (since Open) and the gauges
 // that are cheaper to keep than to count. Hot ones are padded.
 type counters struct {
-	dequeued paddedCounter
-	acked    paddedCounter
+	// freed counts messages that left the slab by Ack or dead-lettering.
+	// Acked and the live count are derived from it, so the hot path pays
+	// one counter for both.
+	freed paddedCounter
+	added atomic.Int64 // messages placed without a new ID: recovery, redrive
 
-	nacked        atomic.Uint64
-	retried       atomic.Uint64
-	expired       atomic.Uint64
-	leaseExpiries atomic.Uint64
-	duplicates    atomic.Uint64
-	backpressure  atomic.Uint64
-	redriven      atomic.Uint64
-	requeued      atomic.Uint64
-	deadLettered  [numCategories]atomic.Uint64
-	unused        atomic.Uint64 // IDs taken but never enqueued (duplicates, collisions, failed writes)
-	enqueuedBase  uint64        // nextID at Open: Enqueued = nextID - base - unused
+	nacked         atomic.Uint64
+	retried        atomic.Uint64
+	expired        atomic.Uint64
+	leaseExpiries  atomic.Uint64
+	duplicates     atomic.Uint64
+	backpressure   atomic.Uint64
+	redriven       atomic.Uint64
+	requeued       atomic.Uint64
+	requeuedLeased atomic.Uint64
+	deadLettered   [numCategories]atomic.Uint64
+	unused         atomic.Uint64 // IDs taken but never enqueued (duplicates, collisions, failed writes)
+	enqueuedBase   uint64        // nextID at Open: Enqueued = nextID - base - unused
 }
 
 // numCategories is the number of classify categories; a test checks it

@@ -157,10 +157,14 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 		r.ticket = t
 	}
 	attempt := r.attempts.Add(1)
-	expiry := now + int64(e.opts.LeaseTimeout)
+	expiry := now + int64(e.opts.LeaseTimeout) + e.slop()
 	r.leaseExpiry.Store(expiry)
-	r.leasedAt.Store(now)
 	id := r.id.Load()
+	if sampled(id) {
+		precise := e.preciseNow()
+		e.metrics.observeWait(precise - r.readyAt.Load())
+		r.leasedAt.Store(precise)
+	}
 	// Fill d while the record is still ours: once released, a lease expiry
 	// or a Requeue may move it on.
 	*d = Delivery{
@@ -170,11 +174,7 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 		Attempt:    int(attempt),
 		EnqueuedAt: time.Unix(0, r.enqueuedAt),
 	}
-	waited := now - r.readyAt.Load()
-	rf := r.release(slot, stLeased)
-	e.ctr.dequeued.Add(1)
-	e.metrics.observeWait(waited)
-	e.hk.schedule(expiry, sched.Entry{ID: uint64(slot), Gen: rf.gen, Kind: timerLease})
+	r.release(slot, stLeased)
 	if e.log != nil {
 		rec := wal.Record{Kind: wal.KindLease, ID: id, Time: now, Attempt: attempt, Until: expiry}
 		_ = e.log.AppendNoWait(&rec)

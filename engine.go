@@ -13,6 +13,8 @@
 //     and TTLs, releases held messages when their breaker half-opens, sweeps
 //     the dedup index and the dead-letter retention, calls OnDeadLetter, and
 //     starts automatic checkpoints;
+//   - the clock ticker (coarseclock.go), which caches the wall clock every
+//     millisecond for the hot path, unless Options.Clock is set;
 //   - the WAL writer (package wal), unless the engine is memory-only;
 //   - Run's workers, while Run is running (Run owns and waits for them).
 //
@@ -59,8 +61,6 @@ type Engine struct {
 	_       pad.Line
 	nextID  atomic.Uint64
 	_       [pad.CacheLine - 8]byte
-	live    atomic.Int64 // records in the slab
-	_       [pad.CacheLine - 8]byte
 	ctr     counters
 	waiting waiters
 
@@ -75,6 +75,7 @@ type Engine struct {
 
 	metrics   *metrics
 	recovered recoveryReport
+	coarse    *coarseClock // nil with an injected clock
 }
 
 // spillQueue holds ready messages of a tier whose ring was full (a retry,
@@ -102,6 +103,9 @@ func Open(dir string, o Options) (*Engine, error) {
 		graceEnd: make(chan struct{}),
 	}
 	e.waiting.init()
+	if o.Clock == clock.Real() {
+		e.coarse = newCoarseClock()
+	}
 	var tierCap [ring.NumTiers]int
 	for i := range tierCap {
 		tierCap[i] = o.TierCapacity
@@ -139,11 +143,13 @@ func Open(dir string, o Options) (*Engine, error) {
 			OnBatch:       e.onBatch,
 		})
 		if err != nil {
+			e.log = nil
+			e.openFailed()
 			return nil, mapWALError(err)
 		}
 		rs, err = e.replay()
 		if err != nil {
-			_ = e.log.Close()
+			e.openFailed()
 			return nil, err
 		}
 	}
@@ -161,24 +167,21 @@ func Open(dir string, o Options) (*Engine, error) {
 	e.hk = newHousekeeper(e)
 	if rs != nil {
 		if err := e.restore(rs); err != nil {
-			_ = e.log.Close()
+			e.openFailed()
 			return nil, err
 		}
 	}
 	e.recovered.duration = o.Clock.Since(start)
 	if o.Registerer != nil {
 		if err := o.Registerer.Register(e.metrics); err != nil {
-			e.hk.stop()
-			if e.log != nil {
-				_ = e.log.Close()
-			}
+			e.openFailed()
 			return nil, fmt.Errorf("ringwal: registering metrics: %w", err)
 		}
 	}
 	e.hk.start()
 	if e.log != nil {
 		o.Logger.Info("ringwal: opened", "dir", dir, "durability", o.Durability.String(),
-			"live", e.live.Load(), "dead", e.dead.Len(), "records", e.recovered.records,
+			"live", e.liveCount(), "dead", e.dead.Len(), "records", e.recovered.records,
 			"duration", e.recovered.duration, "torn_bytes", e.recovered.tornBytes)
 	}
 	return e, nil
@@ -234,6 +237,9 @@ func (e *Engine) Close() error {
 
 	e.closed.Store(true)
 	e.hk.stop()
+	if e.coarse != nil {
+		e.coarse.close()
+	}
 	if e.opts.Registerer != nil {
 		e.opts.Registerer.Unregister(e.metrics)
 	}
@@ -264,7 +270,26 @@ func (e *Engine) usable() error {
 	return nil
 }
 
-func (e *Engine) now() int64 { return e.clock.Now().UnixNano() }
+// now is the engine's time in unix ns: the cached coarse clock with the
+// real clock, the injected clock (a test's fake) otherwise.
+func (e *Engine) now() int64 {
+	if e.coarse != nil {
+		return e.coarse.ns.Load()
+	}
+	return e.clock.Now().UnixNano()
+}
+
+// preciseNow reads the clock itself, for the sampled latency histograms.
+func (e *Engine) preciseNow() int64 { return e.clock.Now().UnixNano() }
+
+// slop is added to due times computed from now(), so that a coarse clock
+// running behind never makes something due early.
+func (e *Engine) slop() int64 {
+	if e.coarse != nil {
+		return int64(coarseTick)
+	}
+	return 0
+}
 
 // categoryPolicy returns the effective policy for a message that failed
 // with category c, the message's MaxAttempts replacing the policy's.
@@ -274,4 +299,24 @@ func (e *Engine) categoryPolicy(c classify.Category, maxAttempts int) classify.R
 		p.MaxAttempts = maxAttempts
 	}
 	return p
+}
+
+// openFailed undoes what Open started before it failed.
+func (e *Engine) openFailed() {
+	if e.hk != nil {
+		e.hk.stop()
+	}
+	if e.coarse != nil {
+		e.coarse.close()
+	}
+	if e.log != nil {
+		_ = e.log.Close()
+	}
+}
+
+// liveCount is the number of messages in the slab, derived from counters
+// the hot path keeps anyway (see counters.freed).
+func (e *Engine) liveCount() int64 {
+	taken := e.nextID.Load() - e.ctr.enqueuedBase - e.ctr.unused.Load()
+	return int64(taken) + e.ctr.added.Load() - int64(e.ctr.freed.Load())
 }

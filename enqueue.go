@@ -193,7 +193,7 @@ func (e *Engine) awaitSpace(ctx context.Context, tier, n int, wait bool) error {
 }
 
 func (e *Engine) hasSpace(tier, n int) bool {
-	if e.live.Load()+int64(n) > int64(e.opts.MaxMessages) {
+	if e.liveCount()+int64(n) > int64(e.opts.MaxMessages) {
 		return false
 	}
 	if tier >= 0 {
@@ -215,21 +215,22 @@ func (e *Engine) claim(now int64, m *Message) (uint32, uint64, error) {
 		}
 		r := e.slab.at(slot)
 		r.msg = *m
-		r.tier.Store(uint32(m.Priority.tier()))
 		r.enqueuedAt = now
 		r.expiresAt = 0
 		if m.TTL > 0 {
-			r.expiresAt = now + int64(m.TTL)
+			r.expiresAt = now + int64(m.TTL) + e.slop()
 		}
 		r.deadline = 0
 		if !m.Deadline.IsZero() {
 			r.deadline = m.Deadline.UnixNano()
 		}
-		r.attempts.Store(0)
-		r.crashes.Store(0)
-		r.prevDelay.Store(0)
-		r.nextAt.Store(0)
-		e.live.Add(1)
+		// Atomic stores are full barriers on amd64; most of these fields
+		// are already zero, and a load is a plain move.
+		storeIfChanged32(&r.tier, uint32(m.Priority.tier()))
+		storeIfChangedI32(&r.attempts, 0)
+		storeIfChangedI32(&r.crashes, 0)
+		storeIfChanged64(&r.prevDelay, 0)
+		storeIfChanged64(&r.nextAt, 0)
 		return slot, id, nil
 	}
 	return 0, 0, fmt.Errorf("%w: no free slot (MaxMessages %d)", ErrFull, e.opts.MaxMessages)
@@ -239,7 +240,6 @@ func (e *Engine) claim(now int64, m *Message) (uint32, uint64, error) {
 func (e *Engine) unclaim(slot uint32) {
 	e.ctr.unused.Add(1)
 	e.slab.at(slot).free()
-	e.live.Add(-1)
 	e.waiting.signalSpace()
 }
 
@@ -261,7 +261,7 @@ func (e *Engine) publish(slot uint32, now int64) {
 		e.hk.schedule(r.expiresAt, sched.Entry{ID: id, Kind: timerTTL})
 	}
 	if d := r.msg.Delay; d > 0 {
-		e.delay(slot, r, now+int64(d))
+		e.delay(slot, r, now+int64(d)+e.slop())
 		return
 	}
 	e.makeReady(slot, r, now)
@@ -276,6 +276,9 @@ func (e *Engine) delay(slot uint32, r *rec, at int64) {
 
 // makeReady moves a busy record to Pending and into its tier.
 func (e *Engine) makeReady(slot uint32, r *rec, now int64) {
+	if sampled(r.id.Load()) {
+		now = e.preciseNow()
+	}
 	r.readyAt.Store(now)
 	rf := r.release(slot, stPending)
 	tier := r.msg.Priority.tier()

@@ -62,6 +62,7 @@ type housekeeper struct {
 
 	lastMaintenance int64
 	compactedLen    int
+	nextLeaseScan   int64
 }
 
 func newHousekeeper(e *Engine) *housekeeper {
@@ -74,6 +75,10 @@ func newHousekeeper(e *Engine) *housekeeper {
 		doneC: make(chan struct{}),
 	}
 	h.wakeAt.Store(math.MinInt64) // until it runs, everything signals
+	// Set here, not in run: time may move (a test's fake clock) before the
+	// goroutine first runs.
+	h.lastMaintenance = e.now()
+	h.nextLeaseScan = h.lastMaintenance + int64(e.opts.LeaseTimeout)
 	return h
 }
 
@@ -133,7 +138,6 @@ func (h *housekeeper) run() {
 	e := h.e
 	timer := e.clock.NewTimer(time.Hour)
 	defer timer.Stop()
-	h.lastMaintenance = e.now()
 	for {
 		h.drain()
 		now := e.clock.Now()
@@ -144,7 +148,10 @@ func (h *housekeeper) run() {
 			h.maintain(nowNs)
 			h.lastMaintenance = nowNs
 		}
-		next := h.lastMaintenance + int64(maintenanceEvery)
+		if nowNs >= h.nextLeaseScan {
+			h.nextLeaseScan = h.scanLeases(nowNs)
+		}
+		next := min(h.lastMaintenance+int64(maintenanceEvery), h.nextLeaseScan)
 		if at, ok := h.wheel.NextAt(); ok && at.UnixNano() < next {
 			next = at.UnixNano()
 		}
@@ -252,6 +259,34 @@ func (h *housekeeper) maintain(now int64) {
 			e.opts.Logger.Warn("ringwal: automatic checkpoint failed", "err", err)
 		}
 	}
+}
+
+// scanLeases expires every lease due by now and returns when to scan next.
+//
+// Leases have no timer each: at a million deliveries a second, scheduling
+// and cancelling a timer per lease would cost more than the delivery. All
+// leases last LeaseTimeout, so one granted after this scan expires after
+// now+LeaseTimeout; the next scan is at the earliest expiry seen, or
+// then, whichever comes first. Under a stream of expiring leases scans
+// are spaced at least LeaseTimeout/64 apart, bounding both their cost and
+// how late an expiry can be. Extend schedules a timer of its own.
+func (h *housekeeper) scanLeases(now int64) int64 {
+	e := h.e
+	lt := int64(e.opts.LeaseTimeout)
+	earliest := now + lt
+	for slot := range e.slab.slots {
+		r := &e.slab.slots[slot]
+		w := r.word.Load()
+		if wordState(w) != stLeased {
+			continue
+		}
+		if exp := r.leaseExpiry.Load(); exp > now {
+			earliest = min(earliest, exp)
+			continue
+		}
+		e.expireLease(sched.Entry{ID: uint64(slot), Gen: wordGen(w)}, now)
+	}
+	return max(earliest, now+max(lt/64, int64(time.Millisecond)))
 }
 
 // liveTimer reports whether a timer entry can still matter.

@@ -80,6 +80,7 @@ func (e *Engine) Requeue(id ID) error {
 	}
 	r := e.slab.at(slot)
 	if wordState(prev) == stLeased {
+		e.ctr.requeuedLeased.Add(1)
 		if r.msg.Key != "" {
 			// The delivery ends without a verdict on the target.
 			e.breakers.Release(r.ticket)
@@ -140,7 +141,7 @@ func (e *Engine) Redrive(id ID) error {
 	}
 	r := e.slab.at(slot)
 	e.fillRedriven(r, d, now)
-	e.live.Add(1)
+	e.ctr.added.Add(1)
 	if e.log != nil {
 		r.word.Store(makeWord(wordGen(r.word.Load()), stCommitting))
 		// Redrive then the whole message: the log alone can rebuild it even
@@ -151,7 +152,8 @@ func (e *Engine) Redrive(id ID) error {
 		recs[1].NotBefore = 0
 		if err := e.log.AppendBatch(recs); err != nil {
 			r.word.Store(makeWord(wordGen(r.word.Load()), stBusy))
-			e.release(r)
+			r.free()
+			e.ctr.added.Add(-1)
 			_ = e.dead.Add(d)
 			return fmt.Errorf("ringwal: redrive %d: %w", id, err)
 		}
@@ -173,7 +175,7 @@ func (e *Engine) fillRedriven(r *rec, d DeadLetter, now int64) {
 	r.enqueuedAt = now
 	r.expiresAt = 0
 	if d.Message.TTL > 0 {
-		r.expiresAt = now + int64(d.Message.TTL)
+		r.expiresAt = now + int64(d.Message.TTL) + e.slop()
 	}
 	r.deadline = 0
 	if !d.Message.Deadline.IsZero() {

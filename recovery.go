@@ -192,7 +192,7 @@ func (e *Engine) restore(rs *replayState) error {
 		r.attempts.Store(m.attempts)
 		r.crashes.Store(m.crashes)
 		r.hist.Store(m.hist)
-		e.live.Add(1)
+		e.ctr.added.Add(1)
 		if m.expiresAt != 0 {
 			e.hk.schedule(m.expiresAt, schedTTL(id))
 		}

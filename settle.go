@@ -52,8 +52,9 @@ func (e *Engine) Ack(l Lease) error {
 	if r.msg.Key != "" {
 		e.breakers.Done(r.ticket, true)
 	}
-	e.metrics.observeHandling(now - r.leasedAt.Load())
-	e.ctr.acked.Add(1)
+	if sampled(id) {
+		e.metrics.observeHandling(e.preciseNow() - r.leasedAt.Load())
+	}
 	e.release(r)
 	if e.log != nil {
 		rec := wal.Record{Kind: wal.KindAck, ID: id, Time: now}
@@ -67,7 +68,7 @@ func (e *Engine) Ack(l Lease) error {
 // release frees a busy record's slot for reuse.
 func (e *Engine) release(r *rec) {
 	r.free()
-	e.live.Add(-1)
+	e.ctr.freed.Add(1)
 	e.waiting.signalSpace()
 }
 
@@ -94,7 +95,9 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 	if r.msg.Key != "" {
 		e.settleBreaker(r, cat)
 	}
-	e.metrics.observeHandling(now - r.leasedAt.Load())
+	if sampled(r.id.Load()) {
+		e.metrics.observeHandling(e.preciseNow() - r.leasedAt.Load())
+	}
 	text := cause.Error()
 	r.hist.Store(r.hist.Load().with(dlq.Failure{At: time.Unix(0, now), Category: cat, Error: text}))
 	r.crashes.Store(0)
@@ -107,7 +110,7 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 	r.prevDelay.Store(int64(delay))
 	id := r.id.Load()
 	e.ctr.retried.Add(1)
-	e.delay(slot, r, now+int64(delay))
+	e.delay(slot, r, now+int64(delay)+e.slop())
 	return e.appendRecord(&wal.Record{Kind: wal.KindNack, ID: id, Time: now, Attempt: int32(attempts),
 		Category: uint8(cat), Text: text, Until: now + int64(delay)}, wait)
 }
@@ -236,7 +239,7 @@ func (e *Engine) Extend(l Lease, d time.Duration) error {
 		return err
 	}
 	now := e.now()
-	expiry := now + int64(d)
+	expiry := now + int64(d) + e.slop()
 	r.leaseExpiry.Store(expiry)
 	id := r.id.Load()
 	// Same generation: the lease stays valid.
@@ -260,8 +263,7 @@ func (e *Engine) expireLease(en sched.Entry, now int64) {
 		(*c)()
 	}
 	e.ctr.leaseExpiries.Add(1)
-	timeout := time.Duration(now - r.leasedAt.Load()).Round(time.Millisecond)
-	cause := fmt.Errorf("lease expired after %v", timeout)
+	cause := fmt.Errorf("lease expired (LeaseTimeout %v)", e.opts.LeaseTimeout)
 	if err := e.fail(slot, r, classify.Timeout, cause, now, false); err != nil {
 		e.opts.Logger.Warn("ringwal: logging a lease expiry failed", "err", err)
 	}

@@ -216,8 +216,14 @@ func (r *rec) release(slot uint32, state uint32) ref {
 // fields are cleared so the slab keeps no payload alive.
 func (r *rec) free() {
 	r.msg = Message{}
-	r.hist.Store(nil)
-	r.cancel.Store(nil)
+	// Most records never fail or run under Run: a load is cheaper than an
+	// atomic pointer store with its write barrier.
+	if r.hist.Load() != nil {
+		r.hist.Store(nil)
+	}
+	if r.cancel.Load() != nil {
+		r.cancel.Store(nil)
+	}
 	r.ticket = breaker.Ticket{}
 	r.id.Store(0)
 	r.word.Store(makeWord(wordGen(r.word.Load())+1, stFree))
@@ -246,4 +252,25 @@ func (s *slab) acquireID(id uint64, allowed uint32) (slot uint32, prev uint64, f
 		return slot, prev, true, false
 	}
 	return slot, prev, true, true
+}
+
+// storeIfChanged* skip the atomic store (a full barrier on amd64) when the
+// field already holds v; only the record's owner writes these fields, so
+// the load-compare cannot race with another writer.
+func storeIfChanged32(a *atomic.Uint32, v uint32) {
+	if a.Load() != v {
+		a.Store(v)
+	}
+}
+
+func storeIfChangedI32(a *atomic.Int32, v int32) {
+	if a.Load() != v {
+		a.Store(v)
+	}
+}
+
+func storeIfChanged64(a *atomic.Int64, v int64) {
+	if a.Load() != v {
+		a.Store(v)
+	}
 }

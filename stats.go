@@ -97,11 +97,11 @@ func (e *Engine) Stats() Stats {
 		PendingByPriority:      make(map[Priority]int, ring.NumTiers),
 		DeadByCategory:         e.dead.Counts(),
 		Enqueued:               e.nextID.Load() - e.ctr.enqueuedBase - e.ctr.unused.Load(),
-		Acked:                  e.ctr.acked.Load(),
+		Acked:                  0, // below: freed less dead-lettered
 		Nacked:                 e.ctr.nacked.Load(),
 		Retried:                e.ctr.retried.Load(),
 		Expired:                e.ctr.expired.Load(),
-		Dequeued:               e.ctr.dequeued.Load(),
+		Dequeued:               0, // below: the sum of what became of each lease
 		LeaseExpiries:          e.ctr.leaseExpiries.Load(),
 		Duplicates:             e.ctr.duplicates.Load(),
 		BackpressureWaits:      e.ctr.backpressure.Load(),
@@ -125,6 +125,10 @@ func (e *Engine) Stats() Stats {
 			s.DeadLettered += n
 		}
 	}
+	if freed := e.ctr.freed.Load(); freed > s.DeadLettered {
+		s.Acked = freed - s.DeadLettered
+	}
+	s.Dequeued = s.Acked + s.Nacked + s.LeaseExpiries + e.ctr.requeuedLeased.Load() + uint64(s.Leased)
 	if c.oldestReady != 0 {
 		if age := time.Duration(e.now() - c.oldestReady); age > 0 {
 			s.OldestPending = age
