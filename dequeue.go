@@ -156,13 +156,13 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 		}
 		r.ticket = t
 	}
-	attempt := r.attempts.Add(1)
+	attempt := r.attempts() + 1
 	expiry := now + int64(e.opts.LeaseTimeout) + e.slop()
-	r.leaseExpiry.Store(expiry)
+	r.leaseExpiry = expiry
 	id := r.id.Load()
 	if sampled(id) {
 		precise := e.preciseNow()
-		e.metrics.observeWait(precise - r.readyAt.Load())
+		e.metrics.observeWait(precise - r.readyAt)
 		r.leasedAt.Store(precise)
 	}
 	// Fill d while the record is still ours: once released, a lease expiry
@@ -174,9 +174,9 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 		Attempt:    int(attempt),
 		EnqueuedAt: time.Unix(0, r.enqueuedAt),
 	}
-	r.release(slot, stLeased)
+	r.releaseAttempts(slot, stLeased, attempt)
 	if e.log != nil {
-		rec := wal.Record{Kind: wal.KindLease, ID: id, Time: now, Attempt: attempt, Until: expiry}
+		rec := wal.Record{Kind: wal.KindLease, ID: id, Time: now, Attempt: int32(attempt), Until: expiry}
 		_ = e.log.AppendNoWait(&rec)
 	}
 	return true

@@ -76,7 +76,7 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 	}
 	if e.log != nil {
 		r := e.slab.at(slot)
-		r.word.Store(makeWord(wordGen(r.word.Load()), stCommitting))
+		r.word.Store(withState(r.word.Load(), stCommitting))
 		var rec wal.Record
 		e.enqueueRecord(&rec, r, id)
 		if err := e.log.Append(&rec); err != nil {
@@ -136,7 +136,7 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 		recs := make([]wal.Record, len(slots))
 		for i, slot := range slots {
 			r := e.slab.at(slot)
-			r.word.Store(makeWord(wordGen(r.word.Load()), stCommitting))
+			r.word.Store(withState(r.word.Load(), stCommitting))
 			e.enqueueRecord(&recs[i], r, r.id.Load())
 		}
 		if err := e.log.AppendBatch(recs); err != nil {
@@ -227,7 +227,6 @@ func (e *Engine) claim(now int64, m *Message) (uint32, uint64, error) {
 		// Atomic stores are full barriers on amd64; most of these fields
 		// are already zero, and a load is a plain move.
 		storeIfChanged32(&r.tier, uint32(m.Priority.tier()))
-		storeIfChangedI32(&r.attempts, 0)
 		storeIfChangedI32(&r.crashes, 0)
 		storeIfChanged64(&r.prevDelay, 0)
 		storeIfChanged64(&r.nextAt, 0)
@@ -246,7 +245,7 @@ func (e *Engine) unclaim(slot uint32) {
 // abortClaim undoes a claim whose enqueue record could not be written.
 func (e *Engine) abortClaim(slot uint32, m *Message) {
 	r := e.slab.at(slot)
-	r.word.Store(makeWord(wordGen(r.word.Load()), stBusy))
+	r.word.Store(withState(r.word.Load(), stBusy))
 	if m.DedupID != "" {
 		e.dedup.forget(m.DedupID, r.id.Load())
 	}
@@ -279,7 +278,7 @@ func (e *Engine) makeReady(slot uint32, r *rec, now int64) {
 	if sampled(r.id.Load()) {
 		now = e.preciseNow()
 	}
-	r.readyAt.Store(now)
+	r.readyAt = now
 	rf := r.release(slot, stPending)
 	tier := r.msg.Priority.tier()
 	if r.deadline != 0 {
@@ -354,7 +353,7 @@ func (e *Engine) enqueueRecord(rec *wal.Record, r *rec, id uint64) {
 		Deadline:    r.deadline,
 		ExpiresAt:   r.expiresAt,
 		MaxAttempts: int32(m.MaxAttempts),
-		Attempt:     r.attempts.Load(),
+		Attempt:     int32(r.attempts()),
 	}
 	if m.Delay > 0 {
 		rec.NotBefore = r.enqueuedAt + int64(m.Delay)

@@ -166,6 +166,13 @@ func (h *housekeeper) run() {
 			wait = time.Millisecond
 		}
 		timer.Reset(wait)
+		// Reset is relative: if the clock moved since now was read (a
+		// fake clock advanced by a test, or a long scan), the timer is
+		// armed late. Look again instead of sleeping past a due time.
+		if e.clock.Now().UnixNano() >= next {
+			timer.Stop()
+			continue
+		}
 		select {
 		case <-timer.C():
 		case <-h.wake:
@@ -277,14 +284,15 @@ func (h *housekeeper) scanLeases(now int64) int64 {
 	for slot := range e.slab.slots {
 		r := &e.slab.slots[slot]
 		w := r.word.Load()
-		if wordState(w) != stLeased {
+		if wordState(w) != stLeased || !r.acquire(wordGen(w), stLeased) {
 			continue
 		}
-		if exp := r.leaseExpiry.Load(); exp > now {
+		if exp := r.leaseExpiry; exp > now {
+			r.word.Store(w)
 			earliest = min(earliest, exp)
 			continue
 		}
-		e.expireLease(sched.Entry{ID: uint64(slot), Gen: wordGen(w)}, now)
+		e.expireBusyLease(uint32(slot), r, now)
 	}
 	return max(earliest, now+max(lt/64, int64(time.Millisecond)))
 }

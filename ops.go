@@ -51,7 +51,7 @@ func (e *Engine) infoOf(r *rec, state uint32) Info {
 		ID:         ID(r.id.Load()),
 		State:      publicState[state],
 		Message:    r.msg,
-		Attempts:   int(r.attempts.Load()),
+		Attempts:   int(r.attempts()),
 		EnqueuedAt: time.Unix(0, r.enqueuedAt),
 	}
 	if state == stDelayed {
@@ -93,7 +93,7 @@ func (e *Engine) Requeue(id ID) error {
 	r.crashes.Store(0)
 	e.ctr.requeued.Add(1)
 	e.makeReady(slot, r, now)
-	return e.appendRecord(&wal.Record{Kind: wal.KindRequeue, ID: uint64(id), Time: now, Attempt: r.attempts.Load()}, true)
+	return e.appendRecord(&wal.Record{Kind: wal.KindRequeue, ID: uint64(id), Time: now, Attempt: int32(r.attempts())}, true)
 }
 
 // expireTTL dead-letters a message whose TTL ended while it was not leased.
@@ -143,7 +143,7 @@ func (e *Engine) Redrive(id ID) error {
 	e.fillRedriven(r, d, now)
 	e.ctr.added.Add(1)
 	if e.log != nil {
-		r.word.Store(makeWord(wordGen(r.word.Load()), stCommitting))
+		r.word.Store(withState(r.word.Load(), stCommitting))
 		// Redrive then the whole message: the log alone can rebuild it even
 		// if a checkpoint saw it in neither the slab nor the DLQ.
 		recs := make([]wal.Record, 2)
@@ -151,7 +151,7 @@ func (e *Engine) Redrive(id ID) error {
 		e.enqueueRecord(&recs[1], r, uint64(id))
 		recs[1].NotBefore = 0
 		if err := e.log.AppendBatch(recs); err != nil {
-			r.word.Store(makeWord(wordGen(r.word.Load()), stBusy))
+			r.word.Store(withState(r.word.Load(), stBusy))
 			r.free()
 			e.ctr.added.Add(-1)
 			_ = e.dead.Add(d)
@@ -181,7 +181,7 @@ func (e *Engine) fillRedriven(r *rec, d DeadLetter, now int64) {
 	if !d.Message.Deadline.IsZero() {
 		r.deadline = d.Message.Deadline.UnixNano()
 	}
-	r.attempts.Store(0)
+	r.setAttempts(0)
 	r.crashes.Store(0)
 	r.prevDelay.Store(0)
 	r.hist.Store(nil)
@@ -248,7 +248,7 @@ func (e *Engine) Peek(n int) []Info {
 		if !ok {
 			continue
 		}
-		c := cand{info: e.infoOf(r, stPending), readyAt: r.readyAt.Load(), deadline: r.deadline}
+		c := cand{info: e.infoOf(r, stPending), readyAt: r.readyAt, deadline: r.deadline}
 		r.word.Store(prev)
 		if c.deadline != 0 && c.deadline <= slack {
 			urgent = append(urgent, c)

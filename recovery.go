@@ -189,7 +189,7 @@ func (e *Engine) restore(rs *replayState) error {
 		r.msg = m.msg
 		r.tier.Store(uint32(m.msg.Priority.tier()))
 		r.enqueuedAt, r.expiresAt, r.deadline = m.enqueuedAt, m.expiresAt, m.deadline
-		r.attempts.Store(m.attempts)
+		r.setAttempts(uint32(m.attempts))
 		r.crashes.Store(m.crashes)
 		r.hist.Store(m.hist)
 		e.ctr.added.Add(1)
@@ -242,7 +242,7 @@ func (e *Engine) requeueLeasedOnClose() error {
 			continue
 		}
 		recs = append(recs, wal.Record{Kind: wal.KindRequeue, ID: r.id.Load(), Time: now,
-			Attempt: r.attempts.Load(), Crashes: r.crashes.Load()})
+			Attempt: int32(wordAttempts(w)), Crashes: r.crashes.Load()})
 	}
 	if len(recs) == 0 {
 		return nil
@@ -278,7 +278,7 @@ func (e *Engine) snapshot(emit func(*wal.Record) error) error {
 	var rec wal.Record
 	for slot := range e.slab.slots {
 		r := &e.slab.slots[slot]
-		state, ok := e.snapshotRecord(r, &rec)
+		state, leaseExpiry, ok := e.snapshotRecord(r, &rec)
 		if !ok {
 			continue
 		}
@@ -295,7 +295,7 @@ func (e *Engine) snapshot(emit func(*wal.Record) error) error {
 		}
 		if state == stLeased {
 			if err := emit(&wal.Record{Kind: wal.KindLease, ID: rec.ID, Time: now, Attempt: rec.Attempt,
-				Until: r.leaseExpiry.Load()}); err != nil {
+				Until: leaseExpiry}); err != nil {
 				return err
 			}
 		}
@@ -318,30 +318,33 @@ func (e *Engine) snapshot(emit func(*wal.Record) error) error {
 }
 
 // snapshotRecord fills rec with a live record's enqueue record and reports
-// its state; ok is false for a free slot.
-func (e *Engine) snapshotRecord(r *rec, rec *wal.Record) (state uint32, ok bool) {
+// its state (and lease expiry, when leased); ok is false for a free slot.
+func (e *Engine) snapshotRecord(r *rec, rec *wal.Record) (state uint32, leaseExpiry int64, ok bool) {
 	for {
 		w := r.word.Load()
 		switch st := wordState(w); st {
 		case stFree:
-			return 0, false
+			return 0, 0, false
 		case stBusy:
 			continue
 		case stCommitting:
 			// Complete and immutable; its enqueue record is on its way.
 			e.enqueueRecord(rec, r, r.id.Load())
-			return stPending, true
+			return stPending, 0, true
 		default:
-			if !r.word.CompareAndSwap(w, makeWord(wordGen(w), stBusy)) {
+			if !r.word.CompareAndSwap(w, withState(w, stBusy)) {
 				continue
 			}
 			e.enqueueRecord(rec, r, r.id.Load())
 			rec.Crashes = r.crashes.Load()
-			if st == stDelayed {
+			switch st {
+			case stDelayed:
 				rec.Until = r.nextAt.Load()
+			case stLeased:
+				leaseExpiry = r.leaseExpiry
 			}
 			r.word.Store(w)
-			return st, true
+			return st, leaseExpiry, true
 		}
 	}
 }

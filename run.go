@@ -70,7 +70,7 @@ func (e *Engine) work(ctx, handlerBase context.Context, h Handler) {
 		r := e.slab.at(d.Lease.slot)
 		// Lease expiry cancels the handler; only while this lease holds.
 		cancelFn := context.CancelFunc(cancel)
-		if r.word.Load() == makeWord(d.Lease.gen, stLeased) {
+		if w := r.word.Load(); wordGen(w) == d.Lease.gen && wordState(w) == stLeased {
 			r.cancel.Store(&cancelFn)
 		}
 		herr := e.call(hctx, h, d)

@@ -28,7 +28,7 @@ func (e *Engine) acquireLease(l Lease) (*rec, error) {
 		}
 		switch wordState(w) {
 		case stLeased:
-			if r.word.CompareAndSwap(w, makeWord(l.gen, stBusy)) {
+			if r.word.CompareAndSwap(w, withState(w, stBusy)) {
 				return r, nil
 			}
 		case stBusy: // an Extend of this very lease; wait it out
@@ -101,7 +101,7 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 	text := cause.Error()
 	r.hist.Store(r.hist.Load().with(dlq.Failure{At: time.Unix(0, now), Category: cat, Error: text}))
 	r.crashes.Store(0)
-	attempts := int(r.attempts.Load())
+	attempts := int(r.attempts())
 	p := e.categoryPolicy(cat, r.msg.MaxAttempts)
 	if !p.ShouldRetry(attempts, time.Duration(now-r.enqueuedAt)) {
 		return e.deadLetter(slot, r, cat, text, now, wait)
@@ -146,7 +146,7 @@ func (e *Engine) deadLetter(slot uint32, r *rec, cat classify.Category, text str
 		Category:      cat,
 		Key:           r.msg.Key,
 		Message:       r.msg,
-		Attempts:      int(r.attempts.Load()),
+		Attempts:      int(r.attempts()),
 		Failures:      h.failures,
 		FirstFailedAt: time.Unix(0, h.firstFailedAt),
 		DeadAt:        time.Unix(0, now),
@@ -155,7 +155,7 @@ func (e *Engine) deadLetter(slot uint32, r *rec, cat classify.Category, text str
 		// Only a duplicate ID can fail, which would be an engine bug; keep
 		// the message rather than lose it.
 		e.opts.Logger.Error("ringwal: dead-letter store refused a message", "id", id, "err", err)
-		r.word.Store(makeWord(wordGen(r.word.Load()), stBusy))
+		r.word.Store(withState(r.word.Load(), stBusy))
 		e.delay(slot, r, now+int64(time.Minute))
 		return err
 	}
@@ -240,10 +240,10 @@ func (e *Engine) Extend(l Lease, d time.Duration) error {
 	}
 	now := e.now()
 	expiry := now + int64(d) + e.slop()
-	r.leaseExpiry.Store(expiry)
+	r.leaseExpiry = expiry
 	id := r.id.Load()
 	// Same generation: the lease stays valid.
-	r.word.Store(makeWord(l.gen, stLeased))
+	r.word.Store(withState(r.word.Load(), stLeased))
 	e.hk.schedule(expiry, sched.Entry{ID: uint64(l.slot), Gen: l.gen, Kind: timerLease})
 	return e.appendRecord(&wal.Record{Kind: wal.KindExtend, ID: id, Time: now, Until: expiry}, false)
 }
@@ -255,10 +255,15 @@ func (e *Engine) expireLease(en sched.Entry, now int64) {
 	if !r.acquire(en.Gen, stLeased) {
 		return // settled, or Extend is running and will reschedule
 	}
-	if r.leaseExpiry.Load() > now {
-		r.word.Store(makeWord(en.Gen, stLeased)) // extended: its own timer fires later
+	if r.leaseExpiry > now {
+		r.word.Store(withState(r.word.Load(), stLeased)) // extended: its own timer fires later
 		return
 	}
+	e.expireBusyLease(slot, r, now)
+}
+
+// expireBusyLease fails a record whose lease ended; the caller owns it.
+func (e *Engine) expireBusyLease(slot uint32, r *rec, now int64) {
 	if c := r.cancel.Load(); c != nil {
 		(*c)()
 	}

@@ -22,13 +22,22 @@ const (
 	stHeld
 )
 
-// A record's word packs a generation (high 32 bits) and a state (low 32).
-// Every transition goes through stBusy with a CAS and ends with a store that
-// bumps the generation, so a ring entry, a timer entry or a Lease taken at
-// one generation is recognised as stale in O(1) once the record moved on.
-func makeWord(gen, state uint32) uint64 { return uint64(gen)<<32 | uint64(state) }
-func wordGen(w uint64) uint32           { return uint32(w >> 32) }
-func wordState(w uint64) uint32         { return uint32(w) }
+// A record's word packs a generation (high 32 bits), the message's attempts
+// (bits 8-31) and a state (low 8 bits). Every transition goes through
+// stBusy with a CAS and ends with a store that bumps the generation, so a
+// ring entry, a timer entry or a Lease taken at one generation is
+// recognised as stale in O(1) once the record moved on. Keeping attempts in
+// the word saves the hot path an atomic of its own.
+func makeWord(gen, attempts, state uint32) uint64 {
+	return uint64(gen)<<32 | uint64(min(attempts, maxAttempts))<<8 | uint64(state)
+}
+func wordGen(w uint64) uint32              { return uint32(w >> 32) }
+func wordState(w uint64) uint32            { return uint32(w & 0xff) }
+func wordAttempts(w uint64) uint32         { return uint32(w>>8) & maxAttempts }
+func withState(w uint64, st uint32) uint64 { return w&^0xff | uint64(st) }
+
+// maxAttempts is the most attempts the word counts (it saturates there).
+const maxAttempts = 1<<24 - 1
 
 // ref names a record at a generation: what the tier rings, the deadline heap
 // and the timing wheel hold.
@@ -49,12 +58,13 @@ type rec struct {
 	expiresAt  int64 // unix ns; 0 = no TTL
 	deadline   int64 // unix ns; 0 = none
 
-	tier        atomic.Uint32 // msg.Priority's tier, readable by scans
-	attempts    atomic.Int32
-	crashes     atomic.Int32 // consecutive crashes while leased
-	nextAt      atomic.Int64 // Delayed: when due
-	readyAt     atomic.Int64 // when it last became pending (Peek order, wait time)
-	leaseExpiry atomic.Int64
+	tier    atomic.Uint32 // msg.Priority's tier, readable by scans
+	crashes atomic.Int32  // consecutive crashes while leased
+	nextAt  atomic.Int64  // Delayed: when due
+	// Plain fields, read and written only by the record's owner (stBusy):
+	// an atomic store is a full barrier on amd64, and the hot path sets both.
+	readyAt     int64 // when it last became pending (Peek order, wait time)
+	leaseExpiry int64
 	leasedAt    atomic.Int64
 	prevDelay   atomic.Int64 // last backoff, for decorrelated jitter
 
@@ -123,7 +133,7 @@ func (s *slab) claimHome(id uint64) (uint32, bool) {
 	slot := uint32(id & s.mask)
 	r := &s.slots[slot]
 	w := r.word.Load()
-	if wordState(w) != stFree || !r.word.CompareAndSwap(w, makeWord(wordGen(w), stBusy)) {
+	if wordState(w) != stFree || !r.word.CompareAndSwap(w, withState(w, stBusy)) {
 		return 0, false
 	}
 	r.id.Store(id)
@@ -136,7 +146,7 @@ func (s *slab) claimNear(id uint64) (uint32, bool) {
 		slot := uint32((id + i) & s.mask)
 		r := &s.slots[slot]
 		w := r.word.Load()
-		if wordState(w) == stFree && r.word.CompareAndSwap(w, makeWord(wordGen(w), stBusy)) {
+		if wordState(w) == stFree && r.word.CompareAndSwap(w, withState(w, stBusy)) {
 			r.id.Store(id)
 			return slot, true
 		}
@@ -151,7 +161,8 @@ func (s *slab) find(id uint64) (uint32, bool) {
 	}
 	for i := uint64(0); i < probeLimit; i++ {
 		slot := uint32((id + i) & s.mask)
-		if s.slots[slot].id.Load() == id {
+		// A freed record keeps its old id, so check the state too.
+		if r := &s.slots[slot]; r.id.Load() == id && wordState(r.word.Load()) != stFree {
 			return slot, true
 		}
 	}
@@ -164,20 +175,22 @@ func (s *slab) find(id uint64) (uint32, bool) {
 // changing its generation, so acquire waits that out rather than take the
 // reference for stale and drop it.
 func (r *rec) acquire(gen, from uint32) bool {
-	want := makeWord(gen, from)
 	for spins := 0; ; spins++ {
-		if r.word.CompareAndSwap(want, makeWord(gen, stBusy)) {
-			return true
-		}
 		w := r.word.Load()
-		if wordGen(w) != gen || wordState(w) != stBusy {
-			if w == want {
-				continue
-			}
+		if wordGen(w) != gen {
 			return false
 		}
-		if spins > 100 {
-			runtime.Gosched()
+		switch wordState(w) {
+		case from:
+			if r.word.CompareAndSwap(w, withState(w, stBusy)) {
+				return true
+			}
+		case stBusy:
+			if spins > 100 {
+				runtime.Gosched()
+			}
+		default:
+			return false
 		}
 	}
 }
@@ -198,7 +211,7 @@ func (r *rec) acquireAny(allowed uint32) (uint64, bool) {
 		if allowed&(1<<st) == 0 {
 			return w, false
 		}
-		if r.word.CompareAndSwap(w, makeWord(wordGen(w), stBusy)) {
+		if r.word.CompareAndSwap(w, withState(w, stBusy)) {
 			return w, true
 		}
 	}
@@ -207,9 +220,22 @@ func (r *rec) acquireAny(allowed uint32) (uint64, bool) {
 // release publishes state with the next generation and returns the ref
 // naming that generation.
 func (r *rec) release(slot uint32, state uint32) ref {
+	return r.releaseAttempts(slot, state, r.attempts())
+}
+
+// releaseAttempts is release with the attempts count set.
+func (r *rec) releaseAttempts(slot uint32, state, attempts uint32) ref {
 	gen := wordGen(r.word.Load()) + 1
-	r.word.Store(makeWord(gen, state))
+	r.word.Store(makeWord(gen, attempts, state))
 	return ref{slot: slot, gen: gen}
+}
+
+// attempts is the message's delivery count; the caller owns the record.
+func (r *rec) attempts() uint32 { return wordAttempts(r.word.Load()) }
+
+// setAttempts sets the count while the caller owns the record (stBusy).
+func (r *rec) setAttempts(n uint32) {
+	r.word.Store(makeWord(wordGen(r.word.Load()), n, stBusy))
 }
 
 // free clears a busy record and returns its slot to the free pool. Message
@@ -225,8 +251,8 @@ func (r *rec) free() {
 		r.cancel.Store(nil)
 	}
 	r.ticket = breaker.Ticket{}
-	r.id.Store(0)
-	r.word.Store(makeWord(wordGen(r.word.Load())+1, stFree))
+	// id stays: find may still meet it, and every caller checks the state.
+	r.word.Store(makeWord(wordGen(r.word.Load())+1, 0, stFree))
 }
 
 // acquireID finds id and moves its record from one of the allowed states to

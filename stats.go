@@ -75,8 +75,11 @@ func (e *Engine) scan() stateCounts {
 			if t := r.tier.Load(); t < ring.NumTiers {
 				c.pendingByTier[t]++
 			}
-			if at := r.readyAt.Load(); at != 0 && (c.oldestReady == 0 || at < c.oldestReady) {
-				c.oldestReady = at
+			if w, ok := r.acquireAny(1 << stPending); ok {
+				if at := r.readyAt; at != 0 && (c.oldestReady == 0 || at < c.oldestReady) {
+					c.oldestReady = at
+				}
+				r.word.Store(w)
 			}
 		}
 	}
