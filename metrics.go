@@ -1,8 +1,11 @@
 package ringwal
 
 import (
-	"sort"
-	"strconv"
+	"fmt"
+	"math/bits"
+	"slices"
+	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -12,77 +15,196 @@ import (
 	"github.com/ringwal/ringwal/wal"
 )
 
+// The engine's Prometheus collector.
+//
+// Open registers it with Options.Registerer (nil: not registered) and Close
+// unregisters it. Nothing from client_golang runs on the hot path: the
+// engine keeps atomics and lock-free histograms of its own, and Collect
+// turns them into const metrics at scrape time (one Stats call per scrape,
+// which scans the engine's records). Two engines on one registry need
+// their own labels: register each through
+// prometheus.WrapRegistererWith(prometheus.Labels{"engine": name}, reg).
+//
+// Every metric is prefixed ringwal_; no label is unbounded (breaker keys
+// are capped, see below). Durations are in seconds.
+//
+// Counters (since Open):
+//
+//	ringwal_enqueued_total                      messages enqueued (duplicates not included)
+//	ringwal_dequeued_total                      deliveries handed out (leases granted)
+//	ringwal_acked_total                         deliveries acknowledged
+//	ringwal_nacked_total                        deliveries nacked by consumers (not lease expiries)
+//	ringwal_retried_total                       failed deliveries scheduled for another attempt
+//	ringwal_expired_total                       messages dead-lettered because their TTL passed
+//	ringwal_dead_lettered_total{category}       messages moved to a dead-letter queue
+//	ringwal_lease_expiries_total                leases that ended without an ack or nack
+//	ringwal_duplicates_refused_total            enqueues refused as repeats of a DedupID
+//	ringwal_backpressure_waits_total            enqueues that found no room (waited or got ErrFull)
+//	ringwal_breaker_trips_total                 circuit breaker trips to open, all keys
+//	ringwal_redriven_total                      dead letters redriven
+//	ringwal_requeued_total                      messages requeued by an operator
+//	ringwal_wal_written_bytes_total             framed bytes handed to write(2) (disk engines only)
+//	ringwal_wal_failed_batches_total            WAL batches whose write or fsync failed (disk engines only)
+//
+// Gauges:
+//
+//	ringwal_messages{state,priority}            live messages; state is pending, delayed, leased or held
+//	ringwal_dead_letters{category}              dead letters held
+//	ringwal_tier_utilization_ratio{priority}    fill ratio of each priority ring
+//	ringwal_breaker_state{key}                  0 closed, 1 half-open, 2 open (see below)
+//	ringwal_breakers{state}                     breakers by state (closed, open, half-open)
+//	ringwal_oldest_pending_age_seconds          age of the longest-waiting pending message
+//	ringwal_recovery_duration_seconds           how long Open took to recover (disk engines only)
+//	ringwal_recovery_records                    log records Open replayed (disk engines only)
+//	ringwal_recovery_torn_bytes                 bytes of torn log tail Open cut (disk engines only)
+//
+// Histograms:
+//
+//	ringwal_wait_seconds                        enqueue (or becoming due) to dequeue, sampled
+//	ringwal_handling_seconds                    dequeue to ack or nack, sampled
+//	ringwal_wal_batch_records                   records per WAL batch (disk engines only)
+//	ringwal_wal_write_seconds                   time in write(2) per WAL batch (disk engines only)
+//	ringwal_wal_fsync_seconds                   time in fsync per WAL sync (disk engines only)
+//
+// ringwal_breaker_state exports at most maxBreakerKeys keys one by one,
+// those not closed first, then by name; the remaining keys (and any key
+// that is not valid UTF-8 or is literally "_other") are summed under
+// key="_other", so sum(ringwal_breaker_state) does not depend on the cap
+// and key="_other" is above 0 exactly when one of them is not closed.
+//
+// The wait and handling histograms measure one message in sampleMask+1
+// (chosen by ID, so that the hot path reads the precise clock rarely):
+// their _count is that fraction of the deliveries; their quantiles are
+// unbiased. Their
+// buckets are powers of two from 1µs; the last finite one is 2^25µs
+// (33.6 s).
+//
+// Enqueued, dequeued and acked are derived from other counters at scrape
+// time; a scrape racing with an enqueue or a settle may see them a little
+// behind (never ahead), and they never go backwards.
+
 // maxBreakerKeys caps the keys exported one by one in
 // ringwal_breaker_state; the rest are summed under key="_other".
 const maxBreakerKeys = 50
 
-// metrics is the engine's Prometheus collector. Nothing from client_golang
-// runs on the hot path: the engine keeps atomics and histograms of its own,
-// and Collect turns them into const metrics at scrape time.
+// otherBreakerKey labels the sum of the breakers not exported one by one.
+const otherBreakerKey = "_other"
+
+// walBatchBuckets: bucket i counts batches of up to 2^i records (more
+// than 2^(i-1)); the last takes everything above too.
+const walBatchBuckets = 20
+
+// metrics is the engine's Prometheus collector and the home of the
+// statistics the engine keeps for it and for Stats.
 type metrics struct {
 	e *Engine
 
-	wait, handling       histogram
-	walWrite, walFsync   histogram
-	walBatchRecords      [20]counterBucket // power-of-two record counts
-	walBatchRecordsSum   counterBucket
-	walBatches, walBytes counterBucket
+	wait, handling     histogram
+	walWrite, walFsync histogram
+	// Written by the WAL writer goroutine only (onBatch).
+	walBatchRecords [walBatchBuckets]atomic.Uint64
+	walBatches      atomic.Uint64
+	walRecords      atomic.Uint64
+	walBytes        atomic.Uint64
+	walFailed       atomic.Uint64
 
-	descs map[string]*prometheus.Desc
+	// High-water marks of the derived totals, so that Stats and the
+	// collector never report one going backwards.
+	enqueued, acked, dequeued monotonic
 }
 
-type counterBucket struct{ paddedCounter }
+// monotonic is a high-water mark.
+type monotonic struct{ v atomic.Uint64 }
 
-func newMetrics(e *Engine) *metrics {
-	m := &metrics{e: e, descs: map[string]*prometheus.Desc{}}
-	d := func(name, help string, labels ...string) {
-		m.descs[name] = prometheus.NewDesc("ringwal_"+name, help, labels, nil)
+// atLeast raises the mark to v and returns the mark.
+func (m *monotonic) atLeast(v uint64) uint64 {
+	for {
+		old := m.v.Load()
+		if v <= old {
+			return old
+		}
+		if m.v.CompareAndSwap(old, v) {
+			return v
+		}
 	}
-	d("enqueued_total", "Messages enqueued since the engine opened.")
-	d("dequeued_total", "Deliveries handed out (leases granted).")
-	d("acked_total", "Deliveries acknowledged.")
-	d("nacked_total", "Deliveries negatively acknowledged by consumers.")
-	d("retried_total", "Failed deliveries scheduled for another attempt.")
-	d("expired_total", "Messages dead-lettered because their TTL passed.")
-	d("dead_lettered_total", "Messages moved to a dead-letter queue, by category.", "category")
-	d("lease_expiries_total", "Leases that expired before an ack or nack.")
-	d("duplicates_total", "Enqueues refused as duplicates of a DedupID.")
-	d("backpressure_waits_total", "Enqueues that had to wait (or were refused) for space.")
-	d("breaker_trips_total", "Circuit breaker trips to open, all keys.")
-	d("redriven_total", "Dead letters redriven to pending.")
-	d("requeued_total", "Messages requeued by an operator.")
-	d("messages", "Live messages by state.", "state")
-	d("pending_messages", "Pending messages by priority.", "priority")
-	d("dead_letters", "Dead letters held, by category.", "category")
-	d("tier_utilization_ratio", "Fill ratio of each priority ring.", "priority")
-	d("breaker_state", "Breaker state per key: 0 closed, 1 half-open, 2 open; key=\"_other\" counts the not-closed breakers beyond the exported keys.", "key")
-	d("oldest_pending_age_seconds", "Age of the longest-waiting pending message.")
-	d("wait_seconds", "Time from ready to dequeue.")
-	d("handling_seconds", "Time from dequeue to ack or nack.")
-	d("wal_batch_records", "Records per write-ahead-log batch.")
-	d("wal_write_seconds", "Time in write(2) per WAL batch.")
-	d("wal_fsync_seconds", "Time in fsync per WAL batch.")
-	d("wal_written_bytes_total", "Framed bytes written to the WAL.")
-	d("recovery_seconds", "Time Open took to load the snapshot and replay the log.")
-	return m
 }
+
+// metricDescs are the collector's descriptors, shared by every engine.
+type metricDescs struct {
+	enqueued, dequeued, acked, nacked, retried, expired, deadLettered *prometheus.Desc
+	leaseExpiries, duplicates, backpressure, breakerTrips             *prometheus.Desc
+	redriven, requeued, walBytes, walFailed                           *prometheus.Desc
+
+	messages, deadLetters, tierUtilization, breakerState, breakers *prometheus.Desc
+	oldestPending, recoveryDuration, recoveryRecords, recoveryTorn *prometheus.Desc
+
+	wait, handling, walBatchRecords, walWrite, walFsync *prometheus.Desc
+
+	all []*prometheus.Desc
+}
+
+var descs = newMetricDescs()
+
+func newMetricDescs() *metricDescs {
+	d := &metricDescs{}
+	nd := func(name, help string, labels ...string) *prometheus.Desc {
+		desc := prometheus.NewDesc("ringwal_"+name, help, labels, nil)
+		d.all = append(d.all, desc)
+		return desc
+	}
+	d.enqueued = nd("enqueued_total", "Messages enqueued since the engine opened (duplicates not included).")
+	d.dequeued = nd("dequeued_total", "Deliveries handed out (leases granted).")
+	d.acked = nd("acked_total", "Deliveries acknowledged.")
+	d.nacked = nd("nacked_total", "Deliveries negatively acknowledged by consumers (lease expiries not included).")
+	d.retried = nd("retried_total", "Failed deliveries scheduled for another attempt.")
+	d.expired = nd("expired_total", "Messages dead-lettered because their TTL passed.")
+	d.deadLettered = nd("dead_lettered_total", "Messages moved to a dead-letter queue, by failure category.", "category")
+	d.leaseExpiries = nd("lease_expiries_total", "Leases that expired before an ack or nack.")
+	d.duplicates = nd("duplicates_refused_total", "Enqueues refused as repeats of a DedupID within the dedup window.")
+	d.backpressure = nd("backpressure_waits_total", "Enqueues that found their tier or the engine full (waited, or got ErrFull).")
+	d.breakerTrips = nd("breaker_trips_total", "Circuit breaker trips to open, all keys.")
+	d.redriven = nd("redriven_total", "Dead letters redriven to pending.")
+	d.requeued = nd("requeued_total", "Messages requeued by an operator.")
+	d.walBytes = nd("wal_written_bytes_total", "Framed bytes handed to write(2) by the write-ahead log.")
+	d.walFailed = nd("wal_failed_batches_total", "Write-ahead-log batches whose write or fsync failed.")
+
+	d.messages = nd("messages", "Live messages by state (pending, delayed, leased, held) and priority; dead letters are in ringwal_dead_letters.", "state", "priority")
+	d.deadLetters = nd("dead_letters", "Dead letters held, by category.", "category")
+	d.tierUtilization = nd("tier_utilization_ratio", "Fill ratio (0-1) of each priority ring.", "priority")
+	d.breakerState = nd("breaker_state", "Circuit breaker state per key: 0 closed, 1 half-open, 2 open. At most 50 keys are exported (those not closed first); key=\"_other\" is the sum over the rest.", "key")
+	d.breakers = nd("breakers", "Circuit breakers by state.", "state")
+	d.oldestPending = nd("oldest_pending_age_seconds", "Age of the longest-waiting pending message (0 when none is pending).")
+	d.recoveryDuration = nd("recovery_duration_seconds", "How long Open took to load the snapshot, replay the log and rebuild the engine.")
+	d.recoveryRecords = nd("recovery_records", "Log records Open replayed.")
+	d.recoveryTorn = nd("recovery_torn_bytes", "Bytes of torn log tail Open cut off.")
+
+	sample := fmt.Sprintf("; one message in %d is measured.", sampleMask+1)
+	d.wait = nd("wait_seconds", "Time from enqueue (or from becoming due, for delayed and retried messages) to dequeue"+sample)
+	d.handling = nd("handling_seconds", "Time from dequeue to ack or nack"+sample)
+	d.walBatchRecords = nd("wal_batch_records", "Records per write-ahead-log batch (group commit).")
+	d.walWrite = nd("wal_write_seconds", "Time in write(2) per write-ahead-log batch.")
+	d.walFsync = nd("wal_fsync_seconds", "Time in fsync per write-ahead-log sync.")
+	return d
+}
+
+func newMetrics(e *Engine) *metrics { return &metrics{e: e} }
 
 func (m *metrics) observeWait(ns int64)     { m.wait.observe(ns) }
 func (m *metrics) observeHandling(ns int64) { m.handling.observe(ns) }
 
-// onBatch is the WAL writer's per-batch hook.
+// onBatch is the WAL writer's per-batch hook (called on its goroutine).
 func (e *Engine) onBatch(b wal.BatchInfo) {
 	m := e.metrics
 	if m == nil {
 		return
 	}
+	if b.Err != nil {
+		m.walFailed.Add(1)
+	}
 	if b.Records > 0 {
-		i := 0
-		if b.Records > 1 {
-			i = min(len(m.walBatchRecords)-1, 64-leadingZeros(uint64(b.Records-1)))
-		}
+		i := min(walBatchBuckets-1, bits.Len64(uint64(b.Records-1)))
 		m.walBatchRecords[i].Add(1)
-		m.walBatchRecordsSum.Add(uint64(b.Records))
+		m.walRecords.Add(uint64(b.Records))
 		m.walBatches.Add(1)
 		m.walBytes.Add(uint64(b.Bytes))
 		m.walWrite.observe(int64(b.Write))
@@ -92,93 +214,94 @@ func (e *Engine) onBatch(b wal.BatchInfo) {
 	}
 }
 
-func leadingZeros(x uint64) int {
-	n := 0
-	for i := 63; i >= 0 && x&(1<<i) == 0; i-- {
-		n++
-	}
-	return n
-}
-
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range m.descs {
+	for _, d := range descs.all {
 		ch <- d
 	}
 }
 
+// liveStates in the order ringwal_messages exports them.
+var metricStates = [...]struct {
+	name  string
+	state State
+}{{"pending", Pending}, {"delayed", Delayed}, {"leased", Leased}, {"held", Held}}
+
 // Collect implements prometheus.Collector: it reads the engine's counters
 // at scrape time.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
-	e := m.e
-	s := e.Stats()
-	counter := func(name string, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(m.descs[name], prometheus.CounterValue, float64(v), labels...)
+	d := descs
+	s := m.e.Stats()
+	counter := func(desc *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), labels...)
 	}
-	gauge := func(name string, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(m.descs[name], prometheus.GaugeValue, v, labels...)
+	gauge := func(desc *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
 	}
-	counter("enqueued_total", s.Enqueued)
-	counter("dequeued_total", s.Dequeued)
-	counter("acked_total", s.Acked)
-	counter("nacked_total", s.Nacked)
-	counter("retried_total", s.Retried)
-	counter("expired_total", s.Expired)
-	counter("lease_expiries_total", s.LeaseExpiries)
-	counter("duplicates_total", s.Duplicates)
-	counter("backpressure_waits_total", s.BackpressureWaits)
-	counter("breaker_trips_total", s.BreakerTrips)
-	counter("redriven_total", s.Redriven)
-	counter("requeued_total", s.Requeued)
+	counter(d.enqueued, s.Enqueued)
+	counter(d.dequeued, s.Dequeued)
+	counter(d.acked, s.Acked)
+	counter(d.nacked, s.Nacked)
+	counter(d.retried, s.Retried)
+	counter(d.expired, s.Expired)
+	counter(d.leaseExpiries, s.LeaseExpiries)
+	counter(d.duplicates, s.Duplicates)
+	counter(d.backpressure, s.BackpressureWaits)
+	counter(d.breakerTrips, s.BreakerTrips)
+	counter(d.redriven, s.Redriven)
+	counter(d.requeued, s.Requeued)
 	for _, cat := range classify.Categories() {
-		counter("dead_lettered_total", s.DeadLetteredByCategory[cat], cat.String())
-		gauge("dead_letters", float64(s.DeadByCategory[cat]), cat.String())
+		counter(d.deadLettered, s.DeadLetteredByCategory[cat], cat.String())
+		gauge(d.deadLetters, float64(s.DeadByCategory[cat]), cat.String())
 	}
-	for _, st := range []struct {
-		name string
-		n    int
-	}{{"pending", s.Pending}, {"delayed", s.Delayed}, {"leased", s.Leased}, {"held", s.Held}, {"dead", s.Dead}} {
-		gauge("messages", float64(st.n), st.name)
-	}
+	byState := [...]map[Priority]int{Pending: s.PendingByPriority, Delayed: s.DelayedByPriority,
+		Leased: s.LeasedByPriority, Held: s.HeldByPriority}
 	for t := 0; t < ring.NumTiers; t++ {
-		p := priorityOfTier(t).String()
-		gauge("pending_messages", float64(s.PendingByPriority[priorityOfTier(t)]), p)
-		gauge("tier_utilization_ratio", s.TierUtilization[t], p)
+		p := priorityOfTier(t)
+		for _, st := range metricStates {
+			gauge(d.messages, float64(byState[st.state][p]), st.name, p.String())
+		}
+		gauge(d.tierUtilization, s.TierUtilization[t], p.String())
 	}
-	gauge("oldest_pending_age_seconds", s.OldestPending.Seconds())
-	m.collectBreakers(ch)
-	ch <- latencyHistogram(m.descs["wait_seconds"], &m.wait)
-	ch <- latencyHistogram(m.descs["handling_seconds"], &m.handling)
-	ch <- latencyHistogram(m.descs["wal_write_seconds"], &m.walWrite)
-	ch <- latencyHistogram(m.descs["wal_fsync_seconds"], &m.walFsync)
-	counter("wal_written_bytes_total", m.walBytes.Load())
-	buckets := make(map[float64]uint64, len(m.walBatchRecords))
+	gauge(d.oldestPending, s.OldestPending.Seconds())
+	collectBreakers(ch, s.Breakers)
+	ch <- latencyHistogram(d.wait, &m.wait)
+	ch <- latencyHistogram(d.handling, &m.handling)
+
+	if m.e.log == nil {
+		return // memory only: no log, no recovery
+	}
+	counter(d.walBytes, s.WAL.Bytes)
+	counter(d.walFailed, s.WAL.FailedBatches)
+	ch <- m.walBatchHistogram()
+	ch <- latencyHistogram(d.walWrite, &m.walWrite)
+	ch <- latencyHistogram(d.walFsync, &m.walFsync)
+	gauge(d.recoveryDuration, s.Recovery.Duration.Seconds())
+	gauge(d.recoveryRecords, float64(s.Recovery.Records))
+	gauge(d.recoveryTorn, float64(s.Recovery.TornBytes))
+}
+
+// walBatchHistogram exports the batch sizes; the last bucket, which also
+// holds the larger batches, is left to +Inf.
+func (m *metrics) walBatchHistogram() prometheus.Metric {
+	buckets := make(map[float64]uint64, walBatchBuckets-1)
 	var cum uint64
 	for i := range m.walBatchRecords {
 		cum += m.walBatchRecords[i].Load()
-		buckets[float64(uint64(1)<<i)] = cum
-	}
-	ch <- prometheus.MustNewConstHistogram(m.descs["wal_batch_records"], m.walBatches.Load(),
-		float64(m.walBatchRecordsSum.Load()), buckets)
-	rec := s.Recovery.Duration.Seconds()
-	ch <- prometheus.MustNewConstHistogram(m.descs["recovery_seconds"], 1, rec, recoveryBuckets(rec))
-}
-
-func recoveryBuckets(v float64) map[float64]uint64 {
-	out := map[float64]uint64{}
-	for _, b := range []float64{0.001, 0.01, 0.1, 0.5, 1, 5, 30, 120} {
-		if v <= b {
-			out[b] = 1
-		} else {
-			out[b] = 0
+		if i < walBatchBuckets-1 {
+			buckets[float64(uint64(1)<<i)] = cum
 		}
 	}
-	return out
+	// The count is the buckets' total, so that it is never below the last
+	// finite bucket whatever the writer did meanwhile.
+	return prometheus.MustNewConstHistogram(descs.walBatchRecords, cum, float64(m.walRecords.Load()), buckets)
 }
 
+// latencyHistogram exports h; its last bucket, which also holds
+// everything above, is left to +Inf.
 func latencyHistogram(d *prometheus.Desc, h *histogram) prometheus.Metric {
 	counts, total, sum := h.snapshot()
-	buckets := make(map[float64]uint64, latencyBuckets)
+	buckets := make(map[float64]uint64, latencyBuckets-1)
 	var cum uint64
 	for i, n := range counts {
 		cum += n
@@ -189,31 +312,42 @@ func latencyHistogram(d *prometheus.Desc, h *histogram) prometheus.Metric {
 	return prometheus.MustNewConstHistogram(d, total, sum, buckets)
 }
 
-func (m *metrics) collectBreakers(ch chan<- prometheus.Metric) {
-	keys := m.e.breakers.Keys()
-	// Export the not-closed keys first, then by name, so that trouble is
-	// never hidden behind the cap.
-	sort.Slice(keys, func(i, j int) bool {
-		ci, cj := keys[i].State == breaker.Closed, keys[j].State == breaker.Closed
-		if ci != cj {
-			return !ci
-		}
-		return keys[i].Key < keys[j].Key
+// collectBreakers exports the breaker states, capped at maxBreakerKeys
+// keys; keys is Stats.Breakers (sorted by key) and is reordered.
+func collectBreakers(ch chan<- prometheus.Metric, keys []breaker.KeyState) {
+	// Not-closed keys first, so that trouble is never hidden behind the
+	// cap; by name within each group (the sort is stable).
+	slices.SortStableFunc(keys, func(a, b breaker.KeyState) int {
+		return boolRank(a.State == breaker.Closed) - boolRank(b.State == breaker.Closed)
 	})
-	other := 0
-	for i, k := range keys {
+	var byState [3]int
+	exported, other, folded := 0, 0.0, false
+	for _, k := range keys {
+		if int(k.State) < len(byState) {
+			byState[k.State]++
+		}
 		v := breakerValue(k.State)
-		if i < maxBreakerKeys {
-			ch <- prometheus.MustNewConstMetric(m.descs["breaker_state"], prometheus.GaugeValue, v, k.Key)
+		if exported < maxBreakerKeys && k.Key != otherBreakerKey && utf8.ValidString(k.Key) {
+			ch <- prometheus.MustNewConstMetric(descs.breakerState, prometheus.GaugeValue, v, k.Key)
+			exported++
 			continue
 		}
-		if k.State != breaker.Closed {
-			other++
-		}
+		other += v
+		folded = true
 	}
-	if len(keys) > maxBreakerKeys {
-		ch <- prometheus.MustNewConstMetric(m.descs["breaker_state"], prometheus.GaugeValue, float64(other), "_other")
+	if folded {
+		ch <- prometheus.MustNewConstMetric(descs.breakerState, prometheus.GaugeValue, other, otherBreakerKey)
 	}
+	for st, n := range byState {
+		ch <- prometheus.MustNewConstMetric(descs.breakers, prometheus.GaugeValue, float64(n), breaker.State(st).String())
+	}
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func breakerValue(s breaker.State) float64 {
@@ -225,5 +359,3 @@ func breakerValue(s breaker.State) float64 {
 	}
 	return 0
 }
-
-var _ = strconv.Itoa

@@ -3,6 +3,7 @@ package ringwal
 import (
 	"time"
 
+	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/ring"
 )
@@ -11,8 +12,12 @@ import (
 type Stats struct {
 	// Current counts by state.
 	Pending, Delayed, Leased, Held, Dead int
-	// PendingByPriority counts pending messages per priority.
+	// PendingByPriority counts pending messages per priority; the other
+	// ByPriority maps do the same for their state. Every priority is present.
 	PendingByPriority map[Priority]int
+	DelayedByPriority map[Priority]int
+	LeasedByPriority  map[Priority]int
+	HeldByPriority    map[Priority]int
 	// DeadByCategory counts dead letters per category.
 	DeadByCategory map[classify.Category]int
 
@@ -32,6 +37,17 @@ type Stats struct {
 	TierUtilization [ring.NumTiers]float64
 	// Recovery describes what Open replayed.
 	Recovery RecoveryStats
+	// Breakers is every key's circuit breaker, sorted by key.
+	Breakers []breaker.KeyState
+	// WAL describes the write-ahead log's batches (zero when memory-only).
+	WAL WALStats
+}
+
+// WALStats describes the write-ahead log's batches since Open.
+type WALStats struct {
+	Batches, Records, Bytes, FailedBatches uint64
+	// Write is the time in write(2) per batch, Fsync per fsync.
+	Write, Fsync Latency
 }
 
 // Latency summarises a latency distribution.
@@ -54,9 +70,9 @@ type RecoveryStats struct {
 // oldest pending message. It reads only atomics, so it is safe alongside
 // every other operation; counts are a moment's snapshot.
 type stateCounts struct {
-	byState       [stHeld + 1]int
-	pendingByTier [ring.NumTiers]int
-	oldestReady   int64
+	byState     [stHeld + 1]int
+	byTier      [stHeld + 1][ring.NumTiers]int
+	oldestReady int64
 }
 
 func (e *Engine) scan() stateCounts {
@@ -71,10 +87,10 @@ func (e *Engine) scan() stateCounts {
 			st = stPending
 		}
 		c.byState[st]++
+		if t := r.tier.Load(); t < ring.NumTiers {
+			c.byTier[st][t]++
+		}
 		if st == stPending {
-			if t := r.tier.Load(); t < ring.NumTiers {
-				c.pendingByTier[t]++
-			}
 			if w, ok := r.acquireAny(1 << stPending); ok {
 				if at := r.readyAt; at != 0 && (c.oldestReady == 0 || at < c.oldestReady) {
 					c.oldestReady = at
@@ -90,14 +106,17 @@ func (e *Engine) scan() stateCounts {
 // the engine's records (O(MaxMessages)), so call it for monitoring, not
 // per message. Safe for concurrent use.
 func (e *Engine) Stats() Stats {
-	c := e.scan()
+	// The totals are read before the scan, freed before deadLettered: a
+	// message that moves on meanwhile is then missed, not counted twice,
+	// so the derived totals (Enqueued, Acked, Dequeued) may lag but never
+	// lead, and the high-water marks in e.metrics keep them monotonic.
+	freed := e.ctr.freed.Load()
 	s := Stats{
-		Pending:                c.byState[stPending],
-		Delayed:                c.byState[stDelayed],
-		Leased:                 c.byState[stLeased],
-		Held:                   c.byState[stHeld],
 		Dead:                   e.dead.Len(),
 		PendingByPriority:      make(map[Priority]int, ring.NumTiers),
+		DelayedByPriority:      make(map[Priority]int, ring.NumTiers),
+		LeasedByPriority:       make(map[Priority]int, ring.NumTiers),
+		HeldByPriority:         make(map[Priority]int, ring.NumTiers),
 		DeadByCategory:         e.dead.Counts(),
 		Enqueued:               e.nextID.Load() - e.ctr.enqueuedBase - e.ctr.unused.Load(),
 		Acked:                  0, // below: freed less dead-lettered
@@ -118,20 +137,36 @@ func (e *Engine) Stats() Stats {
 			Records: e.recovered.records, Bytes: e.recovered.bytes, TornBytes: e.recovered.tornBytes,
 			Crashed: e.recovered.crashed, Poisoned: e.recovered.poisoned, Duration: e.recovered.duration,
 		},
+		Breakers: e.breakers.Keys(),
+		WAL: WALStats{
+			Batches: e.metrics.walBatches.Load(), Records: e.metrics.walRecords.Load(),
+			Bytes: e.metrics.walBytes.Load(), FailedBatches: e.metrics.walFailed.Load(),
+			Write: e.metrics.walWrite.latency(), Fsync: e.metrics.walFsync.latency(),
+		},
 	}
-	for t, n := range c.pendingByTier {
-		s.PendingByPriority[priorityOfTier(t)] = n
-	}
+	requeuedLeased := e.ctr.requeuedLeased.Load()
 	for _, cat := range classify.Categories() {
 		if n := e.ctr.deadLettered[categoryIndex(cat)].Load(); n > 0 {
 			s.DeadLetteredByCategory[cat] = n
 			s.DeadLettered += n
 		}
 	}
-	if freed := e.ctr.freed.Load(); freed > s.DeadLettered {
+	if freed > s.DeadLettered {
 		s.Acked = freed - s.DeadLettered
 	}
-	s.Dequeued = s.Acked + s.Nacked + s.LeaseExpiries + e.ctr.requeuedLeased.Load() + uint64(s.Leased)
+	c := e.scan()
+	s.Pending, s.Delayed, s.Leased, s.Held = c.byState[stPending], c.byState[stDelayed], c.byState[stLeased], c.byState[stHeld]
+	for t := 0; t < ring.NumTiers; t++ {
+		p := priorityOfTier(t)
+		s.PendingByPriority[p] = c.byTier[stPending][t]
+		s.DelayedByPriority[p] = c.byTier[stDelayed][t]
+		s.LeasedByPriority[p] = c.byTier[stLeased][t]
+		s.HeldByPriority[p] = c.byTier[stHeld][t]
+	}
+	s.Dequeued = s.Acked + s.Nacked + s.LeaseExpiries + requeuedLeased + uint64(s.Leased)
+	s.Enqueued = e.metrics.enqueued.atLeast(s.Enqueued)
+	s.Acked = e.metrics.acked.atLeast(s.Acked)
+	s.Dequeued = e.metrics.dequeued.atLeast(s.Dequeued)
 	if c.oldestReady != 0 {
 		if age := time.Duration(e.now() - c.oldestReady); age > 0 {
 			s.OldestPending = age
