@@ -153,12 +153,14 @@ func Open(dir string, o Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	bitsNeeded := uint(bits.Len(uint(2*o.MaxMessages - 1)))
+	// The slab has room for MaxMessages with a quarter to spare, so that a
+	// new ID's home slot is almost always free.
+	bitsNeeded := uint(bits.Len(uint(o.MaxMessages + o.MaxMessages/4 - 1)))
 	if rs != nil && rs.slabBits > bitsNeeded {
 		bitsNeeded = rs.slabBits
 	}
 	if rs != nil {
-		for bitsNeeded < maxSlabBits && 1<<bitsNeeded < 2*len(rs.live) {
+		for bitsNeeded < maxSlabBits && 1<<bitsNeeded < rs.count+rs.count/4 {
 			bitsNeeded++
 		}
 	}

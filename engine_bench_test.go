@@ -175,7 +175,7 @@ var (
 )
 
 func recoveryOptions() ringwal.Options {
-	return ringwal.Options{Durability: ringwal.Buffered, TierCapacity: 1 << 20, MaxMessages: 1 << 21}
+	return ringwal.Options{Durability: ringwal.Buffered, TierCapacity: 1 << 20, MaxMessages: 1 << 20}
 }
 
 // buildRecoveryDir writes recoveryMessages pending 128-byte messages.

@@ -2,6 +2,8 @@ package ringwal
 
 import (
 	"testing"
+
+	"github.com/ringwal/ringwal/ring"
 )
 
 // BenchmarkHotPathSerial measures one goroutine's enqueue, dequeue and ack
@@ -38,4 +40,25 @@ func BenchmarkChanSerial(b *testing.B) {
 		ch <- payload
 		<-ch
 	}
+}
+
+// BenchmarkRingParallelFloor is the ring part of the hot path alone, in the
+// shape of BenchmarkEngine/Memory: a floor for what the engine can reach.
+func BenchmarkRingParallelFloor(b *testing.B) {
+	t := newTiersForBench()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			for !t.TryPush(2, ref{slot: 1, gen: 1}) {
+			}
+			for {
+				if _, ok := t.TryPop(2); ok {
+					break
+				}
+			}
+		}
+	})
+}
+
+func newTiersForBench() *ring.Tiers[ref] {
+	return ring.NewTiers[ref]([ring.NumTiers]int{1 << 16, 1 << 16, 1 << 16, 1 << 16, 1 << 16})
 }

@@ -1,6 +1,7 @@
 package ringwal
 
 import (
+	"cmp"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -35,10 +36,114 @@ type recovered struct {
 	hist       *history
 }
 
+// replayState holds the messages being rebuilt: chunks in order of first
+// appearance (no allocation per message, no copying as they grow) and an
+// index by ID.
 type replayState struct {
-	live     map[uint64]*recovered
+	chunks [][]recovered
+	n      int32 // entries used across chunks
+	// IDs are mostly consecutive in a log, so most are indexed densely
+	// (dense[id-base] = entry+1); the map takes the stragglers.
+	base     uint64
+	dense    []int32
+	index    map[uint64]int32
+	count    int // live entries in msgs
 	slabBits uint
 	maxID    uint64
+	arena    payloadArena
+}
+
+const replayChunkBits = 12
+
+func (rs *replayState) at(i int32) *recovered {
+	return &rs.chunks[i>>replayChunkBits][i&(1<<replayChunkBits-1)]
+}
+
+func (rs *replayState) lookup(id uint64) (int32, bool) {
+	if id >= rs.base && id-rs.base < uint64(len(rs.dense)) {
+		i := rs.dense[id-rs.base]
+		return i - 1, i != 0
+	}
+	i, ok := rs.index[id]
+	return i, ok
+}
+
+func (rs *replayState) setIndex(id uint64, i int32) {
+	if rs.dense == nil && len(rs.index) == 0 {
+		rs.base = id
+	}
+	if id >= rs.base {
+		off := id - rs.base
+		if off < uint64(len(rs.dense)) {
+			rs.dense[off] = i + 1
+			return
+		}
+		// Grow densely while that stays proportional to what is indexed.
+		if off < 2*uint64(len(rs.dense))+1<<16 {
+			rs.dense = append(rs.dense, make([]int32, int(off)-len(rs.dense)+1+len(rs.dense)/2)...)
+			rs.dense[off] = i + 1
+			return
+		}
+	}
+	rs.index[id] = i
+}
+
+func (rs *replayState) unindex(id uint64) {
+	if id >= rs.base && id-rs.base < uint64(len(rs.dense)) {
+		rs.dense[id-rs.base] = 0
+		return
+	}
+	delete(rs.index, id)
+}
+
+func (rs *replayState) get(id uint64) *recovered {
+	if i, ok := rs.lookup(id); ok {
+		return rs.at(i)
+	}
+	return nil
+}
+
+// add makes a new entry for id.
+func (rs *replayState) add(id uint64) *recovered {
+	i := rs.n
+	if int(i>>replayChunkBits) == len(rs.chunks) {
+		rs.chunks = append(rs.chunks, make([]recovered, 1<<replayChunkBits))
+	}
+	rs.n++
+	rs.setIndex(id, i)
+	rs.count++
+	return rs.at(i)
+}
+
+func (rs *replayState) remove(id uint64) {
+	if i, ok := rs.lookup(id); ok {
+		*rs.at(i) = recovered{}
+		rs.unindex(id)
+		rs.count--
+	}
+}
+
+// payloadArena copies recovered payloads into shared chunks: a million
+// small allocations would cost recovery more than the copying. A chunk
+// stays alive while any of its messages does.
+type payloadArena struct{ chunk []byte }
+
+const arenaChunk = 256 << 10
+
+func (a *payloadArena) clone(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	if len(b) > arenaChunk/8 {
+		return append([]byte(nil), b...)
+	}
+	if len(a.chunk) < len(b) {
+		a.chunk = make([]byte, arenaChunk)
+	}
+	out := a.chunk[:len(b):len(b)]
+	copy(out, b)
+	a.chunk = a.chunk[len(b):]
+	return out
 }
 
 // replay rebuilds the engine's state from the newest snapshot and the log
@@ -46,7 +151,7 @@ type replayState struct {
 // state), so replaying a record whose effect a snapshot already holds is
 // harmless.
 func (e *Engine) replay() (*replayState, error) {
-	rs := &replayState{live: make(map[uint64]*recovered)}
+	rs := &replayState{index: make(map[uint64]int32)}
 	stats, err := e.log.Replay(func(r *wal.Record) error {
 		e.apply(rs, r)
 		return nil
@@ -69,14 +174,18 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 	if r.ID > rs.maxID && r.Kind != wal.KindCheckpoint {
 		rs.maxID = r.ID
 	}
-	m := rs.live[r.ID]
+	m := rs.get(r.ID)
 	switch r.Kind {
 	case wal.KindEnqueue:
-		if _, dead := e.dead.Remove(r.ID); dead {
-			// A snapshot newer than this record had it dead; the records
-			// that follow this one say what became of it.
+		// A snapshot newer than this record may have had it dead; the
+		// records that follow this one say what became of it.
+		if e.dead.Len() > 0 {
+			e.dead.Remove(r.ID)
 		}
-		m = &recovered{id: r.ID, msg: messageOf(r), enqueuedAt: r.Time, expiresAt: r.ExpiresAt,
+		if m == nil {
+			m = rs.add(r.ID)
+		}
+		*m = recovered{id: r.ID, msg: messageOf(r, &rs.arena), enqueuedAt: r.Time, expiresAt: r.ExpiresAt,
 			deadline: r.Deadline, attempts: r.Attempt, crashes: r.Crashes, state: stPending}
 		switch {
 		case r.Until > 0:
@@ -84,7 +193,6 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 		case r.NotBefore > 0:
 			m.state, m.nextAt = stDelayed, r.NotBefore
 		}
-		rs.live[r.ID] = m
 		if r.DedupID != "" {
 			e.dedup.restore(r.DedupID, r.ID, r.Time)
 		}
@@ -93,7 +201,7 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 			m.attempts, m.state = r.Attempt, stLeased
 		}
 	case wal.KindAck:
-		delete(rs.live, r.ID)
+		rs.remove(r.ID)
 	case wal.KindNack:
 		if m != nil {
 			m.attempts, m.state, m.nextAt, m.crashes = r.Attempt, stDelayed, r.Until, 0
@@ -111,13 +219,14 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 		if m == nil {
 			return
 		}
-		delete(rs.live, r.ID)
+		msg := m.msg
 		h := m.hist
+		rs.remove(r.ID)
 		if h == nil || len(h.failures) == 0 || h.failures[len(h.failures)-1].Error != r.Text {
 			h = h.with(dlq.Failure{At: time.Unix(0, r.Time), Category: classify.Category(r.Category), Error: r.Text})
 		}
 		_, _ = e.dead.Remove(r.ID)
-		_ = e.dead.Add(DeadLetter{ID: r.ID, Category: classify.Category(r.Category), Key: m.msg.Key, Message: m.msg,
+		_ = e.dead.Add(DeadLetter{ID: r.ID, Category: classify.Category(r.Category), Key: msg.Key, Message: msg,
 			Attempts: int(r.Attempt), Failures: h.failures, FirstFailedAt: time.Unix(0, h.firstFailedAt),
 			DeadAt: time.Unix(0, r.Time)})
 	case wal.KindRedrive, wal.KindPurge:
@@ -137,7 +246,7 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 }
 
 // messageOf copies a record's message out of the log's buffers.
-func messageOf(r *wal.Record) Message {
+func messageOf(r *wal.Record, arena *payloadArena) Message {
 	m := Message{
 		DedupID:     r.DedupID,
 		Key:         r.Key,
@@ -145,7 +254,7 @@ func messageOf(r *wal.Record) Message {
 		MaxAttempts: int(r.MaxAttempts),
 	}
 	if r.Payload != nil {
-		m.Payload = slices.Clone(r.Payload)
+		m.Payload = arena.clone(r.Payload)
 	}
 	if len(r.Headers) > 0 {
 		m.Headers = make(map[string]string, len(r.Headers)/2)
@@ -170,15 +279,23 @@ func messageOf(r *wal.Record) Message {
 // crash come back pending with that attempt counted, or are dead-lettered
 // as Poison once they were leased at CrashLoopLimit consecutive crashes.
 func (e *Engine) restore(rs *replayState) error {
-	ids := make([]uint64, 0, len(rs.live))
-	for id := range rs.live {
-		ids = append(ids, id)
+	// Tiers are FIFO: place messages in ID order. The log mostly has them
+	// so already; a snapshot lists them by slot.
+	order := make([]int32, 0, rs.count)
+	for i := int32(0); i < rs.n; i++ {
+		if rs.at(i).id != 0 {
+			order = append(order, i)
+		}
 	}
-	slices.Sort(ids)
+	byID := func(a, b int32) int { return cmp.Compare(rs.at(a).id, rs.at(b).id) }
+	if !slices.IsSortedFunc(order, byID) {
+		slices.SortFunc(order, byID)
+	}
 	now := e.now()
 	var notes []wal.Record
-	for _, id := range ids {
-		m := rs.live[id]
+	for _, i := range order {
+		m := rs.at(i)
+		id := m.id
 		slot, ok := e.slab.claimHome(id)
 		if !ok {
 			if slot, ok = e.slab.claimNear(id); !ok {
@@ -187,11 +304,13 @@ func (e *Engine) restore(rs *replayState) error {
 		}
 		r := e.slab.at(slot)
 		r.msg = m.msg
-		r.tier.Store(uint32(m.msg.Priority.tier()))
+		storeIfChanged32(&r.tier, uint32(m.msg.Priority.tier()))
 		r.enqueuedAt, r.expiresAt, r.deadline = m.enqueuedAt, m.expiresAt, m.deadline
 		r.setAttempts(uint32(m.attempts))
-		r.crashes.Store(m.crashes)
-		r.hist.Store(m.hist)
+		storeIfChangedI32(&r.crashes, m.crashes)
+		if m.hist != nil {
+			r.hist.Store(m.hist)
+		}
 		e.ctr.added.Add(1)
 		if m.expiresAt != 0 {
 			e.hk.schedule(m.expiresAt, schedTTL(id))
