@@ -1,0 +1,16 @@
+// Package bench holds ringwal's end-to-end benchmarks against peers. It is
+// its own Go module (github.com/ringwal/ringwal/bench, with a replace of
+// the root to ../), so that the peers — NATS, SQLite, client-go, goqite,
+// go-datastructures — never enter the module graph of a ringwal user.
+//
+// The benchmarks live in the _test.go files, one per workload:
+//
+//	W1  in-memory hand-off             BenchmarkW1/<peer>/<P>P<C>C
+//	W2  durable enqueue→consume→ack    BenchmarkW2/<peer>/<size>/<P>P4C
+//	W3  retry storm                    BenchmarkW3/<peer>/<P>P<C>C
+//	W4  restart with a backlog         BenchmarkW4/<peer>/<pending>
+//
+// b.N counts messages (W4: restarts), so ns/op is per message; every
+// benchmark also reports msgs/s (W4: ms-to-first). The report command
+// (./report) runs them all and writes results/. See README.md.
+package bench

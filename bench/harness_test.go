@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Payload sizes. W1, W3 and W4 use Small; W2 uses both.
+const (
+	Small = 128
+	Large = 1024
+)
+
+// shape is a producer/consumer count.
+type shape struct{ P, C int }
+
+func (s shape) String() string { return fmt.Sprintf("%dP%dC", s.P, s.C) }
+
+// handoffShapes are W1's and W3's: as many consumers as producers.
+var handoffShapes = []shape{{1, 1}, {4, 4}, {16, 16}}
+
+// w2Consumers is the fixed number of consumers every W2 peer gets.
+const w2Consumers = 4
+
+// durableShapes are W2's: 1, 8 and 64 producers, always w2Consumers consumers.
+var durableShapes = []shape{{1, w2Consumers}, {8, w2Consumers}, {64, w2Consumers}}
+
+// share is producer i's part of n messages split over p producers.
+func share(n, p, i int) int {
+	s := n / p
+	if i < n%p {
+		s++
+	}
+	return s
+}
+
+// payload returns a printable payload of size bytes (printable so that the
+// SQL peers can store it in a TEXT column unchanged).
+func payload(size int) []byte {
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = 'a' + byte(i%26)
+	}
+	return b
+}
+
+// countdown counts consumed messages; the consumer that takes the last one
+// closes done, which the peers use to stop or wake the other consumers.
+type countdown struct {
+	left atomic.Int64
+	done chan struct{}
+}
+
+func newCountdown(n int) *countdown {
+	c := &countdown{done: make(chan struct{})}
+	c.left.Store(int64(n))
+	if n <= 0 {
+		close(c.done)
+	}
+	return c
+}
+
+// take records one consumed message and reports whether it was the last.
+func (c *countdown) take() bool {
+	if c.left.Add(-1) == 0 {
+		close(c.done)
+		return true
+	}
+	return false
+}
+
+func (c *countdown) finished() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// run is one measured hand-off of b.N messages: c consumers are started,
+// then p producers, each sending its share of b.N; the timer covers the
+// span from the first start to the last consumer's return. produce(i, n)
+// sends n messages as producer i; consume(i) loops until every message has
+// been consumed (it must call cd.take for each and return once cd is done).
+// ns/op is per message; msgs/s is reported alongside.
+func run(b *testing.B, s shape, produce func(i, n int) error, consume func(i int) error) {
+	b.Helper()
+	n := b.N
+	var wg sync.WaitGroup
+	errs := make(chan error, s.P+s.C)
+	runtime.GC()
+	defer watchdog(5*time.Minute, b.Name())()
+	b.ResetTimer()
+	for i := 0; i < s.C; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := consume(i); err != nil {
+				errs <- fmt.Errorf("consumer %d: %w", i, err)
+			}
+		}()
+	}
+	for i := 0; i < s.P; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := produce(i, share(n, s.P, i)); err != nil {
+				errs <- fmt.Errorf("producer %d: %w", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// pollInterval is how long a polling consumer (the SQL peers, which have
+// no blocking receive) sleeps when it found nothing.
+const pollInterval = 200 * time.Microsecond
+
+// watchdog fails the benchmark if f does not return within d; a peer that
+// loses a message would otherwise hang the run.
+func watchdog(d time.Duration, what string) (stop func()) {
+	t := time.AfterFunc(d, func() {
+		panic(fmt.Sprintf("%s: no progress after %v (lost message?)", what, d))
+	})
+	return func() { t.Stop() }
+}
+
+// rng is a tiny per-goroutine xorshift generator (no lock, no allocation).
+type rng uint64
+
+func newRNG(seed int) rng { return rng(uint64(seed)*0x9E3779B97F4A7C15 | 1) }
+
+func (r *rng) next() uint64 {
+	x := uint64(*r)
+	x ^= x << 13
+	x ^= x >> 7
+	x ^= x << 17
+	*r = rng(x)
+	return x
+}
+
+// failOneIn10 reports true for 10 % of calls.
+func (r *rng) failOneIn10() bool { return r.next()%10 == 0 }

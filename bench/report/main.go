@@ -1,0 +1,684 @@
+// Command report runs the bench module's workloads (W1–W4) with go test
+// -bench -json, prints a table of every peer's throughput and its ratio to
+// ringwal, and writes results/results.md, results/chart.svg and
+// results/bench.txt (the raw benchmark lines, benchstat's format).
+//
+// Run it from the bench directory:
+//
+//	go run ./report                       # the full run (about 10 minutes on 2 cores)
+//	go run ./report -benchtime 200ms -w4time 1x -short   # a quick look
+//	go run ./report -from results/bench.txt              # re-render saved results
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	var (
+		benchtime = flag.String("benchtime", "1s", "-benchtime for W1, W2 and W3")
+		w4time    = flag.String("w4time", "3x", "-benchtime for W4 (restarts)")
+		count     = flag.Int("count", 3, "-count: runs per benchmark; the report takes the median")
+		short     = flag.Bool("short", false, "pass -short (W4 restarts with 10,000 pending instead of 1,000,000)")
+		only      = flag.String("bench", "", "run only benchmarks matching this -bench pattern (default: all four workloads)")
+		out       = flag.String("out", "results", "directory for results.md, chart.svg and bench.txt")
+		from      = flag.String("from", "", "parse this saved benchmark output (bench.txt or go test -json) instead of running")
+	)
+	flag.Parse()
+	if err := run(*benchtime, *w4time, *count, *short, *only, *out, *from); err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		os.Exit(1)
+	}
+}
+
+type invocation struct {
+	pattern, benchtime string
+}
+
+func run(benchtime, w4time string, count int, short bool, only, out, from string) error {
+	var lines []string
+	var commands []string
+	started := time.Now()
+	if from != "" {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			return err
+		}
+		lines = benchLines(b)
+		commands = append(commands, "(re-rendered from "+from+")")
+	} else {
+		invs := []invocation{{"^BenchmarkW[123]$", benchtime}, {"^BenchmarkW4$", w4time}}
+		if only != "" {
+			invs = []invocation{{only, benchtime}}
+		}
+		for _, inv := range invs {
+			args := []string{"test", "-run", "^$", "-bench", inv.pattern, "-benchtime", inv.benchtime,
+				"-count", strconv.Itoa(count), "-timeout", "60m", "-json"}
+			if short {
+				args = append(args, "-short")
+			}
+			args = append(args, ".")
+			commands = append(commands, "go "+strings.Join(quoteArgs(args), " "))
+			got, err := goTest(args)
+			if err != nil {
+				return err
+			}
+			lines = append(lines, got...)
+		}
+	}
+	rs := parse(lines)
+	if len(rs) == 0 {
+		return fmt.Errorf("no benchmark results")
+	}
+	m := machine()
+	m.Commands = commands
+	m.Took = time.Since(started).Round(time.Second)
+	if from != "" {
+		m.Took = 0
+	}
+	tables := buildTables(rs)
+	md := markdown(tables, m)
+	fmt.Print(md)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "results.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	if from == "" || filepath.Clean(from) != filepath.Clean(filepath.Join(out, "bench.txt")) {
+		raw := strings.Join(lines, "\n") + "\n"
+		if err := os.WriteFile(filepath.Join(out, "bench.txt"), []byte(raw), 0o644); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(out, "chart.svg"), []byte(chart(tables, m)), 0o644)
+}
+
+func quoteArgs(args []string) []string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, "^$[]* ") {
+			a = "'" + a + "'"
+		}
+		q[i] = a
+	}
+	return q
+}
+
+// goTest runs go test with -json, echoes the benchmark lines to stderr as
+// they come, and returns them.
+func goTest(args []string) ([]string, error) {
+	fmt.Fprintln(os.Stderr, "$ go", strings.Join(quoteArgs(args), " "))
+	cmd := exec.Command("go", args...)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	var all bytes.Buffer
+	var failed []string
+	dec := json.NewDecoder(stdout)
+	var pending string
+	for {
+		var ev struct {
+			Action string
+			Output string
+		}
+		if err := dec.Decode(&ev); err != nil {
+			if err != io.EOF {
+				return nil, fmt.Errorf("reading go test -json: %w", err)
+			}
+			break
+		}
+		if ev.Action != "output" {
+			continue
+		}
+		all.WriteString(ev.Output)
+		// Echo complete lines that matter.
+		pending += ev.Output
+		for {
+			i := strings.IndexByte(pending, '\n')
+			if i < 0 {
+				break
+			}
+			line := pending[:i]
+			pending = pending[i+1:]
+			t := strings.TrimSpace(line)
+			if resultLine.MatchString(t) || strings.HasPrefix(t, "--- FAIL") || strings.HasPrefix(t, "panic:") ||
+				strings.Contains(t, "_test.go:") || strings.HasPrefix(t, "FAIL") {
+				fmt.Fprintln(os.Stderr, line)
+			}
+			if strings.HasPrefix(t, "--- FAIL") || strings.HasPrefix(t, "panic:") {
+				failed = append(failed, t)
+			}
+		}
+	}
+	werr := cmd.Wait()
+	if werr != nil || len(failed) > 0 {
+		return nil, fmt.Errorf("go test failed (%v): %s", werr, strings.Join(failed, "; "))
+	}
+	return benchLines(all.Bytes()), nil
+}
+
+var resultLine = regexp.MustCompile(`^Benchmark\S+\s+\d+\s+[\d.e+]+ ns/op`)
+
+// benchLines extracts the benchmark result lines (and the goos/goarch/cpu
+// header) from go test output, plain or -json.
+func benchLines(b []byte) []string {
+	if bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
+		var text strings.Builder
+		dec := json.NewDecoder(bytes.NewReader(b))
+		for {
+			var ev struct{ Action, Output string }
+			if dec.Decode(&ev) != nil {
+				break
+			}
+			if ev.Action == "output" {
+				text.WriteString(ev.Output)
+			}
+		}
+		b = []byte(text.String())
+	}
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		t := strings.TrimSpace(sc.Text())
+		if resultLine.MatchString(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// result is one benchmark's measurements (the median over -count runs).
+type result struct {
+	Workload, Peer, Group, Config string
+	NsOp, MsgsPerSec, MsToFirst   float64
+	Runs                          int
+}
+
+var procSuffix = regexp.MustCompile(`-\d+$`)
+
+func parse(lines []string) []result {
+	type acc struct {
+		r                 result
+		ns, mps, msToFirst []float64
+	}
+	byName := map[string]*acc{}
+	var order []string
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 4 {
+			continue
+		}
+		name := procSuffix.ReplaceAllString(f[0], "")
+		parts := strings.Split(strings.TrimPrefix(name, "Benchmark"), "/")
+		if len(parts) < 3 {
+			continue
+		}
+		a := byName[name]
+		if a == nil {
+			a = &acc{r: result{Workload: parts[0], Peer: parts[1], Config: parts[len(parts)-1]}}
+			if len(parts) == 4 {
+				a.r.Group = parts[2]
+			}
+			byName[name] = a
+			order = append(order, name)
+		}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			switch f[i+1] {
+			case "ns/op":
+				a.ns = append(a.ns, v)
+			case "msgs/s":
+				a.mps = append(a.mps, v)
+			case "ms-to-first":
+				a.msToFirst = append(a.msToFirst, v)
+			}
+		}
+	}
+	var rs []result
+	for _, n := range order {
+		a := byName[n]
+		a.r.NsOp, a.r.MsgsPerSec, a.r.MsToFirst = median(a.ns), median(a.mps), median(a.msToFirst)
+		a.r.Runs = len(a.ns)
+		if a.r.Workload == "W4" {
+			a.r.MsToFirst = a.r.NsOp / 1e6 // finer than the metric's whole milliseconds
+		}
+		rs = append(rs, a.r)
+	}
+	return rs
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// table is one workload (and payload group): rows are configurations,
+// columns peers.
+type table struct {
+	Workload, Group string
+	Ref             string // the ringwal column the ratios are taken to
+	Peers           []string
+	Configs         []string
+	Cells           map[[2]string]result // (config, peer)
+}
+
+func (t *table) title() string {
+	s := t.Workload
+	if t.Group != "" {
+		s += " " + t.Group
+	}
+	return s
+}
+
+var workloadTitles = map[string]string{
+	"W1": "in-memory hand-off, 128 B, P producers / P consumers",
+	"W2": "durable enqueue → consume → ack, P producers / 4 consumers",
+	"W3": "retry storm: 10 % transient failures, backoff 1ms..10ms, P producers / P workers",
+	"W4": "restart: open → first delivery with a backlog",
+}
+
+// chartTitles are workloadTitles short enough for a chart panel.
+var chartTitles = map[string]string{
+	"W1": "in-memory hand-off, 128 B, P producers / P consumers",
+	"W2": "durable enqueue → consume → ack, P producers / 4 consumers",
+	"W3": "retry storm, 10 % fail, backoff 1–10 ms, P prod. / P workers",
+	"W4": "restart: open → first delivery",
+}
+
+func refPeer(workload string) string {
+	if workload == "W2" {
+		return "ringwal-write"
+	}
+	return "ringwal"
+}
+
+func buildTables(rs []result) []*table {
+	var ts []*table
+	find := func(w, g string) *table {
+		for _, t := range ts {
+			if t.Workload == w && t.Group == g {
+				return t
+			}
+		}
+		t := &table{Workload: w, Group: g, Ref: refPeer(w), Cells: map[[2]string]result{}}
+		ts = append(ts, t)
+		return t
+	}
+	for _, r := range rs {
+		t := find(r.Workload, r.Group)
+		if !slices.Contains(t.Peers, r.Peer) {
+			t.Peers = append(t.Peers, r.Peer)
+		}
+		cfg := r.Config
+		if r.Workload == "W4" {
+			cfg = "pending " + r.Config
+		}
+		if !slices.Contains(t.Configs, cfg) {
+			t.Configs = append(t.Configs, cfg)
+		}
+		t.Cells[[2]string{cfg, r.Peer}] = r
+	}
+	sort.SliceStable(ts, func(i, j int) bool { return ts[i].Workload < ts[j].Workload })
+	return ts
+}
+
+// ratio is the peer's throughput over ringwal's (W1–W3), or ringwal's time
+// over the peer's (W4): above 1, the peer is faster.
+func ratio(t *table, cfg, peer string) (float64, bool) {
+	ref, ok1 := t.Cells[[2]string{cfg, t.Ref}]
+	r, ok2 := t.Cells[[2]string{cfg, peer}]
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	if t.Workload == "W4" {
+		if r.MsToFirst == 0 {
+			return 0, false
+		}
+		return ref.MsToFirst / r.MsToFirst, true
+	}
+	if ref.MsgsPerSec == 0 {
+		return 0, false
+	}
+	return r.MsgsPerSec / ref.MsgsPerSec, true
+}
+
+func si(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2fG", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func ms(v float64) string {
+	switch {
+	case v >= 1000:
+		return fmt.Sprintf("%.2f s", v/1000)
+	case v >= 10:
+		return fmt.Sprintf("%.0f ms", v)
+	case v >= 1:
+		return fmt.Sprintf("%.1f ms", v)
+	}
+	return fmt.Sprintf("%.0f µs", v*1000)
+}
+
+type machineInfo struct {
+	Date, GoVersion, CPU, Kernel, Commit string
+	NProc, GOMAXPROCS                    int
+	Commands                             []string
+	Took                                 time.Duration
+}
+
+func machine() machineInfo {
+	m := machineInfo{Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), NProc: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	if b, err := exec.Command("go", "version").Output(); err == nil {
+		m.GoVersion = strings.TrimSpace(string(b))
+	}
+	if b, err := exec.Command("nproc").Output(); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			m.NProc = n
+		}
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := exec.Command("uname", "-sr").Output(); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		m.Commit = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+func markdown(ts []*table, m machineInfo) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# ringwal bench results\n\n")
+	fmt.Fprintf(&b, "Measured %s on `%s`, %d CPUs (`nproc`), %s, %s", m.Date, m.CPU, m.NProc, m.GoVersion, m.Kernel)
+	if m.Commit != "" {
+		fmt.Fprintf(&b, ", repository at %s", m.Commit)
+	}
+	fmt.Fprintf(&b, ".\nA shared, noisy machine: expect ±20 %% between runs; read orders of magnitude, not digits.\n\n")
+	if len(m.Commands) > 0 {
+		fmt.Fprintf(&b, "Produced by `go run ./report` in `bench/`")
+		if m.Took > 0 {
+			fmt.Fprintf(&b, " (%v)", m.Took)
+		}
+		fmt.Fprintf(&b, ", which ran:\n\n```\n%s\n```\n\n", strings.Join(m.Commands, "\n"))
+	}
+	fmt.Fprintf(&b, "Cells are throughput in messages per second (W4: time from open to first delivery) and, in brackets, the ratio to ringwal: the peer's throughput over ringwal's, or for W4 ringwal's time over the peer's. **Above 1× the peer is faster, below 1× ringwal is.** W2's reference is ringwal in Write mode, the durability the peers offer; ringwal Fsync is listed too. See the bench README for what each workload does and what is held equal.\n\n")
+	for _, t := range ts {
+		fmt.Fprintf(&b, "## %s — %s\n\n", t.title(), workloadTitles[t.Workload])
+		fmt.Fprintf(&b, "| |")
+		for _, p := range t.Peers {
+			fmt.Fprintf(&b, " %s |", p)
+		}
+		fmt.Fprintf(&b, "\n|---|")
+		for range t.Peers {
+			fmt.Fprintf(&b, "---:|")
+		}
+		fmt.Fprintf(&b, "\n")
+		for _, c := range t.Configs {
+			fmt.Fprintf(&b, "| %s |", c)
+			for _, p := range t.Peers {
+				r, ok := t.Cells[[2]string{c, p}]
+				if !ok {
+					fmt.Fprintf(&b, " – |")
+					continue
+				}
+				var v string
+				if t.Workload == "W4" {
+					v = ms(r.MsToFirst)
+				} else {
+					v = si(r.MsgsPerSec) + "/s"
+				}
+				if p != t.Ref {
+					if x, ok := ratio(t, c, p); ok {
+						v += fmt.Sprintf(" (%s×)", ratioText(x))
+					}
+				}
+				fmt.Fprintf(&b, " %s |", v)
+			}
+			fmt.Fprintf(&b, "\n")
+		}
+		fmt.Fprintf(&b, "\n")
+	}
+	fmt.Fprintf(&b, "![throughput against producers](chart.svg)\n")
+	return b.String()
+}
+
+func ratioText(x float64) string {
+	switch {
+	case x >= 10:
+		return fmt.Sprintf("%.0f", x)
+	case x >= 0.1:
+		return fmt.Sprintf("%.2f", x)
+	case x >= 0.01:
+		return fmt.Sprintf("%.3f", x)
+	}
+	return fmt.Sprintf("%.4f", x)
+}
+
+// ---- chart ----------------------------------------------------------------
+
+var palette = map[string]string{
+	"ringwal":       "#d62728",
+	"ringwal-write": "#d62728",
+	"ringwal-fsync": "#ff9896",
+	"chan":          "#1f77b4",
+	"workiva-ring":  "#2ca02c",
+	"workqueue":     "#9467bd",
+	"jetstream":     "#17becf",
+	"goqite":        "#8c564b",
+	"sqlite-seed":   "#7f7f7f",
+}
+
+func color(p string) string {
+	if c, ok := palette[p]; ok {
+		return c
+	}
+	return "#bcbd22"
+}
+
+func esc(s string) string {
+	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
+	return r.Replace(s)
+}
+
+const (
+	panelW, panelH = 400, 320
+	cols           = 3
+	marginL        = 62
+	marginR        = 16
+	marginT        = 44
+	marginB        = 92
+)
+
+func chart(ts []*table, m machineInfo) string {
+	n := len(ts)
+	rows := (n + cols - 1) / cols
+	w, h := cols*panelW, rows*panelH+50
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", w, h, w, h)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="10" y="20" font-size="15" font-weight="bold">ringwal vs peers — throughput against producers (log scale; W4: time to first delivery)</text>`+"\n")
+	fmt.Fprintf(&b, `<text x="10" y="38" fill="#555">%s · %s · %d CPUs · %s · shared, noisy machine</text>`+"\n", esc(m.Date), esc(m.CPU), m.NProc, esc(m.GoVersion))
+	for i, t := range ts {
+		x0, y0 := (i%cols)*panelW, 50+(i/cols)*panelH
+		if t.Workload == "W4" {
+			barPanel(&b, t, x0, y0)
+		} else {
+			linePanel(&b, t, x0, y0)
+		}
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+func producers(cfg string) string {
+	if i := strings.IndexByte(cfg, 'P'); i > 0 {
+		return cfg[:i]
+	}
+	return cfg
+}
+
+func logBounds(vals []float64) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, v := range vals {
+		if v <= 0 {
+			continue
+		}
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	if math.IsInf(lo, 1) {
+		return 1, 10
+	}
+	lo, hi = math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if hi <= lo {
+		hi = lo + 1
+	}
+	return lo, hi
+}
+
+func linePanel(b *strings.Builder, t *table, x0, y0 int) {
+	pw, ph := panelW-marginL-marginR, panelH-marginT-marginB
+	px, py := x0+marginL, y0+marginT
+	var vals []float64
+	for _, r := range t.Cells {
+		vals = append(vals, r.MsgsPerSec)
+	}
+	lo, hi := logBounds(vals)
+	yOf := func(v float64) float64 { return float64(py+ph) - (math.Log10(v)-lo)/(hi-lo)*float64(ph) }
+	xOf := func(i int) float64 {
+		if len(t.Configs) == 1 {
+			return float64(px + pw/2)
+		}
+		return float64(px) + 20 + float64(i)*float64(pw-40)/float64(len(t.Configs)-1)
+	}
+	fmt.Fprintf(b, `<text x="%d" y="%d" font-size="13" font-weight="bold">%s</text>`+"\n", x0+10, y0+18, esc(t.title()))
+	fmt.Fprintf(b, `<text x="%d" y="%d" fill="#555">%s</text>`+"\n", x0+10, y0+32, esc(shorten(chartTitles[t.Workload], 64)))
+	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", px, py, pw, ph)
+	for e := lo; e <= hi; e++ {
+		y := yOf(math.Pow(10, e))
+		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", px, y, px+pw, y)
+		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end" fill="#333">%s</text>`+"\n", px-4, y+4, si(math.Pow(10, e)))
+	}
+	fmt.Fprintf(b, `<text x="%d" y="%d" transform="rotate(-90 %d %d)" text-anchor="middle" fill="#333">msgs/s</text>`+"\n", x0+14, py+ph/2, x0+14, py+ph/2)
+	for i, c := range t.Configs {
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#333">%s</text>`+"\n", xOf(i), py+ph+14, producers(c))
+	}
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" fill="#333">producers</text>`+"\n", px+pw/2, py+ph+28)
+	for _, p := range t.Peers {
+		var pts []string
+		for i, c := range t.Configs {
+			if r, ok := t.Cells[[2]string{c, p}]; ok && r.MsgsPerSec > 0 {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", xOf(i), yOf(r.MsgsPerSec)))
+			}
+		}
+		width := 1.8
+		if strings.HasPrefix(p, "ringwal") {
+			width = 3
+		}
+		fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="%.1f"/>`+"\n", strings.Join(pts, " "), color(p), width)
+		for _, pt := range pts {
+			x, y, _ := strings.Cut(pt, ",")
+			fmt.Fprintf(b, `<circle cx="%s" cy="%s" r="3" fill="%s"/>`+"\n", x, y, color(p))
+		}
+	}
+	legend(b, t.Peers, x0+marginL, py+ph+40)
+}
+
+func barPanel(b *strings.Builder, t *table, x0, y0 int) {
+	pw, ph := panelW-marginL-marginR, panelH-marginT-marginB
+	px, py := x0+marginL, y0+marginT
+	cfg := t.Configs[0]
+	var vals []float64
+	for _, p := range t.Peers {
+		vals = append(vals, t.Cells[[2]string{cfg, p}].MsToFirst)
+	}
+	lo, hi := logBounds(vals)
+	lo-- // room for the shortest bar
+	xOf := func(v float64) float64 { return float64(px) + (math.Log10(v)-lo)/(hi-lo)*float64(pw) }
+	fmt.Fprintf(b, `<text x="%d" y="%d" font-size="13" font-weight="bold">%s</text>`+"\n", x0+10, y0+18, esc(t.title()))
+	fmt.Fprintf(b, `<text x="%d" y="%d" fill="#555">%s</text>`+"\n", x0+10, y0+32, esc(chartTitles[t.Workload]+", "+cfg))
+	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", px, py, pw, ph)
+	for e := lo; e <= hi; e++ {
+		x := xOf(math.Pow(10, e))
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#e5e5e5"/>`+"\n", x, py, x, py+ph)
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#333">%s</text>`+"\n", x, py+ph+14, ms(math.Pow(10, e)))
+	}
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" fill="#333">time from open to first delivery (lower is better)</text>`+"\n", px+pw/2, py+ph+28)
+	bh := float64(ph) / float64(len(t.Peers)+1)
+	for i, p := range t.Peers {
+		v := t.Cells[[2]string{cfg, p}].MsToFirst
+		if v <= 0 {
+			continue
+		}
+		y := float64(py) + bh*(float64(i)+0.5)
+		fmt.Fprintf(b, `<rect x="%d" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", px, y, xOf(v)-float64(px), bh*0.7, color(p))
+		fmt.Fprintf(b, `<text x="%d" y="%.1f" fill="#000">%s %s</text>`+"\n", px+4, y+bh*0.45, esc(p), ms(v))
+	}
+}
+
+func legend(b *strings.Builder, peers []string, x, y int) {
+	cx, cy := x, y
+	for _, p := range peers {
+		wd := 22 + 7*len(p)
+		if cx+wd > x+panelW-marginL-marginR {
+			cx, cy = x, cy+15
+		}
+		fmt.Fprintf(b, `<rect x="%d" y="%d" width="12" height="4" fill="%s"/>`+"\n", cx, cy-4, color(p))
+		fmt.Fprintf(b, `<text x="%d" y="%d" fill="#333">%s</text>`+"\n", cx+16, cy, esc(p))
+		cx += wd
+	}
+}
+
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,296 @@
+package bench
+
+// W2: durable enqueue -> consume -> ack. 1, 8 or 64 producers and always
+// w2Consumers (4) consumers; 128-byte and 1 KiB payloads; a fresh store in
+// b.TempDir() for every run. A producer's send returns once the peer has
+// stored the message as its durability promises; a consumer takes a
+// message, then acks it.
+//
+//	BenchmarkW2/ringwal-write/{128B,1KiB}/{1P4C,8P4C,64P4C}  Options.Durability = Write (write(2) before returning)
+//	BenchmarkW2/ringwal-fsync/...                          Durability = Fsync (group-committed fsync)
+//	BenchmarkW2/jetstream/...                              embedded nats-server, file stream, work-queue retention, explicit ack
+//	BenchmarkW2/goqite/...                                 maragu.dev/goqite on modernc.org/sqlite (WAL, synchronous=NORMAL)
+//	BenchmarkW2/sqlite-seed/...                            the seed design's SQLite queue (internal/seedq)
+//
+// Durability of each: ringwal-write, jetstream, goqite and sqlite-seed
+// all survive a killed process and may lose the last moments to a power
+// loss (write(2) without fsync: JetStream fsyncs every 2 minutes, SQLite
+// in WAL mode with synchronous=NORMAL at checkpoints); ringwal-fsync also
+// survives a power loss. So ringwal-write is the like-for-like reference.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"maragu.dev/goqite"
+
+	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/bench/internal/natsjs"
+	"github.com/ringwal/ringwal/bench/internal/seedq"
+)
+
+var w2Sizes = []struct {
+	name string
+	size int
+}{{"128B", Small}, {"1KiB", Large}}
+
+func BenchmarkW2(b *testing.B) {
+	peers := []struct {
+		name string
+		fn   func(b *testing.B, s shape, size int)
+	}{
+		{"ringwal-write", func(b *testing.B, s shape, size int) { w2Ringwal(b, s, size, ringwal.Write) }},
+		{"ringwal-fsync", func(b *testing.B, s shape, size int) { w2Ringwal(b, s, size, ringwal.Fsync) }},
+		{"jetstream", w2JetStream},
+		{"goqite", w2Goqite},
+		{"sqlite-seed", w2Seed},
+	}
+	for _, p := range peers {
+		b.Run(p.name, func(b *testing.B) {
+			for _, sz := range w2Sizes {
+				b.Run(sz.name, func(b *testing.B) {
+					for _, s := range durableShapes {
+						b.Run(s.String(), func(b *testing.B) { p.fn(b, s, sz.size) })
+					}
+				})
+			}
+		})
+	}
+}
+
+func w2Ringwal(b *testing.B, s shape, size int, d ringwal.Durability) {
+	e, err := ringwal.Open(b.TempDir(), ringwal.Options{Durability: d})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	pl := payload(size)
+	cd := newCountdown(b.N)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-cd.done; cancel() }()
+	run(b, s,
+		func(_, n int) error {
+			for range n {
+				if _, err := e.Enqueue(context.Background(), ringwal.Message{Payload: pl}); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func(int) error {
+			for !cd.finished() {
+				dl, err := e.Dequeue(ctx)
+				if err != nil {
+					if cd.finished() {
+						return nil
+					}
+					return err
+				}
+				if err := e.Ack(dl.Lease); err != nil {
+					return err
+				}
+				cd.take()
+			}
+			return nil
+		})
+}
+
+func w2JetStream(b *testing.B, s shape, size int) {
+	ns, err := natsjs.Start(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer natsjs.Stop(ns)
+	pnc, pjs, err := natsjs.Connect(ns) // producers' connection
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pnc.Close()
+	cnc, cjs, err := natsjs.Connect(ns) // consumers' connection
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cnc.Close()
+	ctx := context.Background()
+	if _, err := natsjs.Setup(ctx, pjs); err != nil {
+		b.Fatal(err)
+	}
+	cons, err := cjs.Consumer(ctx, natsjs.Stream, natsjs.Consumer)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pl := payload(size)
+	cd := newCountdown(b.N)
+	var mu sync.Mutex
+	var iters []jetstream.MessagesContext
+	go func() {
+		<-cd.done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, it := range iters {
+			it.Stop()
+		}
+	}()
+	run(b, s,
+		func(_, n int) error {
+			for range n {
+				if _, err := pjs.Publish(ctx, natsjs.Subject, pl); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func(int) error {
+			mu.Lock()
+			if cd.finished() {
+				mu.Unlock()
+				return nil
+			}
+			it, err := cons.Messages(jetstream.PullMaxMessages(256))
+			if err != nil {
+				mu.Unlock()
+				return err
+			}
+			iters = append(iters, it)
+			mu.Unlock()
+			for {
+				m, err := it.Next()
+				if err != nil {
+					if errors.Is(err, jetstream.ErrMsgIteratorClosed) && cd.finished() {
+						return nil
+					}
+					return err
+				}
+				if err := m.Ack(); err != nil {
+					return err
+				}
+				cd.take()
+			}
+		})
+}
+
+// goqiteSchema is maragu.dev/goqite v0.4.0's schema_sqlite.sql, verbatim
+// (the module ships it as a file, not as a Go value).
+const goqiteSchema = `
+create table goqite (
+  id text primary key default ('m_' || lower(hex(randomblob(16)))),
+  created text not null default (strftime('%Y-%m-%dT%H:%M:%fZ')),
+  updated text not null default (strftime('%Y-%m-%dT%H:%M:%fZ')),
+  queue text not null,
+  body blob not null,
+  timeout text not null default (strftime('%Y-%m-%dT%H:%M:%fZ')),
+  received integer not null default 0,
+  priority integer not null default 0
+) strict;
+
+create trigger goqite_updated_timestamp after update on goqite begin
+  update goqite set updated = strftime('%Y-%m-%dT%H:%M:%fZ') where id = old.id;
+end;
+
+create index goqite_queue_priority_created_idx on goqite (queue, priority desc, created);
+`
+
+// openGoqite opens a goqite queue as its README sets one up (WAL, a busy
+// timeout, one open connection), on modernc.org/sqlite with
+// synchronous=NORMAL (as for the seed queue) and BEGIN IMMEDIATE.
+func openGoqite(b *testing.B) (*goqite.Queue, *sql.DB) {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(b.TempDir(), "goqite.db")+"?"+q.Encode())
+	if err != nil {
+		b.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	if _, err := db.Exec(goqiteSchema); err != nil {
+		db.Close()
+		b.Fatal(err)
+	}
+	return goqite.New(goqite.NewOpts{DB: db, Name: "w2"}), db
+}
+
+func w2Goqite(b *testing.B, s shape, size int) {
+	q, db := openGoqite(b)
+	defer db.Close()
+	pl := payload(size)
+	cd := newCountdown(b.N)
+	ctx := context.Background()
+	run(b, s,
+		func(_, n int) error {
+			for range n {
+				if err := q.Send(ctx, goqite.Message{Body: pl}); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func(int) error {
+			for !cd.finished() {
+				m, err := q.Receive(ctx)
+				if err != nil {
+					return err
+				}
+				if m == nil {
+					time.Sleep(pollInterval)
+					continue
+				}
+				if err := q.Delete(ctx, m.ID); err != nil {
+					return err
+				}
+				cd.take()
+			}
+			return nil
+		})
+}
+
+func w2Seed(b *testing.B, s shape, size int) {
+	ctx := context.Background()
+	q, err := seedq.Open(ctx, seedq.Config{DBPath: filepath.Join(b.TempDir(), "queue.db"), Platform: "slack"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Close()
+	content := string(payload(size))
+	cd := newCountdown(b.N)
+	run(b, s,
+		func(_, n int) error {
+			for range n {
+				_, err := q.Enqueue(ctx, seedq.Message{
+					TargetRoom: "!room:example.org", TargetChannel: "C0123456", Type: "text", Content: content,
+				})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func(int) error {
+			for !cd.finished() {
+				m, ok, err := q.Dequeue(ctx)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					time.Sleep(pollInterval)
+					continue
+				}
+				if err := q.Ack(ctx, m.ID); err != nil {
+					return err
+				}
+				cd.take()
+			}
+			return nil
+		})
+}
