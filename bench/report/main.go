@@ -39,13 +39,18 @@ func main() {
 		only      = flag.String("bench", "", "run only benchmarks matching this -bench pattern (default: all four workloads)")
 		out       = flag.String("out", "results", "directory for results.md, chart.svg and bench.txt")
 		from      = flag.String("from", "", "parse this saved benchmark output (bench.txt or go test -json) instead of running")
+		rev       = flag.String("rev", "", "the repository revision measured (default: git rev-parse --short HEAD)")
 	)
 	flag.Parse()
+	revision = *rev
 	if err := run(*benchtime, *w4time, *count, *short, *only, *out, *from); err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		os.Exit(1)
 	}
 }
+
+// revision overrides the measured revision (-rev).
+var revision string
 
 type invocation struct {
 	pattern, benchtime string
@@ -221,7 +226,7 @@ var procSuffix = regexp.MustCompile(`-\d+$`)
 
 func parse(lines []string) []result {
 	type acc struct {
-		r                 result
+		r                  result
 		ns, mps, msToFirst []float64
 	}
 	byName := map[string]*acc{}
@@ -427,8 +432,14 @@ func machine() machineInfo {
 	if b, err := exec.Command("uname", "-sr").Output(); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
-	if b, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
-		m.Commit = strings.TrimSpace(string(b))
+	m.Commit = revision
+	if m.Commit == "" {
+		if b, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+			m.Commit = strings.TrimSpace(string(b))
+			if b, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no", "--", "..").Output(); err == nil && len(bytes.TrimSpace(b)) > 0 {
+				m.Commit += " plus uncommitted changes"
+			}
+		}
 	}
 	return m
 }
