@@ -1,0 +1,180 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/vbauerster/mpb/v8/cwriter"
+
+	"github.com/ringwal/ringwal"
+)
+
+// isTerminal reports whether w is a terminal (so output may be redrawn in
+// place) rather than a pipe or a file.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && cwriter.IsTerminal(int(f.Fd()))
+}
+
+// newTable returns a tab-separated table writer over w; Flush it.
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+// writeJSON writes v as indented JSON followed by a newline.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("writing JSON: %w", err)
+	}
+	return nil
+}
+
+// openDataDir opens the engine over an existing data directory. It refuses
+// a directory that does not look like one (rather than creating it), and
+// says clearly when a running engine holds the directory.
+func openDataDir(dir string) (*ringwal.Engine, error) {
+	if err := checkDataDir(dir); err != nil {
+		return nil, err
+	}
+	e, err := ringwal.Open(dir, ringwal.Options{})
+	if errors.Is(err, ringwal.ErrLocked) {
+		return nil, fmt.Errorf("%s is in use by a running engine (stop it first, or use the admin API of `ringwal serve`): %w", dir, ringwal.ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", dir, err)
+	}
+	return e, nil
+}
+
+// checkDataDir returns an error unless dir exists and holds a FORMAT file,
+// the mark of a ringwal data directory.
+func checkDataDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "FORMAT")); err != nil {
+		return fmt.Errorf("%s is not a ringwal data directory (no FORMAT file): %w", dir, err)
+	}
+	return nil
+}
+
+// closeEngine closes e and joins its error to *errp.
+func closeEngine(e *ringwal.Engine, errp *error) {
+	if err := e.Close(); err != nil {
+		*errp = errors.Join(*errp, fmt.Errorf("closing the engine: %w", err))
+	}
+}
+
+// count formats n with thousands separators: 12,345.
+func count[T ~int | ~int64 | ~uint64](n T) string {
+	s := strconv.FormatInt(int64(n), 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// bytesize formats n bytes with a binary unit: 1.5 MiB.
+func bytesize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// dur formats a duration compactly with three significant digits: 1.23ms.
+func dur(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0"
+	case d < time.Microsecond:
+		return d.String()
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.3gµs", float64(d)/float64(time.Microsecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.3gms", float64(d)/float64(time.Millisecond))
+	case d < time.Minute:
+		return fmt.Sprintf("%.3gs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}
+
+// timestamp formats t for tables: local time to the millisecond, or "-".
+func timestamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05.000")
+}
+
+// firstLine returns s's first line cut to max runes, with an ellipsis if
+// anything was left out.
+func firstLine(s string, max int) string {
+	cut := false
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s, cut = s[:i], true
+	}
+	if utf8.RuneCountInString(s) > max {
+		r := []rune(s)
+		s, cut = string(r[:max-1]), true
+	}
+	if cut {
+		s += "…"
+	}
+	return s
+}
+
+// orDash returns s, or "-" if s is empty (an empty table cell is hard to
+// read).
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// payloadText returns p as text if it is valid UTF-8, and says so.
+func payloadText(p []byte) (string, bool) {
+	if utf8.Valid(p) {
+		return string(p), true
+	}
+	return "", false
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
+}
