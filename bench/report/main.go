@@ -34,7 +34,7 @@ func main() {
 	var (
 		benchtime = flag.String("benchtime", "1s", "-benchtime for W1, W2 and W3")
 		w4time    = flag.String("w4time", "3x", "-benchtime for W4 (restarts)")
-		count     = flag.Int("count", 3, "-count: runs per benchmark; the report takes the median")
+		count     = flag.Int("count", 3, "runs per benchmark (W1–W3: separate go test runs); the report takes the median")
 		short     = flag.Bool("short", false, "pass -short (W4 restarts with 10,000 pending instead of 1,000,000)")
 		only      = flag.String("bench", "", "run only benchmarks matching this -bench pattern (default: all four workloads)")
 		out       = flag.String("out", "results", "directory for results.md, chart.svg and bench.txt")
@@ -54,11 +54,12 @@ var revision string
 
 type invocation struct {
 	pattern, benchtime string
+	count              int
 }
 
 func run(benchtime, w4time string, count int, short bool, only, out, from string) error {
 	var lines []string
-	var commands []string
+	var m machineInfo
 	started := time.Now()
 	if from != "" {
 		b, err := os.ReadFile(from)
@@ -66,36 +67,40 @@ func run(benchtime, w4time string, count int, short bool, only, out, from string
 			return err
 		}
 		lines = benchLines(b)
-		commands = append(commands, "(re-rendered from "+from+")")
+		m = machineFrom(b)
 	} else {
-		invs := []invocation{{"^BenchmarkW[123]$", benchtime}, {"^BenchmarkW4$", w4time}}
+		m = machine()
+		// W1–W3 run as count separate go test invocations, so that the
+		// median's samples are minutes apart rather than back to back (a
+		// neighbour's burst of disk or CPU use then spoils one sample, not
+		// all of them). W4 runs once with -count, to build its stores once.
+		var invs []invocation
+		for range count {
+			invs = append(invs, invocation{"^BenchmarkW[123]$", benchtime, 1})
+		}
+		invs = append(invs, invocation{"^BenchmarkW4$", w4time, count})
 		if only != "" {
-			invs = []invocation{{only, benchtime}}
+			invs = []invocation{{only, benchtime, count}}
 		}
 		for _, inv := range invs {
 			args := []string{"test", "-run", "^$", "-bench", inv.pattern, "-benchtime", inv.benchtime,
-				"-count", strconv.Itoa(count), "-timeout", "60m", "-json"}
+				"-count", strconv.Itoa(inv.count), "-timeout", "60m", "-json"}
 			if short {
 				args = append(args, "-short")
 			}
 			args = append(args, ".")
-			commands = append(commands, "go "+strings.Join(quoteArgs(args), " "))
+			m.Commands = append(m.Commands, "go "+strings.Join(quoteArgs(args), " "))
 			got, err := goTest(args)
 			if err != nil {
 				return err
 			}
 			lines = append(lines, got...)
 		}
+		m.Took = time.Since(started).Round(time.Second)
 	}
 	rs := parse(lines)
 	if len(rs) == 0 {
 		return fmt.Errorf("no benchmark results")
-	}
-	m := machine()
-	m.Commands = commands
-	m.Took = time.Since(started).Round(time.Second)
-	if from != "" {
-		m.Took = 0
 	}
 	tables := buildTables(rs)
 	md := markdown(tables, m)
@@ -106,13 +111,67 @@ func run(benchtime, w4time string, count int, short bool, only, out, from string
 	if err := os.WriteFile(filepath.Join(out, "results.md"), []byte(md), 0o644); err != nil {
 		return err
 	}
-	if from == "" || filepath.Clean(from) != filepath.Clean(filepath.Join(out, "bench.txt")) {
-		raw := strings.Join(lines, "\n") + "\n"
+	if from == "" {
+		raw := m.header() + strings.Join(lines, "\n") + "\n"
 		if err := os.WriteFile(filepath.Join(out, "bench.txt"), []byte(raw), 0o644); err != nil {
 			return err
 		}
 	}
 	return os.WriteFile(filepath.Join(out, "chart.svg"), []byte(chart(tables, m)), 0o644)
+}
+
+// header renders m as benchfmt configuration lines ("key: value"), which
+// benchstat reads and machineFrom reads back.
+func (m machineInfo) header() string {
+	var b strings.Builder
+	kv := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(&b, "%s: %s\n", k, v)
+		}
+	}
+	kv("date", m.Date)
+	kv("go", m.GoVersion)
+	kv("nproc", strconv.Itoa(m.NProc))
+	kv("cpu", m.CPU)
+	kv("kernel", m.Kernel)
+	kv("commit", m.Commit)
+	if m.Took > 0 {
+		kv("took", m.Took.String())
+	}
+	for _, c := range m.Commands {
+		kv("command", c)
+	}
+	return b.String()
+}
+
+// machineFrom reads back what header wrote.
+func machineFrom(b []byte) machineInfo {
+	var m machineInfo
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(l, ": ")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "date":
+			m.Date = v
+		case "go":
+			m.GoVersion = v
+		case "nproc":
+			m.NProc, _ = strconv.Atoi(v)
+		case "cpu":
+			m.CPU = v
+		case "kernel":
+			m.Kernel = v
+		case "commit":
+			m.Commit = v
+		case "took":
+			m.Took, _ = time.ParseDuration(v)
+		case "command":
+			m.Commands = append(m.Commands, v)
+		}
+	}
+	return m
 }
 
 func quoteArgs(args []string) []string {
@@ -457,7 +516,7 @@ func markdown(ts []*table, m machineInfo) string {
 		if m.Took > 0 {
 			fmt.Fprintf(&b, " (%v)", m.Took)
 		}
-		fmt.Fprintf(&b, ", which ran:\n\n```\n%s\n```\n\n", strings.Join(m.Commands, "\n"))
+		fmt.Fprintf(&b, ", which ran:\n\n```\n%s\n```\n\n", strings.Join(collapse(m.Commands), "\n"))
 	}
 	fmt.Fprintf(&b, "Cells are throughput in messages per second (W4: time from open to first delivery) and, in brackets, the ratio to ringwal: the peer's throughput over ringwal's, or for W4 ringwal's time over the peer's. **Above 1× the peer is faster, below 1× ringwal is.** W2's reference is ringwal in Write mode, the durability the peers offer; ringwal Fsync is listed too. See the bench README for what each workload does and what is held equal.\n\n")
 	for _, t := range ts {
@@ -498,6 +557,24 @@ func markdown(ts []*table, m machineInfo) string {
 	}
 	fmt.Fprintf(&b, "![throughput against producers](chart.svg)\n")
 	return b.String()
+}
+
+// collapse writes a run of identical commands once, with its count.
+func collapse(cmds []string) []string {
+	var out []string
+	for i := 0; i < len(cmds); {
+		j := i
+		for j < len(cmds) && cmds[j] == cmds[i] {
+			j++
+		}
+		if j-i > 1 {
+			out = append(out, fmt.Sprintf("%s    # %d times", cmds[i], j-i))
+		} else {
+			out = append(out, cmds[i])
+		}
+		i = j
+	}
+	return out
 }
 
 func ratioText(x float64) string {
