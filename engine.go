@@ -76,6 +76,8 @@ type Engine struct {
 	metrics   *metrics
 	recovered recoveryReport
 	coarse    *coarseClock // nil with an injected clock
+
+	lastSettleWarn atomic.Int64 // unix ns of the last settle-failure warning
 }
 
 // spillQueue holds ready messages of a tier whose ring was full (a retry,
@@ -253,6 +255,7 @@ func (e *Engine) Close() error {
 		}
 	}
 	e.closeErr = err
+	e.opts.Logger.Info("ringwal: closed", "dir", e.dir, "err", err)
 	return err
 }
 

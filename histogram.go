@@ -15,9 +15,9 @@ const sampleMask = 63
 func sampled(id uint64) bool { return id&sampleMask == 0 }
 
 // latencyBuckets is the number of power-of-two buckets from 1µs: bucket i
-// counts observations up to 2^i µs; the last (2^26 µs ≈ 67 s) takes
-// everything above too.
-const latencyBuckets = 27
+// counts observations up to 2^i µs, so the finite ones reach 2^26 µs ≈ 67 s
+// (past the minute the issue asks for); the last takes everything above.
+const latencyBuckets = 28
 
 // histogram is a lock-free latency histogram with power-of-two buckets:
 // observing is one bit-length and two atomic adds, cheap enough for the

@@ -62,6 +62,7 @@ type housekeeper struct {
 
 	lastMaintenance int64
 	compactedLen    int
+	deadLogged      [numCategories]uint64 // per-category totals at the last summary
 	nextLeaseScan   int64
 }
 
@@ -244,6 +245,7 @@ func (h *housekeeper) dispatchDeadLetters() {
 // maintain runs the periodic sweeps.
 func (h *housekeeper) maintain(now int64) {
 	e := h.e
+	h.logDeadLetters()
 	if e.opts.DedupWindow > 0 {
 		e.dedup.sweep(now, int64(e.opts.DedupWindow))
 	}
@@ -268,6 +270,25 @@ func (h *housekeeper) maintain(now int64) {
 	}
 }
 
+// logDeadLetters summarises, at Info, the messages dead-lettered since the
+// last maintenance pass: one line per pass, never one per message.
+func (h *housekeeper) logDeadLetters() {
+	var attrs []any
+	total := uint64(0)
+	for _, cat := range classify.Categories() {
+		i := categoryIndex(cat)
+		n := h.e.ctr.deadLettered[i].Load()
+		if d := n - h.deadLogged[i]; d > 0 {
+			attrs = append(attrs, cat.String(), d)
+			total += d
+		}
+		h.deadLogged[i] = n
+	}
+	if total > 0 {
+		h.e.opts.Logger.Info("ringwal: messages dead-lettered", append([]any{"count", total}, attrs...)...)
+	}
+}
+
 // scanLeases expires every lease due by now and returns when to scan next.
 //
 // Leases have no timer each: at a million deliveries a second, scheduling
@@ -283,7 +304,9 @@ func (h *housekeeper) scanLeases(now int64) int64 {
 	earliest := now + lt
 	for slot := range e.slab.slots {
 		r := &e.slab.slots[slot]
-		w := r.word.Load()
+		// A reader (Get, Peek, Stats) may hold the record stBusy for a
+		// moment: wait for a stable state rather than skip a lease.
+		w := r.stableWord()
 		if wordState(w) != stLeased || !r.acquire(wordGen(w), stLeased) {
 			continue
 		}

@@ -76,8 +76,8 @@ import (
 // (chosen by ID, so that the hot path reads the precise clock rarely):
 // their _count is that fraction of the deliveries; their quantiles are
 // unbiased. Their
-// buckets are powers of two from 1µs; the last finite one is 2^25µs
-// (33.6 s).
+// buckets are powers of two from 1µs; the last finite one is 2^26µs
+// (67 s).
 //
 // Enqueued, dequeued and acked are derived from other counters at scrape
 // time; a scrape racing with an enqueue or a settle may see them a little

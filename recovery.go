@@ -163,10 +163,8 @@ func (e *Engine) replay() (*replayState, error) {
 	e.recovered.records = stats.Records
 	e.recovered.bytes = stats.Bytes
 	e.recovered.tornBytes = rep.Bytes
-	if rep.Bytes > 0 {
-		e.opts.Logger.Warn("ringwal: cut a torn log tail", "bytes", rep.Bytes, "records", rep.Records,
-			"segment", rep.Segment, "offset", rep.Offset)
-	}
+	// The wal package logs the torn tail it cut; Open's summary repeats
+	// the byte count.
 	return rs, nil
 }
 
@@ -356,7 +354,7 @@ func (e *Engine) requeueLeasedOnClose() error {
 	var recs []wal.Record
 	for slot := range e.slab.slots {
 		r := &e.slab.slots[slot]
-		w := r.word.Load()
+		w := r.stableWord()
 		if wordState(w) != stLeased {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/ringwal/ringwal/classify"
 )
@@ -83,7 +84,7 @@ func (e *Engine) work(ctx, handlerBase context.Context, h Handler) {
 			serr = e.Nack(d.Lease, herr)
 		}
 		if serr != nil && !errors.Is(serr, ErrStaleLease) && !errors.Is(serr, ErrClosed) {
-			e.opts.Logger.Warn("ringwal: settling a delivery failed", "id", d.ID, "err", serr)
+			e.logSettleFailure(d.ID, serr)
 		}
 	}
 }
@@ -96,4 +97,15 @@ func (e *Engine) call(ctx context.Context, h Handler, d Delivery) (err error) {
 		}
 	}()
 	return h(ctx, d)
+}
+
+// logSettleFailure warns about an Ack or Nack that could not be logged, at
+// most once a second: a failing disk would otherwise warn per delivery.
+func (e *Engine) logSettleFailure(id ID, err error) {
+	now := e.now()
+	last := e.lastSettleWarn.Load()
+	if now-last < int64(time.Second) || !e.lastSettleWarn.CompareAndSwap(last, now) {
+		return
+	}
+	e.opts.Logger.Warn("ringwal: settling a delivery failed (repeats suppressed for 1s)", "id", id, "err", err)
 }

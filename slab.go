@@ -300,3 +300,18 @@ func storeIfChanged64(a *atomic.Int64, v int64) {
 		a.Store(v)
 	}
 }
+
+// stableWord returns the record's word once it is not stBusy. Callers that
+// must not miss a record in a given state (lease scans) use it instead of a
+// single load, since readers take records stBusy for a moment.
+func (r *rec) stableWord() uint64 {
+	for spins := 0; ; spins++ {
+		w := r.word.Load()
+		if wordState(w) != stBusy {
+			return w
+		}
+		if spins > 100 {
+			runtime.Gosched()
+		}
+	}
+}
