@@ -86,6 +86,7 @@ type Engine struct {
 type spillQueue struct {
 	mu   sync.Mutex
 	refs []ref
+	head int // refs[:head] have moved to the ring
 }
 
 // Open opens (creating if needed) the engine over dir, replaying its log;

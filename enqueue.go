@@ -296,9 +296,12 @@ func (e *Engine) pushTier(tier int, rf ref) {
 	}
 	q := &e.spill[tier]
 	q.mu.Lock()
-	if len(q.refs) == 0 && e.tiers.TryPush(tier, rf) {
+	if q.head == len(q.refs) && e.tiers.TryPush(tier, rf) {
 		q.mu.Unlock()
 		return
+	}
+	if q.head > 0 && q.head == len(q.refs) {
+		q.refs, q.head = q.refs[:0], 0
 	}
 	q.refs = append(q.refs, rf)
 	e.setSpilled(tier, true)
@@ -324,16 +327,21 @@ func (e *Engine) refill(tier int) {
 	if !q.mu.TryLock() {
 		return // someone else is refilling
 	}
-	n := 0
-	for n < len(q.refs) && e.tiers.TryPush(tier, q.refs[n]) {
-		n++
+	// Advance a head index rather than shift the slice: a refill runs after
+	// every pop from a spilled tier, and shifting would make draining a
+	// large spill quadratic.
+	for q.head < len(q.refs) && e.tiers.TryPush(tier, q.refs[q.head]) {
+		q.refs[q.head] = ref{}
+		q.head++
 	}
-	if n > 0 {
-		q.refs = append(q.refs[:0], q.refs[n:]...)
-	}
-	if len(q.refs) == 0 {
-		q.refs = nil
+	switch {
+	case q.head == len(q.refs):
+		q.refs, q.head = nil, 0
 		e.setSpilled(tier, false)
+	case q.head > len(q.refs)/2 && q.head >= 1024:
+		// Reclaim the consumed half now and then.
+		q.refs = append(q.refs[:0], q.refs[q.head:]...)
+		q.head = 0
 	}
 	q.mu.Unlock()
 }

@@ -302,21 +302,20 @@ func (h *housekeeper) scanLeases(now int64) int64 {
 	e := h.e
 	lt := int64(e.opts.LeaseTimeout)
 	earliest := now + lt
-	for slot := range e.slab.slots {
-		r := &e.slab.slots[slot]
+	e.slab.each(func(slot uint32, r *rec) {
 		// A reader (Get, Peek, Stats) may hold the record stBusy for a
 		// moment: wait for a stable state rather than skip a lease.
 		w := r.stableWord()
 		if wordState(w) != stLeased || !r.acquire(wordGen(w), stLeased) {
-			continue
+			return
 		}
 		if exp := r.leaseExpiry; exp > now {
 			r.word.Store(w)
 			earliest = min(earliest, exp)
-			continue
+			return
 		}
-		e.expireBusyLease(uint32(slot), r, now)
-	}
+		e.expireBusyLease(slot, r, now)
+	})
 	return max(earliest, now+max(lt/64, int64(time.Millisecond)))
 }
 

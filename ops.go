@@ -239,24 +239,23 @@ func (e *Engine) Peek(n int) []Info {
 	var urgent []cand
 	now := e.now()
 	slack := now + int64(e.opts.DeadlineSlack)
-	for slot := range e.slab.slots {
-		r := &e.slab.slots[slot]
+	e.slab.each(func(_ uint32, r *rec) {
 		if wordState(r.word.Load()) != stPending {
-			continue
+			return
 		}
 		prev, ok := r.acquireAny(1 << stPending)
 		if !ok {
-			continue
+			return
 		}
 		c := cand{info: e.infoOf(r, stPending), readyAt: r.readyAt, deadline: r.deadline}
 		r.word.Store(prev)
 		if c.deadline != 0 && c.deadline <= slack {
 			urgent = append(urgent, c)
-			continue
+			return
 		}
 		t := c.info.Message.Priority.tier()
 		tiers[t] = append(tiers[t], c)
-	}
+	})
 	sort.Slice(urgent, func(i, j int) bool { return urgent[i].deadline < urgent[j].deadline })
 	out := make([]Info, 0, n)
 	for _, c := range urgent {

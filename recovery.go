@@ -297,7 +297,7 @@ func (e *Engine) restore(rs *replayState) error {
 		slot, ok := e.slab.claimHome(id)
 		if !ok {
 			if slot, ok = e.slab.claimNear(id); !ok {
-				return fmt.Errorf("ringwal: no slot for message %d in a slab of %d: raise MaxMessages", id, len(e.slab.slots))
+				return fmt.Errorf("ringwal: no slot for message %d in a slab of %d: raise MaxMessages", id, e.slab.size())
 			}
 		}
 		r := e.slab.at(slot)
@@ -352,15 +352,14 @@ func (e *Engine) restore(rs *replayState) error {
 func (e *Engine) requeueLeasedOnClose() error {
 	now := e.now()
 	var recs []wal.Record
-	for slot := range e.slab.slots {
-		r := &e.slab.slots[slot]
+	e.slab.each(func(_ uint32, r *rec) {
 		w := r.stableWord()
 		if wordState(w) != stLeased {
-			continue
+			return
 		}
 		recs = append(recs, wal.Record{Kind: wal.KindRequeue, ID: r.id.Load(), Time: now,
 			Attempt: int32(wordAttempts(w)), Crashes: r.crashes.Load()})
-	}
+	})
 	if len(recs) == 0 {
 		return nil
 	}
@@ -393,8 +392,12 @@ func (e *Engine) snapshot(emit func(*wal.Record) error) error {
 		return err
 	}
 	var rec wal.Record
-	for slot := range e.slab.slots {
-		r := &e.slab.slots[slot]
+	for slot := 0; slot < e.slab.size(); slot++ {
+		r := e.slab.lookup(uint32(slot))
+		if r == nil { // a chunk never used: skip it whole
+			slot |= slabChunkSlots - 1
+			continue
+		}
 		state, leaseExpiry, ok := e.snapshotRecord(r, &rec)
 		if !ok {
 			continue

@@ -17,10 +17,10 @@ func (e *Engine) acquireLease(l Lease) (*rec, error) {
 	if err := e.usable(); err != nil {
 		return nil, err
 	}
-	if uint64(l.slot) > e.slab.mask || l.gen == 0 {
+	r := e.slab.lookup(l.slot)
+	if r == nil || l.gen == 0 {
 		return nil, ErrStaleLease
 	}
-	r := e.slab.at(l.slot)
 	for {
 		w := r.word.Load()
 		if wordGen(w) != l.gen {

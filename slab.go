@@ -114,24 +114,79 @@ func (h *history) last() (string, classify.Category) {
 // the slab size, so an ID locates its record without a map; IDs whose home
 // is taken (a redrive, or a replay into a slab of another size) probe up to
 // probeLimit slots further.
+//
+// Records live in chunks allocated on first use, so that a large
+// MaxMessages costs memory only as messages arrive (and Open does not zero
+// a gigabyte up front). A chunk, once allocated, stays.
 type slab struct {
-	mask  uint64
-	slots []rec
+	mask   uint64
+	chunks []atomic.Pointer[slabChunk]
 }
 
-const probeLimit = 32
+const (
+	probeLimit     = 32
+	slabChunkBits  = 12
+	slabChunkSlots = 1 << slabChunkBits
+)
+
+type slabChunk [slabChunkSlots]rec
 
 func newSlab(bits uint) *slab {
-	return &slab{mask: 1<<bits - 1, slots: make([]rec, 1<<bits)}
+	n := (uint64(1)<<bits + slabChunkSlots - 1) >> slabChunkBits
+	return &slab{mask: 1<<bits - 1, chunks: make([]atomic.Pointer[slabChunk], n)}
 }
 
-func (s *slab) at(slot uint32) *rec { return &s.slots[slot] }
+// size is the number of slots.
+func (s *slab) size() int { return int(s.mask + 1) }
+
+// at returns the record of slot, allocating its chunk on first use.
+func (s *slab) at(slot uint32) *rec {
+	c := s.chunks[slot>>slabChunkBits].Load()
+	if c == nil {
+		c = s.grow(slot >> slabChunkBits)
+	}
+	return &c[slot&(slabChunkSlots-1)]
+}
+
+// lookup returns the record of slot, or nil if its chunk was never used.
+func (s *slab) lookup(slot uint32) *rec {
+	if uint64(slot) > s.mask {
+		return nil
+	}
+	c := s.chunks[slot>>slabChunkBits].Load()
+	if c == nil {
+		return nil
+	}
+	return &c[slot&(slabChunkSlots-1)]
+}
+
+func (s *slab) grow(i uint32) *slabChunk {
+	fresh := new(slabChunk)
+	if s.chunks[i].CompareAndSwap(nil, fresh) {
+		return fresh
+	}
+	return s.chunks[i].Load()
+}
+
+// each calls fn for every record in an allocated chunk, in slot order.
+func (s *slab) each(fn func(slot uint32, r *rec)) {
+	for i := range s.chunks {
+		c := s.chunks[i].Load()
+		if c == nil {
+			continue
+		}
+		base := uint32(i) << slabChunkBits
+		for j := range c {
+			fn(base+uint32(j), &c[j])
+		}
+	}
+}
 
 // claimHome tries to take id's home slot for a new record; it leaves the
 // record stBusy with the next generation's word unpublished.
 func (s *slab) claimHome(id uint64) (uint32, bool) {
 	slot := uint32(id & s.mask)
-	r := &s.slots[slot]
+	r := s.at(slot)
 	w := r.word.Load()
 	if wordState(w) != stFree || !r.word.CompareAndSwap(w, withState(w, stBusy)) {
 		return 0, false
@@ -144,7 +199,7 @@ func (s *slab) claimHome(id uint64) (uint32, bool) {
 func (s *slab) claimNear(id uint64) (uint32, bool) {
 	for i := uint64(0); i < probeLimit; i++ {
 		slot := uint32((id + i) & s.mask)
-		r := &s.slots[slot]
+		r := s.at(slot)
 		w := r.word.Load()
 		if wordState(w) == stFree && r.word.CompareAndSwap(w, withState(w, stBusy)) {
 			r.id.Store(id)
@@ -162,7 +217,7 @@ func (s *slab) find(id uint64) (uint32, bool) {
 	for i := uint64(0); i < probeLimit; i++ {
 		slot := uint32((id + i) & s.mask)
 		// A freed record keeps its old id, so check the state too.
-		if r := &s.slots[slot]; r.id.Load() == id && wordState(r.word.Load()) != stFree {
+		if r := s.lookup(slot); r != nil && r.id.Load() == id && wordState(r.word.Load()) != stFree {
 			return slot, true
 		}
 	}
@@ -263,7 +318,7 @@ func (s *slab) acquireID(id uint64, allowed uint32) (slot uint32, prev uint64, f
 	if !found {
 		return 0, 0, false, false
 	}
-	r := &s.slots[slot]
+	r := s.at(slot)
 	prev, ok = r.acquireAny(allowed | 1<<stFree)
 	if !ok {
 		return slot, prev, true, false

@@ -77,12 +77,11 @@ type stateCounts struct {
 
 func (e *Engine) scan() stateCounts {
 	var c stateCounts
-	for i := range e.slab.slots {
-		r := &e.slab.slots[i]
+	e.slab.each(func(_ uint32, r *rec) {
 		st := wordState(r.word.Load())
 		switch st {
 		case stFree, stBusy:
-			continue
+			return
 		case stCommitting:
 			st = stPending
 		}
@@ -98,7 +97,7 @@ func (e *Engine) scan() stateCounts {
 				r.word.Store(w)
 			}
 		}
-	}
+	})
 	return c
 }
 
