@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/internal/clock"
 	"github.com/ringwal/ringwal/ring"
 	"github.com/ringwal/ringwal/sched"
 	"github.com/ringwal/ringwal/wal"
@@ -162,17 +163,8 @@ func (h *housekeeper) run() {
 		if h.feed.Len() > 0 || h.overflowed.Load() {
 			continue
 		}
-		wait := time.Duration(next - nowNs)
-		if wait < time.Millisecond {
-			wait = time.Millisecond
-		}
-		timer.Reset(wait)
-		// Reset is relative: if the clock moved since now was read (a
-		// fake clock advanced by a test, or a long scan), the timer is
-		// armed late. Look again instead of sleeping past a due time.
-		if e.clock.Now().UnixNano() >= next {
-			timer.Stop()
-			continue
+		if !h.arm(timer, next) {
+			continue // due already: another pass
 		}
 		select {
 		case <-timer.C():
@@ -183,6 +175,29 @@ func (h *housekeeper) run() {
 		}
 	}
 }
+
+// arm sets timer to fire at next (unix ns) and reports false if next has
+// already come. Timers are relative, so the clock is read right before
+// arming and again after: if it moved in between (a test's fake clock
+// advancing, a descheduled goroutine), the timer may be armed late by that
+// much, and it is armed again from the newer reading.
+func (h *housekeeper) arm(timer clock.Timer, next int64) bool {
+	for {
+		before := h.e.clock.Now().UnixNano()
+		if before >= next {
+			timer.Stop()
+			return false
+		}
+		timer.Reset(time.Duration(max(next-before, int64(time.Microsecond))))
+		if moved := h.e.clock.Now().UnixNano() - before; moved < int64(armSlack) {
+			return true
+		}
+	}
+}
+
+// armSlack is how far the clock may move while arming before arm tries
+// again: far below the wheel's tick, far above a clock read.
+const armSlack = 100 * time.Microsecond
 
 // drain moves requests from the feed (and overflow) into the wheel.
 func (h *housekeeper) drain() {
