@@ -13,9 +13,16 @@ import (
 // maxKeyLen bounds Key and DedupID, which are kept in memory indexes.
 const maxKeyLen = 4096
 
-// claimAttempts bounds how many IDs an enqueue tries before it reports the
-// slab full: the slab is twice MaxMessages, so one try almost always wins.
-const claimAttempts = 16
+// claimAttempts bounds how many tries a claim makes before it treats the
+// slab as full (and waits, or returns ErrFull). The slab has a quarter more
+// slots than MaxMessages and each try probes up to probeLimit of them, so
+// one try almost always wins; the tries jump ever further (see claim), so
+// that these cover any slab.
+const claimAttempts = 24
+
+// errNoSlot is claim's "no free slot found": like a full tier, Enqueue
+// waits it out and TryEnqueue reports ErrFull.
+var errNoSlot = fmt.Errorf("%w: no free slot", ErrFull)
 
 func (e *Engine) validate(m *Message) error {
 	switch {
@@ -59,13 +66,25 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 	if err := e.validate(&m); err != nil {
 		return 0, err
 	}
-	if err := e.awaitSpace(ctx, m.Priority.tier(), 1, wait); err != nil {
-		return 0, err
-	}
-	now := e.now()
-	slot, id, err := e.claim(now, &m)
-	if err != nil {
-		return 0, err
+	var (
+		now, slot, id = int64(0), uint32(0), uint64(0)
+		err           error
+	)
+	for {
+		if err := e.awaitSpace(ctx, m.Priority.tier(), 1, wait); err != nil {
+			return 0, err
+		}
+		now = e.now()
+		slot, id, err = e.claim(now, &m)
+		if err == nil {
+			break
+		}
+		if !wait {
+			return 0, err
+		}
+		if err := e.pause(ctx); err != nil {
+			return 0, err
+		}
 	}
 	if m.DedupID != "" && e.opts.DedupWindow > 0 {
 		if first, dup := e.dedup.reserve(m.DedupID, id, now, int64(e.opts.DedupWindow)); dup {
@@ -114,11 +133,14 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 	dups := 0
 	for i := range ms {
 		slot, id, err := e.claim(now, &ms[i])
-		if err != nil {
-			for _, s := range slots {
-				e.unclaim(s)
+		for err != nil { // no free slot for now: wait, as Enqueue does
+			if perr := e.pause(ctx); perr != nil {
+				for _, s := range slots {
+					e.unclaim(s)
+				}
+				return nil, perr
 			}
-			return nil, err
+			slot, id, err = e.claim(now, &ms[i])
 		}
 		if m := &ms[i]; m.DedupID != "" && e.opts.DedupWindow > 0 {
 			if first, dup := e.dedup.reserve(m.DedupID, id, now, int64(e.opts.DedupWindow)); dup {
@@ -155,6 +177,23 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 		return ids, fmt.Errorf("%d of %d messages: %w", dups, len(ms), ErrDuplicate)
 	}
 	return ids, nil
+}
+
+// pause sleeps briefly before another claim, until ctx ends or Close.
+func (e *Engine) pause(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	t := time.NewTimer(time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.done:
+		return ErrClosed
+	}
 }
 
 // awaitSpace waits until n more messages fit (in tier, when tier >= 0, and
@@ -206,11 +245,18 @@ func (e *Engine) hasSpace(tier, n int) bool {
 // claim takes a slot for a new message, fills it and counts it live; the
 // record is left stBusy (unpublished).
 func (e *Engine) claim(now int64, m *Message) (uint32, uint64, error) {
+	skip := uint64(probeLimit)
 	for i := 0; i < claimAttempts; i++ {
 		id := e.nextID.Add(1)
-		slot, ok := e.slab.claimHome(id)
+		// Home first, then the next free slot within find's probe range.
+		// Messages that wait long (a downstream outage nacks everything,
+		// and the retries sit delayed) leave runs of taken slots; when a
+		// whole probe range is taken, jump past it, further each time.
+		slot, ok := e.slab.claimNear(id)
 		if !ok {
-			e.ctr.unused.Add(1)
+			e.nextID.Add(skip)
+			e.ctr.unused.Add(1 + skip)
+			skip = min(2*skip, e.slab.mask+1)
 			continue
 		}
 		r := e.slab.at(slot)
@@ -232,7 +278,7 @@ func (e *Engine) claim(now int64, m *Message) (uint32, uint64, error) {
 		storeIfChanged64(&r.nextAt, 0)
 		return slot, id, nil
 	}
-	return 0, 0, fmt.Errorf("%w: no free slot (MaxMessages %d)", ErrFull, e.opts.MaxMessages)
+	return 0, 0, errNoSlot
 }
 
 // unclaim frees a claimed record that was never published.

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -94,7 +95,7 @@ func run(b *testing.B, s shape, produce func(i, n int) error, consume func(i int
 	var wg sync.WaitGroup
 	errs := make(chan error, s.P+s.C)
 	runtime.GC()
-	defer watchdog(5*time.Minute, b.Name())()
+	defer watchdog(watchdogTimeout(), b.Name())()
 	b.ResetTimer()
 	for i := 0; i < s.C; i++ {
 		wg.Add(1)
@@ -152,3 +153,12 @@ func (r *rng) next() uint64 {
 
 // failOneIn10 reports true for 10 % of calls.
 func (r *rng) failOneIn10() bool { return r.next()%10 == 0 }
+
+// watchdogTimeout is 5 minutes, or RINGWAL_BENCH_WATCHDOG (a duration) when
+// set, to chase a hang quickly.
+func watchdogTimeout() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("RINGWAL_BENCH_WATCHDOG")); err == nil && d > 0 {
+		return d
+	}
+	return 5 * time.Minute
+}
