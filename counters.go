@@ -7,25 +7,13 @@ import (
 	"github.com/ringwal/ringwal/internal/pad"
 )
 
-// paddedCounter keeps a hot counter on its own cache line: producers and
-// consumers on different cores would otherwise invalidate each other.
-type paddedCounter struct {
-	atomic.Uint64
-	_ [pad.CacheLine - 8]byte
-}
-
-type paddedGauge struct {
-	atomic.Int64
-	_ [pad.CacheLine - 8]byte
-}
-
 // counters are the engine's lifetime totals (since Open) and the gauges
 // that are cheaper to keep than to count. Hot ones are padded.
 type counters struct {
 	// freed counts messages that left the slab by Ack or dead-lettering.
 	// Acked and the live count are derived from it, so the hot path pays
 	// one counter for both.
-	freed paddedCounter
+	freed pad.Uint64   // on its own line: producers and consumers on other cores
 	added atomic.Int64 // messages placed without a new ID: recovery, redrive
 
 	nacked         atomic.Uint64

@@ -58,6 +58,13 @@ func benchEnqueueDequeueAck(b *testing.B, dir string, d ringwal.Durability, para
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = e.Close() })
+	runEnqueueDequeueAck(b, e, parallelism)
+}
+
+// runEnqueueDequeueAck is the measured loop of the EnqueueDequeueAck
+// benchmarks: every goroutine enqueues a 128-byte payload (reused), takes
+// one message and acks it.
+func runEnqueueDequeueAck(b *testing.B, e *ringwal.Engine, parallelism int) {
 	payload := make([]byte, benchPayloadSize)
 	if parallelism > 0 {
 		b.SetParallelism(parallelism)

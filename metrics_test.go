@@ -642,31 +642,7 @@ func BenchmarkMetricsOverhead(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = e.Close() })
-			payload := make([]byte, 128)
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if _, err := e.Enqueue(ctx, ringwal.Message{Payload: payload}); err != nil {
-						b.Error(err)
-						return
-					}
-					var dl ringwal.Delivery
-					for {
-						var ok bool
-						if dl, ok = e.TryDequeue(); ok {
-							break
-						}
-						runtime.Gosched()
-					}
-					if err := e.Ack(dl.Lease); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+			runEnqueueDequeueAck(b, e, 0)
 		})
 	}
 }

@@ -54,18 +54,6 @@ type PickerOptions struct {
 	AgingAfter time.Duration
 }
 
-// paddedInt64 and paddedUint64 keep atomics written by different consumers
-// on separate cache lines.
-type paddedInt64 struct {
-	atomic.Int64
-	_ [pad.CacheLine - 8]byte
-}
-
-type paddedUint64 struct {
-	atomic.Uint64
-	_ [pad.CacheLine - 8]byte
-}
-
 // Picker decides which tier to pop next. It holds no queue: the caller
 // passes which tiers are non-empty and the time, and reports successful pops
 // through Served (aging needs to know what was actually served; a pick the
@@ -84,10 +72,10 @@ type Picker struct {
 	// m has its own cursor so that a stable backlog follows its sequence
 	// exactly however other sets interleave.
 	seq    [1 << NumTiers][]uint8
-	cursor [1 << NumTiers]paddedUint64
+	cursor [1 << NumTiers]pad.Uint64
 
-	lastServed [NumTiers]paddedInt64 // unix ns of the last Served; 0 = not yet known
-	started    atomic.Bool           // lastServed seeded by the first Next
+	lastServed [NumTiers]pad.Int64 // unix ns of the last Served; 0 = not yet known
+	started    atomic.Bool         // lastServed seeded by the first Next
 }
 
 // NewPicker returns a Picker configured by o (see PickerOptions for the
