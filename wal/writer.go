@@ -96,20 +96,7 @@ func (l *Log) usableLocked() error {
 // if the batch failed: a record is never acknowledged unless written.
 // r is encoded before Append returns and may be reused at once.
 // Safe for concurrent use.
-func (l *Log) Append(r *Record) error {
-	if !r.Kind.Valid() {
-		return fmt.Errorf("ringwal/wal: append: record of unknown kind %d", r.Kind)
-	}
-	l.mu.Lock()
-	if err := l.usableLocked(); err != nil {
-		l.mu.Unlock()
-		return err
-	}
-	p := l.cur
-	p.buf = AppendRecord(p.buf, r)
-	p.n++
-	return l.addedLocked(p, false)
-}
+func (l *Log) Append(r *Record) error { return l.appendOne(r, false) }
 
 // AppendBatch adds all of rs to one batch, in order, and waits once as
 // Append does. On a crash the batch is either entirely in the log or
@@ -141,7 +128,10 @@ func (l *Log) AppendBatch(rs []Record) error {
 // lose). It fails only if the log is closed or unusable; a later write
 // failure of its batch is returned by the next Flush, Sync or Close.
 // Safe for concurrent use.
-func (l *Log) AppendNoWait(r *Record) error {
+func (l *Log) AppendNoWait(r *Record) error { return l.appendOne(r, true) }
+
+// appendOne encodes r into the current batch; noWait as in addedLocked.
+func (l *Log) appendOne(r *Record, noWait bool) error {
 	if !r.Kind.Valid() {
 		return fmt.Errorf("ringwal/wal: append: record of unknown kind %d", r.Kind)
 	}
@@ -153,7 +143,7 @@ func (l *Log) AppendNoWait(r *Record) error {
 	p := l.cur
 	p.buf = AppendRecord(p.buf, r)
 	p.n++
-	return l.addedLocked(p, true)
+	return l.addedLocked(p, noWait)
 }
 
 // addedLocked finishes an append into p: wakes the writer as needed,
