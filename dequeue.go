@@ -2,6 +2,8 @@ package ringwal
 
 import (
 	"context"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/ringwal/ringwal/classify"
@@ -20,8 +22,20 @@ func (e *Engine) Dequeue(ctx context.Context) (Delivery, error) {
 	if d, ok := e.TryDequeue(); ok {
 		return d, nil
 	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	// Yield a few times before parking: a message that is on its way is
+	// then picked up in a microsecond or two instead of after a park and
+	// a wake-up, which is what a consumer waiting on a trickle mostly sees.
+	for i := 0; i < dequeueSpins; i++ {
+		runtime.Gosched()
+		if d, ok := e.TryDequeue(); ok {
+			return d, nil
+		}
+		if ctx.Err() != nil || e.intake() != nil {
+			break
+		}
+	}
+	timer := timerPool.Get().(*time.Timer)
+	defer timerPool.Put(timer)
 	for {
 		e.waiting.ready.Add(1)
 		d, ok := e.TryDequeue()
@@ -44,6 +58,19 @@ func (e *Engine) Dequeue(ctx context.Context) (Delivery, error) {
 		}
 	}
 }
+
+// dequeueSpins is how many times Dequeue yields and looks again before it
+// parks.
+const dequeueSpins = 16
+
+// timerPool recycles the fallback timers of parked consumers, so that a
+// consumer that keeps waiting on a trickle does not allocate per message.
+// Timers go back stopped (sleep stops them).
+var timerPool = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
 
 // passBaton wakes another sleeping consumer when more is ready, so that a
 // signal dropped on a full channel is not lost.
