@@ -5,9 +5,13 @@
 //     64-slot levels to cover at least 30 days (MinHorizon), an overflow list
 //     for anything later, O(1) Add, and Advance that hands out every due
 //     entry, never early and at most one tick late.
-//   - Timers (timers.go): the one goroutine that owns a Wheel, fed by
-//     producers through a lock-free MPSC ring (package ring), sleeping on
-//     the internal/clock Clock so tests drive it with a fake clock.
+//   - Timers (timers.go): a self-contained owner goroutine for a Wheel,
+//     fed by producers through a lock-free MPSC ring (package ring),
+//     sleeping on the internal/clock Clock so tests drive it with a fake
+//     clock. The engine does not use it: its housekeeper goroutine owns a
+//     Wheel directly and feeds it through its own ring, alongside its
+//     other duties (compaction, retention); Timers is the same pattern
+//     for a caller that needs nothing else.
 //   - DeadlineHeap (heap.go): a min-heap on deadline with lazy deletion and
 //     an atomic count, for earliest-deadline-first dispatch.
 //   - Picker (picker.go): which priority tier to pop next: Weighted (smooth
@@ -21,7 +25,8 @@
 // entries and decides staleness. Cancellation is lazy everywhere: an Entry
 // carries the generation of its record at scheduling time, and a stale
 // entry is dropped when it surfaces (the engine's fire callback checks it;
-// DeadlineHeap.PopIf and Scheduler.Next take a valid func). Nothing here
+// DeadlineHeap.PopIf, Scheduler.Next and the Compact sweeps of Wheel and
+// DeadlineHeap take a valid or live func). Nothing here
 // reads the wall clock by itself: time-based pieces take a clock.Clock or
 // an explicit now.
 //

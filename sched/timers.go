@@ -55,8 +55,7 @@ type Timers struct {
 	// sleepUntil is written by the owner and compare-and-swapped by
 	// producers; on its own line so that owner bookkeeping (wheelLen) does
 	// not bounce it.
-	sleepUntil atomic.Int64
-	_          [pad.CacheLine - 8]byte
+	sleepUntil pad.Int64
 
 	wake     chan struct{} // capacity 1: a pending token is enough
 	wheelLen atomic.Int64  // entries in the wheel, published by the owner

@@ -65,8 +65,8 @@ type list struct{ head, tail uint32 }
 // slot it reaches: it jumps over empty stretches using a per-level
 // occupancy bitmap, so advancing by 40 days with nothing due is cheap.
 //
-// A Wheel is not safe for concurrent use: it belongs to one goroutine (the
-// Timers goroutine in ringwal). Nodes are recycled through a free list, so
+// A Wheel is not safe for concurrent use: it belongs to one goroutine (in
+// ringwal, the engine's housekeeper; or a Timers owner). Nodes are recycled through a free list, so
 // in steady state neither Add nor Advance allocates.
 type Wheel struct {
 	tick   int64     // nanoseconds per tick, > 0
