@@ -38,7 +38,6 @@ func deadInfo(d DeadLetter) Info {
 	info := Info{ID: ID(d.ID), State: Dead, Message: d.Message, Attempts: d.Attempts, LastCategory: d.Category}
 	if n := len(d.Failures); n > 0 {
 		info.LastError = d.Failures[n-1].Error
-		info.EnqueuedAt = time.Time{}
 	}
 	return info
 }

@@ -217,16 +217,12 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 		if m == nil {
 			return
 		}
-		msg := m.msg
-		h := m.hist
+		cat := classify.Category(r.Category)
+		h := m.hist.ending(dlq.Failure{At: time.Unix(0, r.Time), Category: cat, Error: r.Text})
+		entry := h.deadLetter(r.ID, cat, m.msg, int(r.Attempt), r.Time)
 		rs.remove(r.ID)
-		if h == nil || len(h.failures) == 0 || h.failures[len(h.failures)-1].Error != r.Text {
-			h = h.with(dlq.Failure{At: time.Unix(0, r.Time), Category: classify.Category(r.Category), Error: r.Text})
-		}
 		_, _ = e.dead.Remove(r.ID)
-		_ = e.dead.Add(DeadLetter{ID: r.ID, Category: classify.Category(r.Category), Key: msg.Key, Message: msg,
-			Attempts: int(r.Attempt), Failures: h.failures, FirstFailedAt: time.Unix(0, h.firstFailedAt),
-			DeadAt: time.Unix(0, r.Time)})
+		_ = e.dead.Add(entry)
 	case wal.KindRedrive, wal.KindPurge:
 		_, _ = e.dead.Remove(r.ID)
 	case wal.KindReview:

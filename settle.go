@@ -136,21 +136,9 @@ func (e *Engine) appendRecord(rec *wal.Record, wait bool) error {
 
 // deadLetter moves a busy record to the dead-letter store under cat.
 func (e *Engine) deadLetter(slot uint32, r *rec, cat classify.Category, text string, now int64, wait bool) error {
-	h := r.hist.Load()
-	if h == nil || len(h.failures) == 0 || h.failures[len(h.failures)-1].Error != text {
-		h = h.with(dlq.Failure{At: time.Unix(0, now), Category: cat, Error: text})
-	}
+	h := r.hist.Load().ending(dlq.Failure{At: time.Unix(0, now), Category: cat, Error: text})
 	id := r.id.Load()
-	entry := DeadLetter{
-		ID:            id,
-		Category:      cat,
-		Key:           r.msg.Key,
-		Message:       r.msg,
-		Attempts:      int(r.attempts()),
-		Failures:      h.failures,
-		FirstFailedAt: time.Unix(0, h.firstFailedAt),
-		DeadAt:        time.Unix(0, now),
-	}
+	entry := h.deadLetter(id, cat, r.msg, int(r.attempts()), now)
 	if err := e.dead.Add(entry); err != nil {
 		// Only a duplicate ID can fail, which would be an engine bug; keep
 		// the message rather than lose it.

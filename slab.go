@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/ringwal/ringwal/breaker"
-	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/dlq"
 )
 
 // Internal record states. Dead messages leave the slab for the dead-letter
@@ -51,7 +49,7 @@ type ref struct {
 // immutable while it is live, except as noted.
 type rec struct {
 	word atomic.Uint64
-	id   atomic.Uint64 // 0 while free
+	id   atomic.Uint64 // kept after free: check the state too (find does)
 
 	msg        Message
 	enqueuedAt int64 // unix ns
@@ -73,41 +71,6 @@ type rec struct {
 	ticket breaker.Ticket
 	cancel atomic.Pointer[context.CancelFunc] // Run's handler context
 	hist   atomic.Pointer[history]
-}
-
-// history is the immutable failure record of a message; a Nack replaces it
-// with a copy plus one failure (copy-on-write keeps Get race-free).
-type history struct {
-	failures      []dlq.Failure // the last maxFailures
-	firstFailedAt int64
-}
-
-// maxFailures bounds the failure history kept per message.
-const maxFailures = 10
-
-func (h *history) with(f dlq.Failure) *history {
-	n := &history{}
-	if h != nil {
-		n.firstFailedAt = h.firstFailedAt
-		start := 0
-		if len(h.failures) >= maxFailures {
-			start = len(h.failures) - maxFailures + 1
-		}
-		n.failures = append(make([]dlq.Failure, 0, len(h.failures)-start+1), h.failures[start:]...)
-	}
-	if n.firstFailedAt == 0 {
-		n.firstFailedAt = f.At.UnixNano()
-	}
-	n.failures = append(n.failures, f)
-	return n
-}
-
-func (h *history) last() (string, classify.Category) {
-	if h == nil || len(h.failures) == 0 {
-		return "", classify.Unknown
-	}
-	f := h.failures[len(h.failures)-1]
-	return f.Error, f.Category
 }
 
 // slab holds every live message. A message's home slot is its ID masked by

@@ -1,0 +1,63 @@
+package ringwal
+
+import (
+	"slices"
+	"time"
+
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
+)
+
+// history is the immutable failure record of a message; a failure replaces
+// it with a copy plus that failure (copy-on-write keeps Get race-free). It
+// keeps the last dlq.DefaultMaxFailures failures, as the dead-letter store
+// does.
+type history struct {
+	failures      []dlq.Failure
+	firstFailedAt int64 // unix ns; survives the trimming of old failures
+}
+
+// with returns a copy of h with f appended.
+func (h *history) with(f dlq.Failure) *history {
+	n := &history{firstFailedAt: f.At.UnixNano()}
+	var fs []dlq.Failure
+	if h != nil {
+		n.firstFailedAt = h.firstFailedAt
+		fs = slices.Clone(h.failures) // ours to append to
+	}
+	n.failures = dlq.AppendFailure(fs, f, dlq.DefaultMaxFailures)
+	return n
+}
+
+// ending returns h ending with f: h itself when its last failure is f's
+// (a Nack already recorded it), a copy with f appended otherwise (a TTL or
+// crash-loop verdict, which is a failure of its own).
+func (h *history) ending(f dlq.Failure) *history {
+	if h != nil && len(h.failures) > 0 && h.failures[len(h.failures)-1].Error == f.Error {
+		return h
+	}
+	return h.with(f)
+}
+
+func (h *history) last() (string, classify.Category) {
+	if h == nil || len(h.failures) == 0 {
+		return "", classify.Unknown
+	}
+	f := h.failures[len(h.failures)-1]
+	return f.Error, f.Category
+}
+
+// deadLetter builds the dead-letter entry of message id with this history,
+// which must end with the failure that dead-lettered it.
+func (h *history) deadLetter(id uint64, cat classify.Category, m Message, attempts int, deadAt int64) DeadLetter {
+	return DeadLetter{
+		ID:            id,
+		Category:      cat,
+		Key:           m.Key,
+		Message:       m,
+		Attempts:      attempts,
+		Failures:      h.failures,
+		FirstFailedAt: time.Unix(0, h.firstFailedAt),
+		DeadAt:        time.Unix(0, deadAt),
+	}
+}
