@@ -158,7 +158,8 @@ func (s *Set) allowSlow(b *keyBreaker) (Ticket, bool) {
 // Done reports the outcome of a call admitted by Allow. A ticket from an
 // older generation (the breaker changed state since Allow, or its key was
 // evicted) is ignored, as in gobreaker: its result describes a target
-// state that no longer applies. Done takes the key's mutex.
+// state that no longer applies. Done takes the key's mutex, and the
+// Set-wide notification mutex only when the result changed the state.
 //
 // Closed: a failure extends the consecutive run and counts in the window,
 // and may trip the breaker; a success ends the run. Half-open: a failure
@@ -196,8 +197,13 @@ func (s *Set) Done(t Ticket, success bool) {
 			s.setState(b, Closed)
 		}
 	}
+	moved := b.sg.Load() != t.sg // a transition queued a notification
 	b.mu.Unlock()
-	s.n.flush()
+	if moved {
+		// Only then: flush takes the Set-wide notifier mutex, which every
+		// key's result would otherwise contend on.
+		s.n.flush()
+	}
 }
 
 // Release ends an admitted call without an outcome: the call said nothing
