@@ -153,21 +153,19 @@ func (a *admin) reply(w http.ResponseWriter, code int, v any) {
 	} else {
 		body = append(body, '\n')
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(code)
-	_, _ = w.Write(body)
+	send(w, code, body)
 }
 
 func (a *admin) replyError(w http.ResponseWriter, code int, msg string) {
+	send(w, code, errorBody(msg))
+}
+
+// send writes a JSON body with status code and the API's headers.
+func send(w http.ResponseWriter, code int, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
-	body := errorBody(msg)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
 	_, _ = w.Write(body)
@@ -242,9 +240,9 @@ func (a *admin) readBody(w http.ResponseWriter, r *http.Request, v any) (empty, 
 	return false, false
 }
 
-func (a *admin) stats(w http.ResponseWriter, _ *http.Request) {
+func (a *admin) stats(w http.ResponseWriter, r *http.Request) {
 	if err := a.e.usable(); err != nil {
-		a.replyError(w, http.StatusServiceUnavailable, err.Error())
+		a.fail(w, r, err)
 		return
 	}
 	a.reply(w, http.StatusOK, statsView(a.e.Stats(), a.e.log != nil))
@@ -271,29 +269,26 @@ func (a *admin) getMessage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *admin) requeue(w http.ResponseWriter, r *http.Request) {
-	id, ok := a.pathID(w, r)
-	if !ok {
-		return
-	}
-	if err := a.e.Requeue(id); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	a.e.opts.Logger.Info("ringwal: admin requeued a message", "id", uint64(id))
-	a.reply(w, http.StatusOK, actionView{ID: id, Status: "requeued"})
+	a.act(w, r, a.e.Requeue, "requeued a message", "requeued")
 }
 
 func (a *admin) redrive(w http.ResponseWriter, r *http.Request) {
+	a.act(w, r, a.e.Redrive, "redrove a dead letter", "redriven")
+}
+
+// act applies op to the {id} of the path, logs what it did and answers
+// {"id": id, "status": status}.
+func (a *admin) act(w http.ResponseWriter, r *http.Request, op func(ID) error, did, status string) {
 	id, ok := a.pathID(w, r)
 	if !ok {
 		return
 	}
-	if err := a.e.Redrive(id); err != nil {
+	if err := op(id); err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	a.e.opts.Logger.Info("ringwal: admin redrove a dead letter", "id", uint64(id))
-	a.reply(w, http.StatusOK, actionView{ID: id, Status: "redriven"})
+	a.e.opts.Logger.Info("ringwal: admin "+did, "id", uint64(id))
+	a.reply(w, http.StatusOK, actionView{ID: id, Status: status})
 }
 
 func (a *admin) review(w http.ResponseWriter, r *http.Request) {
