@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -8,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ringwal/ringwal"
 )
 
 // Payload sizes. W1, W3 and W4 use Small; W2 uses both.
@@ -122,6 +125,51 @@ func run(b *testing.B, s shape, produce func(i, n int) error, consume func(i int
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// runRingwal is run for a ringwal engine (W1, W2, W3): producers Enqueue
+// size-byte payloads, consumers Dequeue and Ack. With retry (W3), consumer
+// i fails 10 % of its handlings, drawing from newRNG(i+1), and Nacks them
+// with errTransient instead; only Acks count towards b.N.
+func runRingwal(b *testing.B, s shape, e *ringwal.Engine, size int, retry bool) {
+	b.Helper()
+	pl := payload(size)
+	cd := newCountdown(b.N)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-cd.done; cancel() }()
+	run(b, s,
+		func(_, n int) error {
+			for range n {
+				if _, err := e.Enqueue(ctx, ringwal.Message{Payload: pl}); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func(i int) error {
+			r := newRNG(i + 1)
+			for !cd.finished() {
+				d, err := e.Dequeue(ctx)
+				if err != nil {
+					if cd.finished() {
+						return nil
+					}
+					return err
+				}
+				if retry && r.failOneIn10() {
+					if err := e.Nack(d.Lease, errTransient); err != nil {
+						return err
+					}
+					continue
+				}
+				if err := e.Ack(d.Lease); err != nil {
+					return err
+				}
+				cd.take()
+			}
+			return nil
+		})
 }
 
 // pollInterval is how long a polling consumer (the SQL peers, which have

@@ -9,7 +9,6 @@ package bench
 //	BenchmarkW1/workqueue/...                 k8s.io/client-go/util/workqueue typed queue: Add, Get, Done
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -48,36 +47,7 @@ func w1Ringwal(b *testing.B, s shape) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	pl := payload(Small)
-	cd := newCountdown(b.N)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { <-cd.done; cancel() }()
-	run(b, s,
-		func(_, n int) error {
-			for range n {
-				if _, err := e.Enqueue(ctx, ringwal.Message{Payload: pl}); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		func(int) error {
-			for !cd.finished() {
-				d, err := e.Dequeue(ctx)
-				if err != nil {
-					if cd.finished() {
-						return nil
-					}
-					return err
-				}
-				if err := e.Ack(d.Lease); err != nil {
-					return err
-				}
-				cd.take()
-			}
-			return nil
-		})
+	runRingwal(b, s, e, Small, false)
 }
 
 func w1Chan(b *testing.B, s shape) {

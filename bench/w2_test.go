@@ -71,36 +71,7 @@ func w2Ringwal(b *testing.B, s shape, size int, d ringwal.Durability) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	pl := payload(size)
-	cd := newCountdown(b.N)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { <-cd.done; cancel() }()
-	run(b, s,
-		func(_, n int) error {
-			for range n {
-				if _, err := e.Enqueue(context.Background(), ringwal.Message{Payload: pl}); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		func(int) error {
-			for !cd.finished() {
-				dl, err := e.Dequeue(ctx)
-				if err != nil {
-					if cd.finished() {
-						return nil
-					}
-					return err
-				}
-				if err := e.Ack(dl.Lease); err != nil {
-					return err
-				}
-				cd.take()
-			}
-			return nil
-		})
+	runRingwal(b, s, e, size, false)
 }
 
 func w2JetStream(b *testing.B, s shape, size int) {

@@ -12,7 +12,6 @@ package bench
 //	                                         Forget on success, ItemExponentialFailureRateLimiter(1ms, 10ms)
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -58,43 +57,7 @@ func w3Ringwal(b *testing.B, s shape) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	pl := payload(Small)
-	cd := newCountdown(b.N)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { <-cd.done; cancel() }()
-	run(b, s,
-		func(_, n int) error {
-			for range n {
-				if _, err := e.Enqueue(ctx, ringwal.Message{Payload: pl}); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		func(i int) error {
-			r := newRNG(i + 1)
-			for !cd.finished() {
-				d, err := e.Dequeue(ctx)
-				if err != nil {
-					if cd.finished() {
-						return nil
-					}
-					return err
-				}
-				if r.failOneIn10() {
-					if err := e.Nack(d.Lease, errTransient); err != nil {
-						return err
-					}
-					continue
-				}
-				if err := e.Ack(d.Lease); err != nil {
-					return err
-				}
-				cd.take()
-			}
-			return nil
-		})
+	runRingwal(b, s, e, Small, true)
 	if st := e.Stats(); st.Dead != 0 {
 		b.Errorf("%d messages dead-lettered", st.Dead)
 	}
