@@ -302,15 +302,23 @@ func (s *Store[M]) Sweep(now time.Time) []uint64 {
 			}
 		}
 	}
+	s.removeAll(removed)
 	ids := make([]uint64, len(removed))
 	for i, r := range removed {
-		s.drop(r)
 		ids[i] = r.e.ID
 	}
-	for _, r := range removed {
+	return ids
+}
+
+// removeAll drops every record of recs, then compacts their indexes (each
+// index once its tombstones are all in). s.mu must be held.
+func (s *Store[M]) removeAll(recs []*record[M]) {
+	for _, r := range recs {
+		s.drop(r)
+	}
+	for _, r := range recs {
 		s.compact(r)
 	}
-	return ids
 }
 
 // drop unlinks r: out of byID, a tombstone in its indexes, remembered as a

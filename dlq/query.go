@@ -89,13 +89,10 @@ func (s *Store[M]) Purge(q Query) ([]Entry[M], error) {
 	if err != nil {
 		return nil, err
 	}
+	s.removeAll(recs)
 	out := make([]Entry[M], len(recs))
 	for i, r := range recs {
-		s.drop(r)
 		out[i] = r.e // the record is gone: no one else holds its Failures
-	}
-	for _, r := range recs {
-		s.compact(r)
 	}
 	return out, nil
 }
