@@ -5,7 +5,7 @@
 //
 // Run it from the bench directory:
 //
-//	go run ./report                       # the full run (about 10 minutes on 2 cores)
+//	go run ./report                       # the full run (about 5 minutes on 2 cores)
 //	go run ./report -benchtime 200ms -w4time 1x -short   # a quick look
 //	go run ./report -from results/bench.txt              # re-render saved results
 package main
