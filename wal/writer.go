@@ -82,11 +82,19 @@ func (l *Log) kickLocked(urgent bool) {
 	}
 }
 
-func (l *Log) usableLocked() error {
+// lockUsable locks l.mu and returns the batch being filled, or, if the log
+// is closing or failed, returns the error with l.mu unlocked.
+func (l *Log) lockUsable() (*pending, error) {
+	l.mu.Lock()
+	err := l.failed
 	if l.closing {
-		return ErrClosed
+		err = ErrClosed
 	}
-	return l.failed
+	if err != nil {
+		l.mu.Unlock()
+		return nil, err
+	}
+	return l.cur, nil
 }
 
 // Append adds r to the next batch and waits as Options.Mode promises:
@@ -110,12 +118,10 @@ func (l *Log) AppendBatch(rs []Record) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	l.mu.Lock()
-	if err := l.usableLocked(); err != nil {
-		l.mu.Unlock()
+	p, err := l.lockUsable()
+	if err != nil {
 		return err
 	}
-	p := l.cur
 	for i := range rs {
 		p.buf = AppendRecord(p.buf, &rs[i])
 	}
@@ -135,12 +141,10 @@ func (l *Log) appendOne(r *Record, noWait bool) error {
 	if !r.Kind.Valid() {
 		return fmt.Errorf("ringwal/wal: append: record of unknown kind %d", r.Kind)
 	}
-	l.mu.Lock()
-	if err := l.usableLocked(); err != nil {
-		l.mu.Unlock()
+	p, err := l.lockUsable()
+	if err != nil {
 		return err
 	}
-	p := l.cur
 	p.buf = AppendRecord(p.buf, r)
 	p.n++
 	return l.addedLocked(p, noWait)
@@ -190,12 +194,10 @@ func (l *Log) addedLocked(p *pending, noWait bool) error {
 // failure no waiter has seen (Buffered or AppendNoWait records).
 // Safe for concurrent use.
 func (l *Log) Flush() error {
-	l.mu.Lock()
-	if err := l.usableLocked(); err != nil {
-		l.mu.Unlock()
+	p, err := l.lockUsable()
+	if err != nil {
 		return err
 	}
-	p := l.cur
 	res := l.inflight
 	if !p.empty() {
 		p.urgent = true
@@ -222,12 +224,10 @@ func (l *Log) Sync() error {
 // syncResult is Sync, also returning the result (its index and total
 // say how far the log was written and synced).
 func (l *Log) syncResult() (*result, error) {
-	l.mu.Lock()
-	if err := l.usableLocked(); err != nil {
-		l.mu.Unlock()
+	p, err := l.lockUsable()
+	if err != nil {
 		return nil, err
 	}
-	p := l.cur
 	p.needSync, p.urgent = true, true
 	res := p.res
 	l.kickLocked(true)
@@ -251,12 +251,10 @@ func (l *Log) takeAsyncErr() error {
 // returns its error.
 func (l *Log) control(fn func() error) error {
 	rq := &request{fn: fn, done: make(chan error, 1)}
-	l.mu.Lock()
-	if err := l.usableLocked(); err != nil {
-		l.mu.Unlock()
+	p, err := l.lockUsable()
+	if err != nil {
 		return err
 	}
-	p := l.cur
 	p.reqs = append(p.reqs, rq)
 	p.urgent = true
 	l.kickLocked(true)
