@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,8 +55,12 @@ damage before the tail (the error names the segment file and offset).`,
 				return err
 			}
 			rep, verr := wal.Verify(args[0], repair)
-			if verr != nil && rep.Segments == 0 && len(rep.Snapshots) == 0 {
-				return fmt.Errorf("verifying %s: %w", args[0], mapLocked(verr))
+			var damaged error
+			if verr != nil {
+				damaged = fmt.Errorf("verifying %s: %w", args[0], mapLocked(verr))
+				if rep.Segments == 0 && len(rep.Snapshots) == 0 {
+					return damaged // nothing read: no report to print
+				}
 			}
 			var err error
 			if asJSON {
@@ -63,10 +68,7 @@ damage before the tail (the error names the segment file and offset).`,
 			} else {
 				printVerify(cmd.OutOrStdout(), rep, verr)
 			}
-			if verr != nil {
-				return fmt.Errorf("verifying %s: %w", args[0], mapLocked(verr))
-			}
-			return err
+			return cmp.Or(damaged, err)
 		}),
 	}
 	cmd.Flags().BoolVar(&repair, "repair", false, "cut a torn tail (takes the directory lock)")
@@ -205,16 +207,17 @@ expires_at, max_attempts, attempt, until, category, text, crashes.`,
 		Example: "  ringwal wal dump DIR | head\n  ringwal wal dump --kind deadletter --kind redrive DIR\n  ringwal wal dump --id 42 DIR",
 		Args:    cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			known := map[string]bool{}
+			byName := map[string]wal.Kind{}
 			for k := wal.Kind(1); k.Valid(); k++ {
-				known[normalizeKind(k.String())] = true
+				byName[normalizeKind(k.String())] = k
 			}
-			want := map[string]bool{}
-			for _, k := range kinds {
-				if !known[normalizeKind(k)] {
-					return usagef("--kind: unknown record kind %q", k)
+			want := map[wal.Kind]bool{}
+			for _, name := range kinds {
+				k, ok := byName[normalizeKind(name)]
+				if !ok {
+					return usagef("--kind: unknown record kind %q", name)
 				}
-				want[normalizeKind(k)] = true
+				want[k] = true
 			}
 			wantID := map[uint64]bool{}
 			for _, a := range ids {
@@ -230,7 +233,7 @@ expires_at, max_attempts, attempt, until, category, text, crashes.`,
 			bw := bufio.NewWriter(cmd.OutOrStdout())
 			enc := json.NewEncoder(bw)
 			err := wal.Dump(args[0], func(index uint64, r *wal.Record) error {
-				if len(want) > 0 && !want[normalizeKind(r.Kind.String())] {
+				if len(want) > 0 && !want[r.Kind] {
 					return nil
 				}
 				if len(wantID) > 0 && !wantID[r.ID] {
