@@ -184,19 +184,11 @@ func newDLQShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			q, err := f.query(time.Now())
-			if err != nil {
-				return err
-			}
-			e, err := openDataDir(args[0])
+			e, ds, _, err := openSelection(args[0], ids, &f)
 			if err != nil {
 				return err
 			}
 			defer closeEngine(e, &err)
-			ds, err := selectDeadLetters(e, ids, q)
-			if err != nil {
-				return err
-			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), entriesJSON(ds))
 			}
@@ -212,6 +204,23 @@ func newDLQShowCmd() *cobra.Command {
 	f.add(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of entries")
 	return cmd
+}
+
+// openSelection turns the filters into a query, opens dir and selects the
+// dead letters (see selectDeadLetters). The caller closes the engine; on
+// an error it is closed already.
+func openSelection(dir string, ids []ringwal.ID, f *dlqFilter) (e *ringwal.Engine, ds []ringwal.DeadLetter, q dlq.Query, err error) {
+	if q, err = f.query(time.Now()); err != nil {
+		return nil, nil, q, err
+	}
+	if e, err = openDataDir(dir); err != nil {
+		return nil, nil, q, err
+	}
+	if ds, err = selectDeadLetters(e, ids, q); err != nil {
+		closeEngine(e, &err)
+		return nil, nil, q, err
+	}
+	return e, ds, q, nil
 }
 
 // selectDeadLetters returns the dead letters with the given IDs (an unknown
@@ -277,19 +286,11 @@ func newBulkCmd(b bulk, extra func(*cobra.Command)) *cobra.Command {
 			case len(ids) == 0 && !f.set() && !all:
 				return usagef("name the message IDs, give a filter, or pass --all to %s every dead letter", b.verb)
 			}
-			q, err := f.query(time.Now())
-			if err != nil {
-				return err
-			}
-			e, err := openDataDir(args[0])
+			e, ds, q, err := openSelection(args[0], ids, &f)
 			if err != nil {
 				return err
 			}
 			defer closeEngine(e, &err)
-			ds, err := selectDeadLetters(e, ids, q)
-			if err != nil {
-				return err
-			}
 			done, failed, err := b.act(e, ds, q, len(ids) > 0)
 			if err != nil {
 				return err
