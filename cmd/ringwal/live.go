@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -207,21 +208,12 @@ loop:
 	b.finish(lines, compact)
 	res.elapsed = time.Since(l.start)
 	l.mu.Lock()
-	res.opened, res.breakers = copyMap(l.opened), copyMap(l.breakers)
+	res.opened, res.breakers = maps.Clone(l.opened), maps.Clone(l.breakers)
 	l.mu.Unlock()
 	if n := l.enqErrs.Load(); n > 0 {
 		return res, fmt.Errorf("%d enqueues failed; the last: %v", n, *l.lastErr.Load())
 	}
 	return res, nil
-}
-
-// copyMap returns a shallow copy of m.
-func copyMap[K comparable, V any](m map[K]V) map[K]V {
-	out := make(map[K]V, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // produce enqueues a realistic mix until ctx ends.
@@ -361,8 +353,8 @@ func jitter(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 // render formats the board's lines from a stats snapshot.
 func (l *liveAct) render(s ringwal.Stats) (lines []string, compact string) {
 	l.mu.Lock()
-	states := copyMap(l.breakers)
-	opened := copyMap(l.opened)
+	states := maps.Clone(l.breakers)
+	opened := maps.Clone(l.opened)
 	l.mu.Unlock()
 	lines = []string{
 		fmt.Sprintf("  messages  enqueued %s · acked %s · retried %s · duplicates refused %s",
