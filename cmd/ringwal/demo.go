@@ -133,7 +133,7 @@ func printSummary(w io.Writer, live liveResult, crash crashResult) {
 	row("", "retried", fmt.Sprintf("%s (of %s nacks)", count(s.Retried), count(s.Nacked)))
 	row("", "dead-lettered", fmt.Sprintf("%s: %s", count(s.DeadLettered), deadLine(s.DeadLetteredByCategory)))
 	var trips []string
-	for _, k := range []string{keyHealthy, keyFlaky, keyDown} {
+	for _, k := range targets {
 		if n := live.opened[k]; n > 0 {
 			trips = append(trips, fmt.Sprintf("%s opened %d×", k, n))
 		}
@@ -160,8 +160,8 @@ func printSummary(w io.Writer, live liveResult, crash crashResult) {
 
 // breakerStates lists each target's final breaker state.
 func breakerStates(states map[string]breaker.State) string {
-	parts := make([]string, 0, 3)
-	for _, k := range []string{keyHealthy, keyFlaky, keyDown} {
+	parts := make([]string, 0, len(targets))
+	for _, k := range targets {
 		parts = append(parts, k+" "+states[k].String())
 	}
 	return strings.Join(parts, ", ")

@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +26,9 @@ const (
 	keyFlaky   = "flaky"
 	keyDown    = "down"
 )
+
+// targets lists the three keys in display order.
+var targets = []string{keyHealthy, keyFlaky, keyDown}
 
 // poisonPrefix marks a payload the demo handler cannot process: it panics.
 var poisonPrefix = []byte("POISON")
@@ -388,14 +390,8 @@ func deadLine(by map[classify.Category]uint64) string {
 
 // breakerLine lists the breakers' states, with how often each opened.
 func breakerLine(states map[string]breaker.State, opened map[string]int) string {
-	keys := make([]string, 0, len(states))
-	for k := range states {
-		keys = append(keys, k)
-	}
-	order := map[string]int{keyHealthy: 0, keyFlaky: 1, keyDown: 2}
-	sort.Slice(keys, func(i, j int) bool { return order[keys[i]] < order[keys[j]] })
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
+	parts := make([]string, 0, len(targets))
+	for _, k := range targets {
 		st := states[k].String()
 		if states[k] == breaker.Open {
 			st = "OPEN"
