@@ -66,32 +66,15 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 	if err := e.validate(&m); err != nil {
 		return 0, err
 	}
-	var (
-		now, slot, id = int64(0), uint32(0), uint64(0)
-		err           error
-	)
-	for {
-		if err := e.awaitSpace(ctx, m.Priority.tier(), 1, wait); err != nil {
-			return 0, err
-		}
-		now = e.now()
-		slot, id, err = e.claim(now, &m)
-		if err == nil {
-			break
-		}
-		if !wait {
-			return 0, err
-		}
-		if err := e.pause(ctx); err != nil {
-			return 0, err
-		}
+	if err := e.awaitSpace(ctx, m.Priority.tier(), 1, wait); err != nil {
+		return 0, err
 	}
-	if m.DedupID != "" && e.opts.DedupWindow > 0 {
-		if first, dup := e.dedup.reserve(m.DedupID, id, now, int64(e.opts.DedupWindow)); dup {
-			e.unclaim(slot)
-			e.ctr.duplicates.Add(1)
-			return ID(first), ErrDuplicate
-		}
+	now, slot, id, err := e.claimWaiting(ctx, &m, wait)
+	if err != nil {
+		return 0, err
+	}
+	if first, dup := e.deduplicated(&m, slot, id, now); dup {
+		return first, ErrDuplicate
 	}
 	if e.log != nil {
 		r := e.slab.at(slot)
@@ -99,7 +82,7 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 		var rec wal.Record
 		e.enqueueRecord(&rec, r, id)
 		if err := e.log.Append(&rec); err != nil {
-			e.abortClaim(slot, &m)
+			e.abortClaim(slot)
 			return 0, fmt.Errorf("ringwal: enqueue: %w", err)
 		}
 	}
@@ -127,29 +110,23 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 	if err := e.awaitSpace(ctx, -1, len(ms), true); err != nil {
 		return nil, err
 	}
-	now := e.now()
 	ids := make([]ID, len(ms))
 	slots := make([]uint32, 0, len(ms))
 	dups := 0
+	var now int64
 	for i := range ms {
-		slot, id, err := e.claim(now, &ms[i])
-		for err != nil { // no free slot for now: wait, as Enqueue does
-			if perr := e.pause(ctx); perr != nil {
-				for _, s := range slots {
-					e.unclaim(s)
-				}
-				return nil, perr
+		t, slot, id, err := e.claimWaiting(ctx, &ms[i], true)
+		if err != nil {
+			for _, s := range slots {
+				e.unclaim(s)
 			}
-			slot, id, err = e.claim(now, &ms[i])
+			return nil, err
 		}
-		if m := &ms[i]; m.DedupID != "" && e.opts.DedupWindow > 0 {
-			if first, dup := e.dedup.reserve(m.DedupID, id, now, int64(e.opts.DedupWindow)); dup {
-				e.unclaim(slot)
-				e.ctr.duplicates.Add(1)
-				ids[i] = ID(first)
-				dups++
-				continue
-			}
+		now = t
+		if first, dup := e.deduplicated(&ms[i], slot, id, now); dup {
+			ids[i] = first
+			dups++
+			continue
 		}
 		ids[i] = ID(id)
 		slots = append(slots, slot)
@@ -163,9 +140,7 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 		}
 		if err := e.log.AppendBatch(recs); err != nil {
 			for _, slot := range slots {
-				r := e.slab.at(slot)
-				m := r.msg
-				e.abortClaim(slot, &m)
+				e.abortClaim(slot)
 			}
 			return nil, fmt.Errorf("ringwal: enqueue batch: %w", err)
 		}
@@ -177,6 +152,37 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 		return ids, fmt.Errorf("%d of %d messages: %w", dups, len(ms), ErrDuplicate)
 	}
 	return ids, nil
+}
+
+// claimWaiting claims a slot for m at the engine's current time, which it
+// returns; when wait is set it waits, until ctx ends, while no slot is free
+// (see claim), else it reports ErrFull.
+func (e *Engine) claimWaiting(ctx context.Context, m *Message, wait bool) (now int64, slot uint32, id uint64, err error) {
+	for {
+		now = e.now()
+		slot, id, err = e.claim(now, m)
+		if err == nil || !wait {
+			return now, slot, id, err
+		}
+		if err := e.pause(ctx); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+}
+
+// deduplicated reports whether m repeats a DedupID seen within the dedup
+// window; if so it gives back the claim of slot and returns the first
+// message's ID. Otherwise id is now the DedupID's first message.
+func (e *Engine) deduplicated(m *Message, slot uint32, id uint64, now int64) (ID, bool) {
+	if m.DedupID == "" || e.opts.DedupWindow <= 0 {
+		return 0, false
+	}
+	first, dup := e.dedup.reserve(m.DedupID, id, now, int64(e.opts.DedupWindow))
+	if dup {
+		e.unclaim(slot)
+		e.ctr.duplicates.Add(1)
+	}
+	return ID(first), dup
 }
 
 // pause sleeps briefly before another claim, until ctx ends or Close.
@@ -289,11 +295,11 @@ func (e *Engine) unclaim(slot uint32) {
 }
 
 // abortClaim undoes a claim whose enqueue record could not be written.
-func (e *Engine) abortClaim(slot uint32, m *Message) {
+func (e *Engine) abortClaim(slot uint32) {
 	r := e.slab.at(slot)
 	r.word.Store(withState(r.word.Load(), stBusy))
-	if m.DedupID != "" {
-		e.dedup.forget(m.DedupID, r.id.Load())
+	if r.msg.DedupID != "" {
+		e.dedup.forget(r.msg.DedupID, r.id.Load())
 	}
 	e.unclaim(slot)
 }
@@ -303,10 +309,10 @@ func (e *Engine) publish(slot uint32, now int64) {
 	r := e.slab.at(slot)
 	id := r.id.Load()
 	if r.expiresAt != 0 {
-		e.hk.schedule(r.expiresAt, sched.Entry{ID: id, Kind: timerTTL})
+		e.hk.schedule(r.expiresAt, schedTTL(id))
 	}
 	if d := r.msg.Delay; d > 0 {
-		e.delay(slot, r, now+int64(d)+e.slop())
+		e.delay(slot, r, r.enqueuedAt+int64(d)+e.slop()) // from enqueue, not from publish
 		return
 	}
 	e.makeReady(slot, r, now)

@@ -18,7 +18,7 @@ import (
 // name the message ID, since a TTL outlives the record's transitions.
 const (
 	timerDue     uint8 = iota + 1 // a delayed or retried message becomes ready
-	timerLease                    // a lease may have expired
+	timerLease                    // an extended lease may have ended (the others are found by scanLeases)
 	timerTTL                      // a message's TTL ends
 	timerRecheck                  // a key's breaker may admit its held messages
 )
