@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/internal/clock"
 )
 
@@ -38,10 +37,4 @@ func TestSpillKeepsOrderAndLosesNothing(t *testing.T) {
 	_, ok := e.TryDequeue()
 	assert.False(t, ok)
 	assert.Zero(t, e.spilled.Load())
-}
-
-// numCategories sizes the per-category counters; a new classify category
-// must not be folded into Unknown by accident.
-func TestNumCategoriesMatchesClassify(t *testing.T) {
-	assert.Len(t, classify.Categories(), numCategories)
 }
