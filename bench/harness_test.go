@@ -172,10 +172,6 @@ func runRingwal(b *testing.B, s shape, e *ringwal.Engine, size int, retry bool) 
 		})
 }
 
-// pollInterval is how long a polling consumer (the SQL peers, which have
-// no blocking receive) sleeps when it found nothing.
-const pollInterval = 200 * time.Microsecond
-
 // watchdog fails the benchmark if f does not return within d; a peer that
 // loses a message would otherwise hang the run.
 func watchdog(d time.Duration, what string) (stop func()) {

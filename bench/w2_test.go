@@ -36,6 +36,10 @@ import (
 	"github.com/ringwal/ringwal/bench/internal/seedq"
 )
 
+// pollInterval is how long a consumer of the SQL peers (see poll) sleeps
+// when it found nothing.
+const pollInterval = 200 * time.Microsecond
+
 var w2Sizes = []struct {
 	name string
 	size int
@@ -208,22 +212,34 @@ func w2Goqite(b *testing.B, s shape, size int) {
 			return nil
 		},
 		func(int) error {
-			for !cd.finished() {
-				m, err := q.Receive(ctx)
-				if err != nil {
-					return err
-				}
-				if m == nil {
-					time.Sleep(pollInterval)
-					continue
-				}
-				if err := q.Delete(ctx, m.ID); err != nil {
-					return err
-				}
-				cd.take()
-			}
-			return nil
+			return poll(cd,
+				func() (*goqite.Message, bool, error) {
+					m, err := q.Receive(ctx)
+					return m, m != nil, err
+				},
+				func(m *goqite.Message) error { return q.Delete(ctx, m.ID) })
 		})
+}
+
+// poll is a consumer of the SQL peers, which have no blocking receive: it
+// receives (ok is false when it found nothing, and it then sleeps
+// pollInterval) and acks until every message has been consumed.
+func poll[M any](cd *countdown, receive func() (m M, ok bool, err error), ack func(M) error) error {
+	for !cd.finished() {
+		m, ok, err := receive()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			time.Sleep(pollInterval)
+			continue
+		}
+		if err := ack(m); err != nil {
+			return err
+		}
+		cd.take()
+	}
+	return nil
 }
 
 func w2Seed(b *testing.B, s shape, size int) {
@@ -248,20 +264,8 @@ func w2Seed(b *testing.B, s shape, size int) {
 			return nil
 		},
 		func(int) error {
-			for !cd.finished() {
-				m, ok, err := q.Dequeue(ctx)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					time.Sleep(pollInterval)
-					continue
-				}
-				if err := q.Ack(ctx, m.ID); err != nil {
-					return err
-				}
-				cd.take()
-			}
-			return nil
+			return poll(cd,
+				func() (*seedq.Message, bool, error) { return q.Dequeue(ctx) },
+				func(m *seedq.Message) error { return q.Ack(ctx, m.ID) })
 		})
 }
