@@ -18,10 +18,11 @@
 //     takes a read snapshot and the UPDATE then fails at once with
 //     SQLITE_BUSY (busy_timeout does not apply to a lock upgrade) whenever
 //     an Enqueue committed in between, which under load is nearly always.
-//   - The pragmas go in the DSN (_pragma=...), so every pooled connection
-//     gets them; the seed ran them once with db.Exec, which sets
-//     synchronous, cache_size and mmap_size on one connection of the pool
-//     only.
+//   - The pragmas also go in the DSN (_pragma=...), so every pooled
+//     connection gets them; the seed ran them once with db.Exec, which
+//     sets synchronous, cache_size and mmap_size on one connection of the
+//     pool only. Open still runs that db.Exec too, as the seed does (it is
+//     part of W4's timed open).
 //   - Dequeue scans into typed columns (the seed scans INTEGER
 //     milliseconds into time.Time, a BLOB into a map and a NULL into a
 //     string, each an error with database/sql).
