@@ -90,7 +90,8 @@ func (c *countdown) finished() bool {
 // then p producers, each sending its share of b.N; the timer covers the
 // span from the first start to the last consumer's return. produce(i, n)
 // sends n messages as producer i; consume(i) loops until every message has
-// been consumed (it must call cd.take for each and return once cd is done).
+// been consumed (it calls take on the caller's countdown for each, and
+// returns once the countdown is done).
 // ns/op is per message; msgs/s is reported alongside.
 func run(b *testing.B, s shape, produce func(i, n int) error, consume func(i int) error) {
 	b.Helper()
@@ -172,8 +173,8 @@ func runRingwal(b *testing.B, s shape, e *ringwal.Engine, size int, retry bool) 
 		})
 }
 
-// watchdog fails the benchmark if f does not return within d; a peer that
-// loses a message would otherwise hang the run.
+// watchdog panics, naming what, unless stop is called within d: a peer
+// that loses a message would otherwise hang the run.
 func watchdog(d time.Duration, what string) (stop func()) {
 	t := time.AfterFunc(d, func() {
 		panic(fmt.Sprintf("%s: no progress after %v (lost message?)", what, d))
