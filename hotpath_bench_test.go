@@ -1,6 +1,7 @@
 package ringwal
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/ringwal/ringwal/ring"
@@ -54,6 +55,43 @@ func BenchmarkRingParallelFloor(b *testing.B) {
 				if _, ok := t.TryPop(2); ok {
 					break
 				}
+			}
+		}
+	})
+}
+
+// BenchmarkMutexRingFloor is BenchmarkRingParallelFloor with the lock-free
+// ring swapped for a slice guarded by a sync.Mutex. In this shape (every
+// goroutine pushes, then pops) the mutex wins by a wide margin: a contended
+// sync.Mutex parks the loser, so one core runs many iterations with every
+// line in its own cache, while the lock-free ring moves its position and
+// slot lines between the cores on every operation. It is here as evidence
+// for the BenchmarkEngine/Memory target, which DESIGN.md's lock-free rings
+// cannot reach in this shape on two cores; it is not a candidate design
+// (with separate producers and consumers the lock-free ring wins, see
+// ring's MPMC benchmarks).
+func BenchmarkMutexRingFloor(b *testing.B) {
+	var (
+		mu         sync.Mutex
+		head, tail uint64
+		buf        = make([]ref, 1<<16)
+	)
+	mask := uint64(len(buf) - 1)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			mu.Lock()
+			buf[tail&mask] = ref{slot: 1, gen: 1}
+			tail++
+			mu.Unlock()
+			for {
+				mu.Lock()
+				if head != tail {
+					_ = buf[head&mask]
+					head++
+					mu.Unlock()
+					break
+				}
+				mu.Unlock()
 			}
 		}
 	})
