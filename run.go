@@ -63,6 +63,11 @@ func (e *Engine) Run(ctx context.Context, workers int, h Handler) error {
 // engine closes.
 func (e *Engine) work(ctx, handlerBase context.Context, h Handler) {
 	for {
+		// Dequeue hands out a ready message even when ctx has ended: look
+		// first, or a steady backlog would keep Run from returning.
+		if ctx.Err() != nil {
+			return
+		}
 		d, err := e.Dequeue(ctx)
 		if err != nil {
 			return // ctx ended or the engine is closing
