@@ -87,10 +87,17 @@ func (e *Engine) TryDequeue() (Delivery, bool) {
 		return Delivery{}, false
 	}
 	var d Delivery
-	for spins := 0; spins < 64; spins++ {
+	// Only lost races count against the bound: a stale entry popped, or a
+	// message that went elsewhere (held, expired), is progress, and a
+	// ready message may wait behind any number of them.
+	for spins := 0; spins < 64; {
 		slot, r, ok, retry := e.take()
 		if !ok {
-			if retry {
+			switch retry {
+			case takeContended:
+				spins++
+				continue
+			case takeStale:
 				continue
 			}
 			return Delivery{}, false
@@ -101,6 +108,13 @@ func (e *Engine) TryDequeue() (Delivery, bool) {
 	}
 	return Delivery{}, false
 }
+
+// Why take found nothing to lease.
+const (
+	takeEmpty     = iota // nothing ready
+	takeContended        // lost a race with another consumer: try again
+	takeStale            // removed a stale entry: try again
+)
 
 // DequeueBatch leases up to max ready messages, blocking only until the
 // first is ready.
@@ -124,17 +138,17 @@ func (e *Engine) DequeueBatch(ctx context.Context, max int) ([]Delivery, error) 
 	return out, nil
 }
 
-// take picks the next pending record and moves it to stBusy. retry is true
-// when something was there but lost to another consumer or stale.
-func (e *Engine) take() (slot uint32, r *rec, ok, retry bool) {
+// take picks the next pending record and moves it to stBusy. When it
+// finds none, retry tells why (takeEmpty, takeContended, takeStale).
+func (e *Engine) take() (slot uint32, r *rec, ok bool, retry int) {
 	nonEmpty := e.tiers.NonEmpty() | uint8(e.spilled.Load())
 	if nonEmpty == 0 && e.sched.Deadlines().Len() == 0 {
-		return 0, nil, false, false
+		return 0, nil, false, takeEmpty
 	}
 	now := e.now()
 	pick, ok := e.sched.Next(nonEmpty, now, e.validEntry)
 	if !ok {
-		return 0, nil, false, false
+		return 0, nil, false, takeEmpty
 	}
 	var rf ref
 	if pick.EDF {
@@ -146,7 +160,7 @@ func (e *Engine) take() (slot uint32, r *rec, ok, retry bool) {
 			if e.spilled.Load()&(1<<pick.Tier) != 0 {
 				e.refill(pick.Tier)
 			}
-			return 0, nil, false, true
+			return 0, nil, false, takeContended
 		}
 		e.sched.Picker().Served(pick.Tier, now)
 		if e.spilled.Load()&(1<<pick.Tier) != 0 {
@@ -156,9 +170,12 @@ func (e *Engine) take() (slot uint32, r *rec, ok, retry bool) {
 	}
 	r = e.slab.at(rf.slot)
 	if !r.acquire(rf.gen, stPending) {
-		return 0, nil, false, true // stale: taken by EDF, requeued, expired
+		if pick.EDF {
+			return 0, nil, false, takeContended // another consumer took it first
+		}
+		return 0, nil, false, takeStale // taken by EDF, requeued, expired
 	}
-	return rf.slot, r, true, false
+	return rf.slot, r, true, takeEmpty
 }
 
 func (e *Engine) validEntry(en sched.Entry) bool {
