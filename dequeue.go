@@ -201,7 +201,7 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 		r.ticket = t
 	}
 	attempt := r.attempts() + 1
-	expiry := now + int64(e.opts.LeaseTimeout) + e.slop()
+	expiry := addSat(addSat(now, int64(e.opts.LeaseTimeout)), e.slop())
 	r.leaseExpiry = expiry
 	id := r.id.Load()
 	if sampled(id) {

@@ -5,6 +5,7 @@ package ringwal_test
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/breaker"
+	"github.com/ringwal/ringwal/classify"
 )
 
 // Run must return soon after its ctx ends even when messages keep being
@@ -82,4 +84,33 @@ func TestReviewTryDequeuePastHeldMessages(t *testing.T) {
 	d, ok := e.TryDequeue()
 	require.True(t, ok, "TryDequeue returned false with a message ready")
 	assert.Equal(t, id, d.ID)
+}
+
+// Extend by a huge duration keeps the lease, it does not end it at once.
+func TestReviewExtendHugeDuration(t *testing.T) {
+	e, fake := memEngine(t, ringwal.Options{
+		LeaseTimeout: 100 * time.Millisecond,
+		Policies:     fastPolicies(5),
+	})
+	enqueueP(t, e, ringwal.Normal, "x")
+	d := dequeue(t, e)
+	require.NoError(t, e.Extend(d.Lease, time.Duration(math.MaxInt64)))
+	fake.Advance(200 * time.Millisecond)
+	time.Sleep(quiet)
+	fake.Advance(200 * time.Millisecond)
+	time.Sleep(quiet)
+	assert.NoError(t, e.Ack(d.Lease), "the lease was extended for ever")
+}
+
+// A nack whose retry delay is huge retries much later, not at once.
+func TestReviewNackHugeDelay(t *testing.T) {
+	e, fake := memEngine(t, ringwal.Options{Policies: fastPolicies(5)})
+	id := enqueueP(t, e, ringwal.Normal, "x")
+	d := dequeue(t, e)
+	require.NoError(t, e.Nack(d.Lease, classify.After(transient("later"), time.Duration(math.MaxInt64))))
+	fake.Advance(time.Second)
+	assertNothingReady(t, e, "retry delay of ~292 years")
+	info, err := e.Get(id)
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Delayed, info.State)
 }

@@ -3,6 +3,7 @@ package ringwal
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/ringwal/ringwal/breaker"
@@ -110,9 +111,10 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 	r.prevDelay.Store(int64(delay))
 	id := r.id.Load()
 	e.ctr.retried.Add(1)
-	e.delay(slot, r, now+int64(delay)+e.slop())
+	until := addSat(now, int64(delay))
+	e.delay(slot, r, addSat(until, e.slop()))
 	return e.appendRecord(&wal.Record{Kind: wal.KindNack, ID: id, Time: now, Attempt: int32(attempts),
-		Category: uint8(cat), Text: text, Until: now + int64(delay)}, wait)
+		Category: uint8(cat), Text: text, Until: until}, wait)
 }
 
 // appendRecord logs rec, waiting as the durability mode promises when wait
@@ -227,7 +229,7 @@ func (e *Engine) Extend(l Lease, d time.Duration) error {
 		return err
 	}
 	now := e.now()
-	expiry := now + int64(d) + e.slop()
+	expiry := addSat(addSat(now, int64(d)), e.slop())
 	r.leaseExpiry = expiry
 	id := r.id.Load()
 	// Same generation: the lease stays valid.
@@ -260,4 +262,13 @@ func (e *Engine) expireBusyLease(slot uint32, r *rec, now int64) {
 	if err := e.fail(slot, r, classify.Timeout, cause, now, false); err != nil {
 		e.opts.Logger.Warn("ringwal: logging a lease expiry failed", "err", err)
 	}
+}
+
+// addSat is a+b for due times (unix ns), saturating instead of wrapping:
+// a duration of hundreds of years must not make something due at once.
+func addSat(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
