@@ -5,6 +5,7 @@ package ringwal_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync/atomic"
 	"testing"
@@ -113,4 +114,60 @@ func TestReviewNackHugeDelay(t *testing.T) {
 	info, err := e.Get(id)
 	require.NoError(t, err)
 	assert.Equal(t, ringwal.Delayed, info.State)
+}
+
+// A short Extend under the real (coarse) clock ends the lease about then,
+// not at the next periodic lease scan (LeaseTimeout later).
+func TestReviewShortExtendExpiresOnTimeRealClock(t *testing.T) {
+	e, err := ringwal.Open("", ringwal.Options{
+		LeaseTimeout: 5 * time.Second,
+		Policies:     fastPolicies(5),
+	})
+	require.NoError(t, err)
+	defer e.Close()
+	for i := 0; i < 20; i++ {
+		_, err := e.Enqueue(ctxBG, ringwal.Message{Payload: []byte(fmt.Sprint(i))})
+		require.NoError(t, err)
+		d := dequeue(t, e)
+		require.NoError(t, e.Extend(d.Lease, 3*time.Millisecond))
+		deadline := time.Now().Add(500 * time.Millisecond)
+		for {
+			info, err := e.Get(d.ID)
+			require.NoError(t, err)
+			if info.State != ringwal.Leased {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: a lease extended by 3ms still held after 500ms", i)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		// Drain the retry.
+		d = dequeue(t, e)
+		require.NoError(t, e.Ack(d.Lease))
+	}
+}
+
+// A short TTL under the real (coarse) clock dead-letters the message about
+// then, with no consumer: the TTL is eager.
+func TestReviewShortTTLExpiresEagerlyRealClock(t *testing.T) {
+	e, err := ringwal.Open("", ringwal.Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	for i := 0; i < 20; i++ {
+		id, err := e.Enqueue(ctxBG, ringwal.Message{TTL: 3 * time.Millisecond})
+		require.NoError(t, err)
+		deadline := time.Now().Add(500 * time.Millisecond)
+		for {
+			info, err := e.Get(id)
+			require.NoError(t, err)
+			if info.State == ringwal.Dead {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: a message with a 3ms TTL still %v after 500ms", i, info.State)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 }

@@ -223,9 +223,12 @@ func (h *housekeeper) drain() {
 	}
 }
 
-func (h *housekeeper) fire(_ time.Time, en sched.Entry) {
+func (h *housekeeper) fire(at time.Time, en sched.Entry) {
 	e := h.e
-	now := e.now()
+	// The wheel never fires early, so it is at least at. The cached clock
+	// may lag behind it, and an entry judged not yet due by that clock
+	// would be dropped (a lease, a TTL that then never ends).
+	now := max(e.now(), at.UnixNano())
 	switch en.Kind {
 	case timerDue:
 		slot := uint32(en.ID)
