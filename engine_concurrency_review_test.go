@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -85,6 +86,38 @@ func TestReviewTryDequeuePastHeldMessages(t *testing.T) {
 	d, ok := e.TryDequeue()
 	require.True(t, ok, "TryDequeue returned false with a message ready")
 	assert.Equal(t, id, d.ID)
+}
+
+// Stats counts a message that sits still, whatever readers do meanwhile.
+func TestReviewStatsCountsStableMessagesUnderReaders(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	pending := enqueueP(t, e, ringwal.Normal, "p")
+	leased := enqueueP(t, e, ringwal.Normal, "l")
+	d := dequeue(t, e)
+	require.Equal(t, pending, d.ID)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, id := range []ringwal.ID{pending, leased} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = e.Get(id)
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	for i := 0; i < 300; i++ {
+		s := e.Stats()
+		if s.Pending != 1 || s.Leased != 1 {
+			t.Fatalf("scan %d: Pending %d, Leased %d; want 1 and 1 (nothing moved)", i, s.Pending, s.Leased)
+		}
+	}
 }
 
 // Extend by a huge duration keeps the lease, it does not end it at once.

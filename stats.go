@@ -78,7 +78,10 @@ type stateCounts struct {
 func (e *Engine) scan() stateCounts {
 	var c stateCounts
 	e.slab.each(func(_ uint32, r *rec) {
-		st := wordState(r.word.Load())
+		// A reader (Get, Peek, a checkpoint) holds a record stBusy for a
+		// moment without moving it: wait for a stable state rather than
+		// miss the message (the lease scan does the same).
+		st := wordState(r.stableWord())
 		switch st {
 		case stFree, stBusy:
 			return
