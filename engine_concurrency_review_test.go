@@ -5,8 +5,10 @@ package ringwal_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -86,6 +88,74 @@ func TestReviewTryDequeuePastHeldMessages(t *testing.T) {
 	d, ok := e.TryDequeue()
 	require.True(t, ok, "TryDequeue returned false with a message ready")
 	assert.Equal(t, id, d.ID)
+}
+
+// A Run handler's ctx ends when its lease expires, even if a reader (Get)
+// happens to look at the record just as the worker starts the handler.
+func TestReviewRunCtxEndsOnExpiryDespiteReaders(t *testing.T) {
+	e, fake := memEngine(t, ringwal.Options{
+		LeaseTimeout: 100 * time.Millisecond,
+		Policies:     map[classify.Category]classify.RetryPolicy{classify.Timeout: fastPolicy(1)},
+	})
+	const rounds = 100
+	ids := make([]ringwal.ID, rounds+1)
+	for i := range ids {
+		ids[i] = enqueueP(t, e, ringwal.Normal, "x")
+	}
+	var cur, spin atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() { // a reader: keeps looking at the next message to be leased
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = e.Get(ids[cur.Load()])
+				for range rand.IntN(64) { // vary the phase against the worker's
+					spin.Add(1)
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+
+	started := make(chan ringwal.ID, 1)
+	ended := make(chan ringwal.ID, 1)
+	ctx, cancel := context.WithCancel(ctxBG)
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- e.Run(ctx, 1, func(hctx context.Context, d ringwal.Delivery) error {
+			started <- d.ID
+			select {
+			case <-hctx.Done():
+			case <-ctx.Done():
+			}
+			ended <- d.ID
+			return errors.New("done")
+		})
+	}()
+	defer func() { cancel(); <-runErr }()
+
+	for i := 0; i < rounds; i++ {
+		select {
+		case id := <-started:
+			require.Equal(t, ids[i], id)
+		case <-time.After(waitFor):
+			t.Fatalf("round %d: handler not called", i)
+		}
+		cur.Store(int64(i + 1))
+		fake.Advance(150 * time.Millisecond)
+		select {
+		case <-ended:
+		case <-time.After(time.Second):
+			t.Fatalf("round %d: the handler's ctx did not end when its lease expired", i)
+		}
+	}
 }
 
 // Stats counts a message that sits still, whatever readers do meanwhile.
