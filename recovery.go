@@ -51,6 +51,27 @@ type replayState struct {
 	slabBits uint
 	maxID    uint64
 	arena    payloadArena
+	// late holds what an operator did to a dead letter whose dead-letter
+	// record is further on in the log: the engine makes a dead letter
+	// visible before it logs it, so a Review, Purge or Redrive of it can
+	// reach the log first.
+	late map[uint64]lateDead
+}
+
+// lateDead is what the log said of a dead letter before the record that
+// made it one.
+type lateDead struct {
+	redriven   bool // its dead-letter record is stale: the message lives on
+	reviewed   bool
+	note       string
+	reviewedAt int64
+}
+
+func (rs *replayState) setLate(id uint64, l lateDead) {
+	if rs.late == nil {
+		rs.late = make(map[uint64]lateDead)
+	}
+	rs.late[id] = l
 }
 
 const replayChunkBits = 12
@@ -217,16 +238,39 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 		if m == nil {
 			return
 		}
+		l, isLate := rs.late[r.ID]
+		if isLate {
+			delete(rs.late, r.ID)
+			if l.redriven {
+				return
+			}
+		}
+		if r.DedupID != "" { // a snapshot's
+			m.msg.DedupID = r.DedupID
+		}
 		cat := classify.Category(r.Category)
 		h := m.hist.ending(dlq.Failure{At: time.Unix(0, r.Time), Category: cat, Error: r.Text})
 		entry := h.deadLetter(r.ID, cat, m.msg, int(r.Attempt), r.Time)
+		if l.reviewed {
+			entry.Reviewed, entry.Note, entry.ReviewedAt = true, l.note, time.Unix(0, l.reviewedAt)
+		}
 		rs.remove(r.ID)
 		_, _ = e.dead.Remove(r.ID)
 		_ = e.dead.Add(entry)
-	case wal.KindRedrive, wal.KindPurge:
-		_, _ = e.dead.Remove(r.ID)
+	case wal.KindRedrive:
+		if _, ok := e.dead.Remove(r.ID); !ok && m != nil {
+			rs.setLate(r.ID, lateDead{redriven: true})
+		}
+	case wal.KindPurge:
+		if _, ok := e.dead.Remove(r.ID); !ok && m != nil {
+			// Purged before its dead-letter record was logged: gone for good.
+			rs.remove(r.ID)
+			delete(rs.late, r.ID)
+		}
 	case wal.KindReview:
-		_ = e.dead.MarkReviewed(r.ID, r.Text, time.Unix(0, r.Time))
+		if err := e.dead.MarkReviewed(r.ID, r.Text, time.Unix(0, r.Time)); err != nil && m != nil {
+			rs.setLate(r.ID, lateDead{reviewed: true, note: r.Text, reviewedAt: r.Time})
+		}
 	case wal.KindDedup:
 		e.dedup.restore(r.DedupID, r.ID, r.Time)
 	case wal.KindCheckpoint:
@@ -468,13 +512,23 @@ func (e *Engine) snapshotRecord(r *rec, rec *wal.Record) (state uint32, leaseExp
 func (e *Engine) snapshotDead(d *DeadLetter, emit func(*wal.Record) error) error {
 	var rec wal.Record
 	m := &d.Message
+	// The enqueue record carries no DedupID: replaying it would restore the
+	// dedup entry as first seen at DeadAt. The dead-letter record carries
+	// it instead; a fresh dedup entry has a record of its own.
 	rec = wal.Record{Kind: wal.KindEnqueue, ID: d.ID, Time: d.DeadAt.UnixNano(), Priority: int8(m.Priority),
-		Key: m.Key, DedupID: m.DedupID, Payload: m.Payload, MaxAttempts: int32(m.MaxAttempts)}
+		Key: m.Key, Payload: m.Payload, MaxAttempts: int32(m.MaxAttempts)}
 	if len(m.Headers) > 0 {
 		rec.Headers = flattenHeaders(m.Headers)
 	}
 	if !m.Deadline.IsZero() {
 		rec.Deadline = m.Deadline.UnixNano()
+	}
+	// Delay and TTL are read back relative to the record's Time.
+	if m.Delay > 0 {
+		rec.NotBefore = rec.Time + int64(m.Delay)
+	}
+	if m.TTL > 0 {
+		rec.ExpiresAt = rec.Time + int64(m.TTL)
 	}
 	if err := emit(&rec); err != nil {
 		return err
@@ -488,7 +542,7 @@ func (e *Engine) snapshotDead(d *DeadLetter, emit func(*wal.Record) error) error
 		}
 	}
 	if err := emit(&wal.Record{Kind: wal.KindDeadLetter, ID: d.ID, Time: d.DeadAt.UnixNano(),
-		Attempt: int32(d.Attempts), Category: uint8(d.Category), Text: last}); err != nil {
+		Attempt: int32(d.Attempts), Category: uint8(d.Category), Text: last, DedupID: m.DedupID}); err != nil {
 		return err
 	}
 	if d.Reviewed {

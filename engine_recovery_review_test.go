@@ -1,0 +1,217 @@
+package ringwal_test
+
+// Crash recovery review: what a reopened engine rebuilds when records were
+// appended in another order than the state changes they describe, or when
+// a checkpoint carried the state.
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/internal/clock"
+)
+
+// hookHandler is a slog handler that calls fn, synchronously, for every
+// record whose message is msg: a way to run an operation at exactly the
+// point where the engine logs that message, as a concurrent caller
+// scheduled at that moment would.
+type hookHandler struct {
+	msg string
+	mu  sync.Mutex
+	fn  func()
+}
+
+func (h *hookHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *hookHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *hookHandler) WithGroup(string) slog.Handler            { return h }
+func (h *hookHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != h.msg {
+		return nil
+	}
+	h.mu.Lock()
+	fn := h.fn
+	h.fn = nil
+	h.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+	return nil
+}
+
+func (h *hookHandler) set(fn func()) {
+	h.mu.Lock()
+	h.fn = fn
+	h.mu.Unlock()
+}
+
+// TestDeadLetterRaceWithOperatorSurvivesRestart: an operator acting on a
+// dead letter the instant it became visible (review, purge, redrive)
+// must find that action in place after a restart, even though the
+// engine's dead-letter record may reach the log after the operator's.
+func TestDeadLetterRaceWithOperatorSurvivesRestart(t *testing.T) {
+	for _, op := range []string{"review", "purge", "redrive", "redrive and ack"} {
+		t.Run(op, func(t *testing.T) {
+			dir := t.TempDir()
+			hook := &hookHandler{msg: "ringwal: dead-lettered"}
+			fake := clock.NewFake(time.Time{})
+			o := ringwal.Options{Clock: fake, Logger: slog.New(hook)}
+			e1, err := ringwal.Open(dir, o)
+			require.NoError(t, err)
+			closed := false
+			t.Cleanup(func() {
+				if !closed {
+					_ = e1.Close()
+				}
+			})
+
+			id := enqueue(t, e1, ringwal.Message{Payload: []byte("x")})
+			d := dequeue(t, e1)
+			require.Equal(t, id, d.ID)
+			var opErr error
+			hook.set(func() {
+				switch op {
+				case "review":
+					opErr = e1.MarkReviewed(id, "seen")
+				case "purge":
+					_, opErr = e1.PurgeDeadLetters(dlq.Query{})
+				case "redrive", "redrive and ack":
+					opErr = e1.Redrive(id)
+				}
+			})
+			require.NoError(t, e1.Nack(d.Lease, permanent("rejected")))
+			require.NoError(t, opErr)
+
+			if op == "redrive and ack" {
+				d := dequeue(t, e1)
+				require.Equal(t, id, d.ID)
+				require.NoError(t, e1.Ack(d.Lease))
+			}
+			require.NoError(t, e1.Close())
+			closed = true
+
+			o.Logger = nil
+			o.Clock = clock.NewFake(fake.Now())
+			e2 := open(t, dir, o)
+			info, err := e2.Get(id)
+			switch op {
+			case "review":
+				require.NoError(t, err)
+				require.Equal(t, ringwal.Dead, info.State)
+				dl := deadEntry(t, e2, id)
+				assert.True(t, dl.Reviewed, "the review survives the restart")
+				assert.Equal(t, "seen", dl.Note)
+			case "redrive":
+				require.NoError(t, err)
+				assert.Equal(t, ringwal.Pending, info.State, "the redriven message stays pending")
+				assert.Equal(t, 0, info.Attempts)
+			case "purge", "redrive and ack":
+				assert.ErrorIs(t, err, ringwal.ErrNotFound, "%s: got %+v", op, info)
+			}
+			if op != "review" {
+				dls, err := e2.DeadLetters(dlq.Query{})
+				require.NoError(t, err)
+				assert.Empty(t, dls, "%s: no dead letter comes back", op)
+			}
+		})
+	}
+}
+
+// TestDeadLetterMessageSurvivesCheckpoint: a dead letter's message comes
+// back whole after a restart, whether the log or a checkpoint carried it.
+func TestDeadLetterMessageSurvivesCheckpoint(t *testing.T) {
+	for _, checkpoint := range []bool{false, true} {
+		name := "log"
+		if checkpoint {
+			name = "checkpoint"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			fake := clock.NewFake(time.Time{})
+			o := ringwal.Options{Clock: fake}
+			e1, err := ringwal.Open(dir, o)
+			require.NoError(t, err)
+			closed := false
+			t.Cleanup(func() {
+				if !closed {
+					_ = e1.Close()
+				}
+			})
+			m := ringwal.Message{DedupID: "dl", Key: "k", Priority: ringwal.High, Payload: []byte("p"),
+				Headers: map[string]string{"a": "b"}, Delay: time.Second, TTL: time.Hour,
+				Deadline: fake.Now().Add(time.Minute), MaxAttempts: 1}
+			id := enqueue(t, e1, m)
+			fake.Advance(2 * time.Second)
+			d := dequeue(t, e1)
+			require.Equal(t, id, d.ID)
+			require.NoError(t, e1.Nack(d.Lease, permanent("rejected")))
+			before := deadEntry(t, e1, id)
+			require.Equal(t, m, before.Message)
+			if checkpoint {
+				require.NoError(t, e1.Checkpoint())
+			}
+			require.NoError(t, e1.Close())
+			closed = true
+
+			o.Clock = clock.NewFake(fake.Now())
+			e2 := open(t, dir, o)
+			after := deadEntry(t, e2, id)
+			after.Message.Deadline = after.Message.Deadline.UTC()
+			assert.Equal(t, m, after.Message, "the dead letter's message survives")
+			assert.Equal(t, before.Attempts, after.Attempts)
+			assert.Equal(t, before.Failures, after.Failures)
+			assert.True(t, before.DeadAt.Equal(after.DeadAt))
+		})
+	}
+}
+
+// TestDedupOfDeadLetterAfterCheckpoint: a checkpoint does not restart a
+// dead letter's dedup window at the time it died.
+func TestDedupOfDeadLetterAfterCheckpoint(t *testing.T) {
+	for _, checkpoint := range []bool{false, true} {
+		name := "log"
+		if checkpoint {
+			name = "checkpoint"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			fake := clock.NewFake(time.Time{})
+			o := ringwal.Options{Clock: fake, DedupWindow: time.Minute}
+			e1, err := ringwal.Open(dir, o)
+			require.NoError(t, err)
+			closed := false
+			t.Cleanup(func() {
+				if !closed {
+					_ = e1.Close()
+				}
+			})
+			id := enqueue(t, e1, ringwal.Message{DedupID: "once"})
+			fake.Advance(40 * time.Second)
+			d := dequeue(t, e1)
+			require.Equal(t, id, d.ID)
+			require.NoError(t, e1.Nack(d.Lease, permanent("rejected")))
+			waitState(t, e1, id, ringwal.Dead)
+			if checkpoint {
+				require.NoError(t, e1.Checkpoint())
+			}
+			require.NoError(t, e1.Close())
+			closed = true
+
+			// 70s after the first enqueue, 30s after it died.
+			o.Clock = clock.NewFake(fake.Now().Add(30 * time.Second))
+			e2 := open(t, dir, o)
+			again, err := e2.Enqueue(ctxBG, ringwal.Message{DedupID: "once"})
+			assert.NoError(t, err, "the window counts from the first enqueue")
+			assert.NotEqual(t, id, again)
+			// And the dead letter keeps its DedupID.
+			assert.Equal(t, "once", deadEntry(t, e2, id).Message.DedupID)
+		})
+	}
+}
