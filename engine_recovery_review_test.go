@@ -6,6 +6,7 @@ package ringwal_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
 	"github.com/ringwal/ringwal/internal/clock"
 )
@@ -214,4 +216,154 @@ func TestDedupOfDeadLetterAfterCheckpoint(t *testing.T) {
 			assert.Equal(t, "once", deadEntry(t, e2, id).Message.DedupID)
 		})
 	}
+}
+
+// TestCheckpointUnderLoadLosesNothing: checkpoints taken while producers,
+// consumers and an operator change messages' states leave a log from
+// which a reopened engine has every unacked message once, no acked one,
+// and every dead letter with its review.
+func TestCheckpointUnderLoadLosesNothing(t *testing.T) {
+	dir := t.TempDir()
+	o := ringwal.Options{
+		Durability:   ringwal.Write,
+		LeaseTimeout: time.Hour,
+		Policies: map[classify.Category]classify.RetryPolicy{
+			classify.Transient: {MaxAttempts: 3, Base: time.Millisecond, Multiplier: 1, Jitter: classify.NoJitter},
+		},
+	}
+	e1, err := ringwal.Open(dir, o)
+	require.NoError(t, err)
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = e1.Close()
+		}
+	})
+
+	const producers, perProducer = 4, 400
+	var mu sync.Mutex
+	acked := map[ringwal.ID]bool{}
+	enqueued := map[ringwal.ID]bool{}
+	reviewed := map[ringwal.ID]string{}
+	purged := map[ringwal.ID]bool{}
+	ctx, cancel := context.WithCancel(ctxBG)
+	defer cancel()
+
+	var prod sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		prod.Add(1)
+		go func(p int) {
+			defer prod.Done()
+			for i := 0; i < perProducer; i++ {
+				key := fmt.Sprintf("k%d.%d", p, i) // lets the operator purge just this one
+				id, err := e1.Enqueue(ctx, ringwal.Message{Key: key, Payload: []byte{byte(i)}})
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				enqueued[id] = true
+				mu.Unlock()
+			}
+		}(p)
+	}
+	var bg sync.WaitGroup
+	for c := 0; c < 4; c++ {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			for n := 0; ; n++ {
+				d, err := e1.Dequeue(ctx)
+				if err != nil {
+					return
+				}
+				switch n % 4 {
+				case 0, 1:
+					if assert.NoError(t, e1.Ack(d.Lease)) {
+						mu.Lock()
+						acked[d.ID] = true
+						mu.Unlock()
+					}
+				case 2:
+					assert.NoError(t, e1.Nack(d.Lease, transient("again")))
+				case 3:
+					assert.NoError(t, e1.Nack(d.Lease, permanent("never")))
+				}
+			}
+		}()
+	}
+	bg.Add(2)
+	go func() { // the operator
+		defer bg.Done()
+		for ctx.Err() == nil {
+			dls, err := e1.DeadLetters(dlq.Query{Reviewed: dlq.OnlyUnreviewed, Limit: 8})
+			if err != nil {
+				return
+			}
+			for i, dl := range dls {
+				id := ringwal.ID(dl.ID)
+				switch i % 4 {
+				case 0:
+					if e1.Redrive(id) == nil {
+						continue
+					}
+				case 1:
+					if n, err := e1.PurgeDeadLetters(dlq.Query{Key: dl.Key}); err == nil && n == 1 {
+						mu.Lock()
+						purged[id] = true
+						mu.Unlock()
+						continue
+					}
+				}
+				note := fmt.Sprintf("note %d", id)
+				if e1.MarkReviewed(id, note) == nil {
+					mu.Lock()
+					reviewed[id] = note
+					mu.Unlock()
+				}
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	go func() { // checkpoints
+		defer bg.Done()
+		for ctx.Err() == nil {
+			assert.NoError(t, e1.Checkpoint())
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	prod.Wait()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	bg.Wait()
+	before := e1.Stats()
+	require.NoError(t, e1.Checkpoint())
+	// A few changes after the last checkpoint, replayed from the log.
+	extra := enqueue(t, e1, ringwal.Message{Payload: []byte("extra")})
+	require.NoError(t, e1.Close())
+	closed = true
+
+	e2 := open(t, dir, o)
+	after := e2.Stats()
+	assert.Equal(t, before.Pending+before.Delayed+before.Leased+before.Held+1,
+		after.Pending+after.Delayed+after.Leased+after.Held, "live messages: before %+v, after %+v", before, after)
+	assert.Equal(t, before.Dead, after.Dead, "dead letters")
+	for id := range enqueued {
+		info, err := e2.Get(id)
+		switch {
+		case acked[id]:
+			assert.ErrorIs(t, err, ringwal.ErrNotFound, "acked %d comes back: %+v", id, info)
+		case purged[id]:
+			assert.ErrorIs(t, err, ringwal.ErrNotFound, "purged %d comes back: %+v", id, info)
+		default:
+			if assert.NoError(t, err, "%d is lost", id) && info.State == ringwal.Dead {
+				if note, ok := reviewed[id]; ok {
+					dl := deadEntry(t, e2, id)
+					assert.True(t, dl.Reviewed, "%d's review", id)
+					assert.Equal(t, note, dl.Note)
+				}
+			}
+		}
+	}
+	_, err = e2.Get(extra)
+	assert.NoError(t, err)
 }

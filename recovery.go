@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"slices"
 	"time"
 
@@ -485,12 +486,14 @@ func (e *Engine) snapshotRecord(r *rec, rec *wal.Record) (state uint32, leaseExp
 		switch st := wordState(w); st {
 		case stFree:
 			return 0, 0, false
-		case stBusy:
+		case stBusy, stCommitting:
+			// Someone owns it for a moment. A committing record is not ours
+			// to read either: once its enqueue record is written it is
+			// published, and may be leased, settled and reused while we
+			// read. The log writer runs on while a checkpoint does, so the
+			// commit ends.
+			runtime.Gosched()
 			continue
-		case stCommitting:
-			// Complete and immutable; its enqueue record is on its way.
-			e.enqueueRecord(rec, r, r.id.Load())
-			return stPending, 0, true
 		default:
 			if !r.word.CompareAndSwap(w, withState(w, stBusy)) {
 				continue
