@@ -218,10 +218,12 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 		Attempt:    int(attempt),
 		EnqueuedAt: time.Unix(0, r.enqueuedAt),
 	}
-	r.releaseAttempts(slot, stLeased, attempt)
+	// Logged while the record is still ours, so that whatever settles
+	// this lease is logged after it (see logRecord).
 	if e.log != nil {
 		rec := wal.Record{Kind: wal.KindLease, ID: id, Time: now, Attempt: int32(attempt), Until: expiry}
 		_ = e.log.AppendNoWait(&rec)
 	}
+	r.releaseAttempts(slot, stLeased, attempt)
 	return true
 }

@@ -89,10 +89,21 @@ func (e *Engine) Requeue(id ID) error {
 		}
 	}
 	now := e.now()
+	if r.expiresAt != 0 && now >= r.expiresAt {
+		// Its TTL timer found it leased and left it to whoever ends
+		// the lease: a requeue must not make an expired message pending.
+		return e.deadLetter(slot, r, classify.Expired, fmt.Sprintf("ttl of %v expired", r.msg.TTL), now, true)
+	}
 	r.crashes.Store(0)
 	e.ctr.requeued.Add(1)
+	// Logged before the message is visible, so that its next lease is
+	// logged after this record (see logRecord).
+	lg, err := e.logRecord(&wal.Record{Kind: wal.KindRequeue, ID: uint64(id), Time: now, Attempt: int32(r.attempts())}, true)
 	e.makeReady(slot, r, now)
-	return e.appendRecord(&wal.Record{Kind: wal.KindRequeue, ID: uint64(id), Time: now, Attempt: int32(r.attempts())}, true)
+	if err != nil {
+		return err
+	}
+	return lg.wait()
 }
 
 // expireTTL dead-letters a message whose TTL ended while it was not leased.
@@ -174,7 +185,7 @@ func (e *Engine) fillRedriven(r *rec, d DeadLetter, now int64) {
 	r.enqueuedAt = now
 	r.expiresAt = 0
 	if d.Message.TTL > 0 {
-		r.expiresAt = now + int64(d.Message.TTL) + e.slop()
+		r.expiresAt = addSat(addSat(now, int64(d.Message.TTL)), e.slop())
 	}
 	r.deadline = 0
 	if !d.Message.Deadline.IsZero() {

@@ -107,33 +107,75 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 	if !p.ShouldRetry(attempts, time.Duration(now-r.enqueuedAt)) {
 		return e.deadLetter(slot, r, cat, text, now, wait)
 	}
+	if r.expiresAt != 0 && now >= r.expiresAt {
+		// The TTL ended during this delivery (its timer found the message
+		// leased and left it to this failure): no retry may go out.
+		return e.deadLetter(slot, r, classify.Expired, fmt.Sprintf("ttl of %v expired", r.msg.TTL), now, wait)
+	}
 	delay := p.Delay(cause, attempts, time.Duration(r.prevDelay.Load()))
 	r.prevDelay.Store(int64(delay))
 	id := r.id.Load()
 	e.ctr.retried.Add(1)
 	until := addSat(now, int64(delay))
-	e.delay(slot, r, addSat(until, e.slop()))
-	return e.appendRecord(&wal.Record{Kind: wal.KindNack, ID: id, Time: now, Attempt: int32(attempts),
+	lg, err := e.logRecord(&wal.Record{Kind: wal.KindNack, ID: id, Time: now, Attempt: int32(attempts),
 		Category: uint8(cat), Text: text, Until: until}, wait)
+	e.delay(slot, r, addSat(until, e.slop()))
+	if err != nil {
+		return err
+	}
+	return lg.wait()
 }
 
 // appendRecord logs rec, waiting as the durability mode promises when wait
 // is true (a caller's mutation) and never when it is false (the
 // housekeeper's, which must not stall timers).
 func (e *Engine) appendRecord(rec *wal.Record, wait bool) error {
-	if e.log == nil {
-		return nil
+	lg, err := e.logRecord(rec, wait)
+	if err != nil {
+		return err
 	}
+	return lg.wait()
+}
+
+// logRecord appends rec without waiting and returns what appendRecord
+// would have waited for. A mutation logs its record first, then makes its
+// change visible, then waits: another goroutine that acts on the change
+// (a Redrive of a fresh dead letter, a Dequeue of a requeued message) then
+// logs its record after this one, so replay sees them in the order they
+// happened.
+func (e *Engine) logRecord(rec *wal.Record, wait bool) (logged, error) {
+	if e.log == nil {
+		return logged{}, nil
+	}
+	lg := logged{kind: rec.Kind, id: rec.ID}
 	var err error
 	if wait {
-		err = e.log.Append(rec)
+		lg.commit, err = e.log.AppendCommit(rec)
 	} else {
 		err = e.log.AppendNoWait(rec)
 	}
 	if err != nil {
-		return fmt.Errorf("ringwal: logging %v of %d: %w", rec.Kind, rec.ID, err)
+		return logged{}, lg.wrap(err)
+	}
+	return lg, nil
+}
+
+// logged is a record appended by logRecord, not yet waited for.
+type logged struct {
+	commit wal.Commit
+	kind   wal.Kind
+	id     uint64
+}
+
+func (lg logged) wait() error {
+	if err := lg.commit.Wait(); err != nil {
+		return lg.wrap(err)
 	}
 	return nil
+}
+
+func (lg logged) wrap(err error) error {
+	return fmt.Errorf("ringwal: logging %v of %d: %w", lg.kind, lg.id, err)
 }
 
 // deadLetter moves a busy record to the dead-letter store under cat.
@@ -141,6 +183,10 @@ func (e *Engine) deadLetter(slot uint32, r *rec, cat classify.Category, text str
 	h := r.hist.Load().ending(dlq.Failure{At: time.Unix(0, now), Category: cat, Error: text})
 	id := r.id.Load()
 	entry := h.deadLetter(id, cat, r.msg, int(r.attempts()), now)
+	// Logged before the dead letter is visible: an operator's Review,
+	// Purge or Redrive of it must follow it in the log.
+	lg, logErr := e.logRecord(&wal.Record{Kind: wal.KindDeadLetter, ID: id, Time: now, Attempt: int32(entry.Attempts),
+		Category: uint8(cat), Text: text}, wait)
 	if err := e.dead.Add(entry); err != nil {
 		// Only a duplicate ID can fail, which would be an engine bug; keep
 		// the message rather than lose it.
@@ -156,8 +202,10 @@ func (e *Engine) deadLetter(slot uint32, r *rec, cat classify.Category, text str
 	e.release(r)
 	e.hk.deadLettered(entry)
 	e.opts.Logger.Debug("ringwal: dead-lettered", "id", id, "category", cat.String(), "key", entry.Key, "attempts", entry.Attempts)
-	return e.appendRecord(&wal.Record{Kind: wal.KindDeadLetter, ID: id, Time: now, Attempt: int32(entry.Attempts),
-		Category: uint8(cat), Text: text}, wait)
+	if logErr != nil {
+		return logErr
+	}
+	return lg.wait()
 }
 
 // hold sets a busy record aside while its key's breaker is open.
@@ -232,10 +280,12 @@ func (e *Engine) Extend(l Lease, d time.Duration) error {
 	expiry := addSat(addSat(now, int64(d)), e.slop())
 	r.leaseExpiry = expiry
 	id := r.id.Load()
+	// Logged while the record is ours, before whatever settles the lease.
+	err = e.appendRecord(&wal.Record{Kind: wal.KindExtend, ID: id, Time: now, Until: expiry}, false)
 	// Same generation: the lease stays valid.
 	r.word.Store(withState(r.word.Load(), stLeased))
 	e.hk.schedule(expiry, sched.Entry{ID: uint64(l.slot), Gen: l.gen, Kind: timerLease})
-	return e.appendRecord(&wal.Record{Kind: wal.KindExtend, ID: id, Time: now, Until: expiry}, false)
+	return err
 }
 
 // expireLease is the housekeeper's handling of a lease-expiry timer.

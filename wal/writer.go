@@ -126,7 +126,7 @@ func (l *Log) AppendBatch(rs []Record) error {
 		p.buf = AppendRecord(p.buf, &rs[i])
 	}
 	p.n += len(rs)
-	return l.addedLocked(p, false)
+	return l.commitLocked(p, false).Wait()
 }
 
 // AppendNoWait adds r to the next batch and returns without waiting for
@@ -136,23 +136,54 @@ func (l *Log) AppendBatch(rs []Record) error {
 // Safe for concurrent use.
 func (l *Log) AppendNoWait(r *Record) error { return l.appendOne(r, true) }
 
-// appendOne encodes r into the current batch; noWait as in addedLocked.
+// appendOne encodes r into the current batch and waits; noWait as in
+// commitLocked.
 func (l *Log) appendOne(r *Record, noWait bool) error {
-	if !r.Kind.Valid() {
-		return fmt.Errorf("ringwal/wal: append: record of unknown kind %d", r.Kind)
-	}
-	p, err := l.lockUsable()
+	c, err := l.appendCommit(r, noWait)
 	if err != nil {
 		return err
 	}
-	p.buf = AppendRecord(p.buf, r)
-	p.n++
-	return l.addedLocked(p, noWait)
+	return c.Wait()
 }
 
-// addedLocked finishes an append into p: wakes the writer as needed,
-// unlocks l.mu, and waits as the mode says.
-func (l *Log) addedLocked(p *pending, noWait bool) error {
+// appendCommit encodes r into the current batch; noWait as in commitLocked.
+func (l *Log) appendCommit(r *Record, noWait bool) (Commit, error) {
+	if !r.Kind.Valid() {
+		return Commit{}, fmt.Errorf("ringwal/wal: append: record of unknown kind %d", r.Kind)
+	}
+	p, err := l.lockUsable()
+	if err != nil {
+		return Commit{}, err
+	}
+	p.buf = AppendRecord(p.buf, r)
+	p.n++
+	return l.commitLocked(p, noWait), nil
+}
+
+// Commit is an appended record's pending outcome (see AppendCommit).
+type Commit struct{ res *result }
+
+// Wait waits as Append would have after adding the record, and returns
+// what Append would have returned. The zero Commit has nothing to wait for.
+func (c Commit) Wait() error {
+	if c.res == nil {
+		return nil
+	}
+	<-c.res.done
+	return c.res.err
+}
+
+// AppendCommit adds r to the next batch like Append but returns without
+// waiting; Commit.Wait then waits as Append would have. It lets a caller
+// fix a record's place in the log before it makes the change the record
+// describes visible to other goroutines (whose records must come after),
+// and wait for durability once it has. Safe for concurrent use.
+func (l *Log) AppendCommit(r *Record) (Commit, error) { return l.appendCommit(r, false) }
+
+// commitLocked finishes an append into p: wakes the writer as needed,
+// unlocks l.mu, and returns what the appender must wait for as the mode
+// says (noWait: nothing, unless the writer is far behind).
+func (l *Log) commitLocked(p *pending, noWait bool) Commit {
 	l.appended = true
 	if noWait || l.opt.Mode == Buffered {
 		p.noWait = true
@@ -168,14 +199,13 @@ func (l *Log) addedLocked(p *pending, noWait bool) error {
 		l.kickLocked(big || l.opt.Mode != Buffered)
 		if noWait || len(p.buf) < maxPendingBytes {
 			l.mu.Unlock()
-			return nil
+			return Commit{}
 		}
 		// Back-pressure: the writer is far behind; wait for this batch.
 		p.waiters++
 		res := p.res
 		l.mu.Unlock()
-		<-res.done
-		return res.err
+		return Commit{res: res}
 	}
 	if l.opt.Mode == Fsync {
 		p.needSync = true
@@ -185,8 +215,7 @@ func (l *Log) addedLocked(p *pending, noWait bool) error {
 	res := p.res
 	l.kickLocked(true)
 	l.mu.Unlock()
-	<-res.done
-	return res.err
+	return Commit{res: res}
 }
 
 // Flush returns once everything appended before the call reached write(2)
