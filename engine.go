@@ -305,7 +305,10 @@ func (e *Engine) slop() int64 {
 // with category c, the message's MaxAttempts replacing the policy's.
 func (e *Engine) categoryPolicy(c classify.Category, maxAttempts int) classify.RetryPolicy {
 	p := e.opts.policy(c)
-	if maxAttempts > 0 {
+	// A message's MaxAttempts changes how often a retryable failure is
+	// retried; it does not make retryable what its category's policy
+	// never retries (Permanent, Poison, Expired by default).
+	if maxAttempts > 0 && p.Normalize().MaxAttempts > 1 {
 		p.MaxAttempts = maxAttempts
 	}
 	return p

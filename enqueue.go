@@ -270,7 +270,7 @@ func (e *Engine) claim(now int64, m *Message) (uint32, uint64, error) {
 		r.enqueuedAt = now
 		r.expiresAt = 0
 		if m.TTL > 0 {
-			r.expiresAt = now + int64(m.TTL) + e.slop()
+			r.expiresAt = addSat(addSat(now, int64(m.TTL)), e.slop())
 		}
 		r.deadline = 0
 		if !m.Deadline.IsZero() {
@@ -312,7 +312,7 @@ func (e *Engine) publish(slot uint32, now int64) {
 		e.hk.schedule(r.expiresAt, schedTTL(id))
 	}
 	if d := r.msg.Delay; d > 0 {
-		e.delay(slot, r, r.enqueuedAt+int64(d)+e.slop()) // from enqueue, not from publish
+		e.delay(slot, r, addSat(addSat(r.enqueuedAt, int64(d)), e.slop())) // from enqueue, not from publish
 		return
 	}
 	e.makeReady(slot, r, now)
@@ -416,7 +416,7 @@ func (e *Engine) enqueueRecord(rec *wal.Record, r *rec, id uint64) {
 		Attempt:     int32(r.attempts()),
 	}
 	if m.Delay > 0 {
-		rec.NotBefore = r.enqueuedAt + int64(m.Delay)
+		rec.NotBefore = addSat(r.enqueuedAt, int64(m.Delay))
 	}
 	if len(m.Headers) > 0 {
 		rec.Headers = flattenHeaders(m.Headers)

@@ -528,10 +528,10 @@ func (e *Engine) snapshotDead(d *DeadLetter, emit func(*wal.Record) error) error
 	}
 	// Delay and TTL are read back relative to the record's Time.
 	if m.Delay > 0 {
-		rec.NotBefore = rec.Time + int64(m.Delay)
+		rec.NotBefore = addSat(rec.Time, int64(m.Delay))
 	}
 	if m.TTL > 0 {
-		rec.ExpiresAt = rec.Time + int64(m.TTL)
+		rec.ExpiresAt = addSat(rec.Time, int64(m.TTL))
 	}
 	if err := emit(&rec); err != nil {
 		return err
