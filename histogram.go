@@ -32,7 +32,9 @@ func (h *histogram) observe(ns int64) {
 	if ns < 0 {
 		ns = 0
 	}
-	us := uint64(ns) / 1000
+	// Rounded up: bucket i holds observations up to 2^i µs inclusive,
+	// so 1.5µs belongs to the 2µs bucket, not the 1µs one.
+	us := (uint64(ns) + 999) / 1000
 	i := 0
 	if us > 1 {
 		i = bits.Len64(us - 1)
