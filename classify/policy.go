@@ -193,10 +193,15 @@ func (p RetryPolicy) Delay(err error, attempt int, prev time.Duration) time.Dura
 }
 
 // mulCap returns min(d·f, limit), computed in float64 so that a large
-// attempt number saturates instead of overflowing.
+// attempt number saturates instead of overflowing. A zero d stays 0 even
+// for an infinite f (0·Inf is NaN, which would convert to a negative
+// duration).
 func mulCap(d time.Duration, f float64, limit time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
 	x := float64(d) * f
-	if x >= float64(limit) || math.IsInf(x, 1) {
+	if !(x < float64(limit)) { // also NaN
 		return limit
 	}
 	return time.Duration(x)
