@@ -63,9 +63,11 @@ func (f *dlqFilter) add(cmd *cobra.Command) {
 	fl.Lookup("reviewed").NoOptDefVal = "yes"
 }
 
-// set reports whether any filter was given.
+// set reports whether any filter was given. A --reviewed value that
+// query reads as "any" (any case, or empty) is no filter.
 func (f *dlqFilter) set() bool {
-	return len(f.categories) > 0 || f.key != "" || f.since != "" || f.until != "" || f.reviewed != "any"
+	r := strings.ToLower(f.reviewed)
+	return len(f.categories) > 0 || f.key != "" || f.since != "" || f.until != "" || (r != "any" && r != "")
 }
 
 // query turns the flags into a dlq.Query; a bad value is a usage error.
@@ -85,6 +87,9 @@ func (f *dlqFilter) query(now time.Time) (dlq.Query, error) {
 	}
 	if q.Until, err = parseWhen(f.until, now); err != nil {
 		return q, usagef("--until: %v", err)
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && q.Since.After(q.Until) {
+		return q, usagef("--since %s is after --until %s", f.since, f.until)
 	}
 	switch strings.ToLower(f.reviewed) {
 	case "any", "":
@@ -146,6 +151,9 @@ func newDLQListCmd() *cobra.Command {
 			q, err := f.query(time.Now())
 			if err != nil {
 				return err
+			}
+			if limit < 0 {
+				return usagef("--limit %d is negative (0 = all)", limit)
 			}
 			q.Limit, q.After = limit, after
 			e, err := openDataDir(args[0])
