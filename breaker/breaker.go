@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -244,7 +245,11 @@ func (s *Set) trip(b *keyBreaker, now int64) {
 	b.trips++
 	b.streak++
 	s.trips.Add(1)
-	b.readyAt.Store(now + int64(s.o.openTimeout(b.streak)))
+	ready := now + int64(s.o.openTimeout(b.streak))
+	if ready < now { // saturate: a huge timeout must not wrap into the past
+		ready = math.MaxInt64
+	}
+	b.readyAt.Store(ready)
 	s.setState(b, Open)
 }
 

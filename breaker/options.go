@@ -156,6 +156,9 @@ func (o Options) withDefaults() Options {
 func (o Options) openTimeout(streak int) time.Duration {
 	d := o.OpenTimeout
 	for i := 1; i < streak && d < o.MaxOpenTimeout; i++ {
+		if d > o.MaxOpenTimeout/2 {
+			return o.MaxOpenTimeout // doubling would reach the cap (or overflow)
+		}
 		d *= 2
 	}
 	return min(d, o.MaxOpenTimeout)
