@@ -67,6 +67,8 @@ type Message struct {
 	// classify.Expired. 0 means none.
 	TTL time.Duration
 	// MaxAttempts bounds deliveries; 0 means the category policy's limit.
+	// It replaces the limit of categories whose policy retries, not of
+	// those it never retries (Permanent, Poison, Expired by default).
 	MaxAttempts int
 }
 
