@@ -1,7 +1,9 @@
 package ringwal
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 )
@@ -34,5 +36,53 @@ func TestReviewHistogramBucketUpperBound(t *testing.T) {
 				t.Errorf("observe(%dns): bucket le=%g counts %d", ns, b.GetUpperBound(), b.GetCumulativeCount())
 			}
 		}
+	}
+}
+
+// Acked counts acks since Open: a message whose TTL passed while the
+// engine was closed, dead-lettered on reopen, must not be subtracted from
+// the acks that follow.
+func TestReviewAckedAfterReopenWithExpiredTTL(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := e.Enqueue(ctx, Message{Payload: []byte("ttl"), TTL: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := e.Enqueue(ctx, Message{Payload: []byte("x"), Delay: 300 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	e, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	acked := 0
+	for acked < 3 && time.Now().Before(deadline) {
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		d, err := e.Dequeue(dctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		if err := e.Ack(d.Lease); err != nil {
+			t.Fatal(err)
+		}
+		acked++
+	}
+	s := e.Stats()
+	t.Logf("acked %d, stats: acked %d dequeued %d deadLettered %d expired %d dead %d", acked, s.Acked, s.Dequeued, s.DeadLettered, s.Expired, s.Dead)
+	if s.Acked != uint64(acked) || s.Dequeued != uint64(acked) {
+		t.Errorf("Stats.Acked %d, Dequeued %d after %d acks", s.Acked, s.Dequeued, acked)
 	}
 }

@@ -38,6 +38,9 @@ inspect says so. Use the admin API of ` + "`ringwal serve`" + ` for a live one.`
 		Example: "  ringwal inspect /tmp/ringwal-demo/live\n  ringwal inspect --json /var/lib/app/queue",
 		Args:    cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if next < 0 {
+				return usagef("--next %d is negative", next)
+			}
 			rep, err := inspect(args[0], next)
 			if err != nil {
 				return err
@@ -134,7 +137,8 @@ func inspect(dir string, next int) (rep inspectReport, err error) {
 	for _, c := range classify.Categories() {
 		rep.DeadByCategory[c.String()] = s.DeadByCategory[c]
 	}
-	for _, in := range e.Peek(next) {
+	// No more than are pending: Peek sizes its answer by what it is asked.
+	for _, in := range e.Peek(min(next, s.Pending)) {
 		text, ok := payloadText(in.Message.Payload)
 		if !ok {
 			text = fmt.Sprintf("(%d bytes of binary)", len(in.Message.Payload))

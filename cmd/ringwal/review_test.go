@@ -35,3 +35,14 @@ func TestReviewListBadFlagValuesAreUsageErrors(t *testing.T) {
 		require.Contains(t, r.stderr, "ringwal: ")
 	}
 }
+
+// A huge --next lists what is pending instead of allocating for the
+// number asked (Engine.Peek sizes its slice by n).
+func TestReviewInspectHugeNext(t *testing.T) {
+	f := newFixture(t)
+	r := runBin(t, 30*time.Second, "inspect", "--next", "1000000000000", "--json", f.dir)
+	require.Equal(t, 0, r.code, "stderr %q", firstLine(r.stderr, 200))
+	assert.Contains(t, r.stdout, `"urgent-1"`)
+	r = runBin(t, 30*time.Second, "inspect", "--next", "-1", f.dir)
+	assert.Equal(t, 2, r.code, "a negative --next is a usage error: stderr %q", r.stderr)
+}
