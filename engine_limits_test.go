@@ -71,3 +71,12 @@ func TestTTLEndsDuringLease(t *testing.T) {
 		})
 	}
 }
+
+// Peek's n is a bound, not a size: a huge n allocates nothing extra.
+func TestPeekHugeN(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	enqueue(t, e, ringwal.Message{Payload: []byte("a")})
+	got := e.Peek(math.MaxInt)
+	require.Len(t, got, 1)
+	assert.Equal(t, "a", string(got[0].Message.Payload))
+}

@@ -267,7 +267,11 @@ func (e *Engine) Peek(n int) []Info {
 		tiers[t] = append(tiers[t], c)
 	})
 	sort.Slice(urgent, func(i, j int) bool { return urgent[i].deadline < urgent[j].deadline })
-	out := make([]Info, 0, n)
+	candidates := len(urgent)
+	for t := range tiers {
+		candidates += len(tiers[t])
+	}
+	out := make([]Info, 0, min(n, candidates)) // n is the caller's, maybe huge
 	for _, c := range urgent {
 		if len(out) == n {
 			return out
