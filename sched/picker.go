@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"math"
 	"math/bits"
 	"sync/atomic"
 	"time"
@@ -74,14 +75,22 @@ type Picker struct {
 	seq    [1 << NumTiers][]uint8
 	cursor [1 << NumTiers]pad.Uint64
 
-	lastServed [NumTiers]pad.Int64 // unix ns of the last Served; 0 = not yet known
+	lastServed [NumTiers]pad.Int64 // unix ns of the last Served; unknownServed = not yet known
 	started    atomic.Bool         // lastServed seeded by the first Next
 }
+
+// unknownServed marks a tier whose aging clock the first Next has not
+// seeded yet. It is not 0, which is an ordinary time on a clock that
+// starts at 0.
+const unknownServed = math.MinInt64
 
 // NewPicker returns a Picker configured by o (see PickerOptions for the
 // defaults and clamping; no value of o is an error).
 func NewPicker(o PickerOptions) *Picker {
 	p := &Picker{policy: o.Policy}
+	for i := range p.lastServed {
+		p.lastServed[i].Store(unknownServed)
+	}
 	if p.policy != Strict {
 		p.policy = Weighted
 	}
@@ -219,7 +228,7 @@ func (p *Picker) Next(nonEmpty uint8, now int64) (tier int, ok bool) {
 func (p *Picker) seed(now int64) {
 	if p.started.CompareAndSwap(false, true) {
 		for i := range p.lastServed {
-			p.lastServed[i].CompareAndSwap(0, now)
+			p.lastServed[i].CompareAndSwap(unknownServed, now)
 		}
 	}
 }
@@ -231,8 +240,8 @@ func (p *Picker) oldestAged(m uint8, now int64) (int, bool) {
 	for rest := m; rest != 0; rest &= rest - 1 {
 		i := bits.TrailingZeros8(rest)
 		at := p.lastServed[i].Load()
-		if at == 0 || now-at < p.aging {
-			continue // 0: a concurrent seed has not reached this tier yet
+		if at == unknownServed || now-at < p.aging {
+			continue // a concurrent seed has not reached this tier yet
 		}
 		if best < 0 || at < bestAt {
 			best, bestAt = i, at

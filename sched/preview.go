@@ -1,6 +1,9 @@
 package sched
 
-import "math/bits"
+import (
+	"math"
+	"math/bits"
+)
 
 // Preview returns the tiers that the next n picks would serve if backlog[i]
 // values waited in tier i and nothing else changed: the Picker's own
@@ -9,7 +12,16 @@ import "math/bits"
 // engine's Peek uses it so that what it shows is what Dequeue would do.
 //
 // Safe for concurrent use (it only reads cursors); allocates the result.
+//
+// n ≤ 0 returns nothing; the result never holds more than the backlog.
 func (p *Picker) Preview(backlog [NumTiers]int, n int) []int {
+	total := 0
+	for _, c := range backlog {
+		if c > 0 {
+			total += min(c, math.MaxInt-total) // saturate
+		}
+	}
+	n = min(max(n, 0), total)
 	out := make([]int, 0, n)
 	var cursors [1 << NumTiers]uint32
 	var moved [1 << NumTiers]bool
