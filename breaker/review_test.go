@@ -78,7 +78,7 @@ func TestReviewConcurrentProbeBound(t *testing.T) {
 		MaxProbes: maxProbes, SuccessThreshold: 2, IdleTTL: time.Millisecond,
 	})
 	var mu sync.Mutex
-	out := map[uint64]int{}
+	out := map[Ticket]int{} // a ticket is its breaker and generation
 	var wg sync.WaitGroup
 	deadline := time.Now().Add(300 * time.Millisecond)
 	for g := range 8 {
@@ -98,8 +98,8 @@ func TestReviewConcurrentProbeBound(t *testing.T) {
 				half := tk.b != nil && stateOf(tk.sg) == HalfOpen
 				if half {
 					mu.Lock()
-					out[tk.sg]++
-					n := out[tk.sg]
+					out[tk]++
+					n := out[tk]
 					mu.Unlock()
 					if n > maxProbes {
 						t.Errorf("%d probes out in half-open generation %d", n, tk.sg>>2)
@@ -110,7 +110,7 @@ func TestReviewConcurrentProbeBound(t *testing.T) {
 				}
 				if half {
 					mu.Lock()
-					out[tk.sg]--
+					out[tk]--
 					mu.Unlock()
 				}
 				switch r.IntN(3) {
