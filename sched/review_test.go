@@ -2,6 +2,7 @@ package sched
 
 import (
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -200,6 +201,64 @@ func TestReviewAgingFromTimeZero(t *testing.T) {
 			}
 			if !served {
 				t.Errorf("%v from t0=%d: Background not served within AgingAfter plus one pick", pol, t0)
+			}
+		}
+	}
+}
+
+// TestReviewWeightedShares: for random weights (clamped ones included)
+// and every backlogged set, a fresh Picker's first pick is the set's
+// highest tier and every run of sum-of-weights consecutive picks gives
+// each tier exactly its weight.
+func TestReviewWeightedShares(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	for trial := range 40 {
+		var w [NumTiers]int
+		for i := range w {
+			w[i] = r.IntN(40) - 3 // some ≤ 0: clamped to 1
+			if trial%7 == 0 {
+				w[i] = r.IntN(MaxWeight + 200)
+			}
+		}
+		if w == [NumTiers]int{} {
+			w[0] = 1
+		}
+		clamped := w
+		for i := range clamped {
+			clamped[i] = min(max(clamped[i], 1), MaxWeight)
+		}
+		for m := uint8(3); m < 1<<NumTiers; m++ {
+			if m&(m-1) == 0 {
+				continue
+			}
+			p := NewPicker(PickerOptions{Weights: w, AgingAfter: -1})
+			total := 0
+			for i := range NumTiers {
+				if m&(1<<i) != 0 {
+					total += clamped[i]
+				}
+			}
+			picks := make([]int, 0, 2*total)
+			for range 2 * total {
+				tier, ok := p.Next(m, 1)
+				if !ok || m&(1<<tier) == 0 {
+					t.Fatalf("weights %v set %05b: pick %d, %v", w, m, tier, ok)
+				}
+				picks = append(picks, tier)
+			}
+			if want := bits.TrailingZeros8(m); picks[0] != want {
+				t.Fatalf("weights %v set %05b: first pick %d, want %d", w, m, picks[0], want)
+			}
+			for start := 0; start+total <= len(picks); start += max(1, total/7) {
+				var got [NumTiers]int
+				for _, tier := range picks[start : start+total] {
+					got[tier]++
+				}
+				for i := range NumTiers {
+					if m&(1<<i) != 0 && got[i] != clamped[i] {
+						t.Fatalf("weights %v set %05b: picks %d..%d give tier %d %d, want %d", w, m, start, start+total, i, got[i], clamped[i])
+					}
+				}
 			}
 		}
 	}
