@@ -9,8 +9,11 @@ import (
 // log before it, so disk use stays proportional to live data.
 //
 // It flushes and fsyncs what was appended before the call and takes I =
-// the index of the last batch written; then fn streams the state through
-// emit (emit must not be used after fn returns). The records go,
+// the index of the last batch the writer had taken before the call (so no
+// record appended after the call is at or before I; records appended
+// before it may be after I, and are replayed on top of the snapshot); then
+// fn streams the state through emit (emit must not be used after fn
+// returns). The records go,
 // zstd-compressed, to a temporary file that is fsynced and renamed to a
 // name carrying I; the directory is fsynced, older snapshots are deleted,
 // and the writer truncates the log before batch I+1.
@@ -25,13 +28,24 @@ func (l *Log) Checkpoint(fn func(emit func(*Record) error) error) (CheckpointInf
 	l.ckMu.Lock()
 	defer l.ckMu.Unlock()
 	start := time.Now()
+	// I is the last batch the writer took before this call: every record in
+	// it or before was appended before the call, so fn's state covers them.
+	// The batch being filled now may also receive records appended after
+	// the call, which fn may leave out; it must stay in the log. (A batch
+	// being written is complete: its index and total come with its result.)
+	l.mu.Lock()
+	before := l.inflight
+	index, total := l.lastIndex.Load(), l.total.Load()
+	l.mu.Unlock()
 	// Fsync first: the snapshot must never be durable while the log up to
 	// I is not, or a power loss could leave the log behind the snapshot.
-	res, err := l.syncResult()
-	if err != nil {
+	if _, err := l.syncResult(); err != nil {
 		return CheckpointInfo{}, err
 	}
-	index := res.index
+	if before != nil {
+		<-before.done // written before the sync above completed
+		index, total = before.index, before.total
+	}
 	info, err := writeSnapshot(l.dir, index, fn)
 	if err != nil {
 		return info, fmt.Errorf("ringwal/wal: checkpoint at batch %d: %w", index, err)
@@ -48,7 +62,7 @@ func (l *Log) Checkpoint(fn func(emit func(*Record) error) error) (CheckpointInf
 		snapFile: snapFile{path: info.Path, index: index},
 		header:   snapHeader{version: snapVersion, index: index, records: info.Records},
 	}
-	l.ckBase.Store(res.total)
+	l.ckBase.Store(total)
 	l.ckIndex.Store(index)
 	l.ckTime.Store(time.Now().UnixNano())
 	info.Duration = time.Since(start)
