@@ -113,9 +113,12 @@ func Open(dir string, o Options) (*Engine, error) {
 	if o.Clock == clock.Real() {
 		e.coarse = newCoarseClock()
 	}
+	// A ring larger than MaxMessages never fills from Enqueue (which waits
+	// on MaxMessages first); what else overflows it spills. Do not allocate
+	// room that cannot be used.
 	var tierCap [ring.NumTiers]int
 	for i := range tierCap {
-		tierCap[i] = o.TierCapacity
+		tierCap[i] = min(o.TierCapacity, o.MaxMessages)
 	}
 	e.tiers = ring.NewTiers[ref](tierCap)
 	policy := sched.Weighted

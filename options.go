@@ -171,6 +171,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MaxMessages > 1<<(maxSlabBits-1) {
 		return o, invalidf("MaxMessages %d above %d", o.MaxMessages, 1<<(maxSlabBits-1))
 	}
+	// The rings are allocated up front: a TierCapacity beyond any
+	// MaxMessages is a mistake, not a wish for terabytes of rings.
+	if o.TierCapacity > 1<<(maxSlabBits-1) {
+		return o, invalidf("TierCapacity %d above %d", o.TierCapacity, 1<<(maxSlabBits-1))
+	}
 	if o.MaxPayload == 0 {
 		o.MaxPayload = defaultMaxPayload
 	}
