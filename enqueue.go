@@ -83,7 +83,7 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 		e.enqueueRecord(&rec, r, id)
 		if err := e.log.Append(&rec); err != nil {
 			e.abortClaim(slot)
-			return 0, fmt.Errorf("ringwal: enqueue: %w", err)
+			return 0, fmt.Errorf("ringwal: enqueue: %w", mapWALError(err))
 		}
 	}
 	e.publish(slot, now)
@@ -142,7 +142,7 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 			for _, slot := range slots {
 				e.abortClaim(slot)
 			}
-			return nil, fmt.Errorf("ringwal: enqueue batch: %w", err)
+			return nil, fmt.Errorf("ringwal: enqueue batch: %w", mapWALError(err))
 		}
 	}
 	for _, slot := range slots {

@@ -165,7 +165,7 @@ func (e *Engine) Redrive(id ID) error {
 			r.free()
 			e.ctr.added.Add(-1)
 			_ = e.dead.Add(d)
-			return fmt.Errorf("ringwal: redrive %d: %w", id, err)
+			return fmt.Errorf("ringwal: redrive %d: %w", id, mapWALError(err))
 		}
 	}
 	e.ctr.redriven.Add(1)
@@ -226,7 +226,7 @@ func (e *Engine) PurgeDeadLetters(q dlq.Query) (int, error) {
 			recs[i] = wal.Record{Kind: wal.KindPurge, ID: d.ID, Time: now}
 		}
 		if err := e.log.AppendBatch(recs); err != nil {
-			return len(gone), fmt.Errorf("ringwal: purge: %w", err)
+			return len(gone), fmt.Errorf("ringwal: purge: %w", mapWALError(err))
 		}
 	}
 	return len(gone), nil
