@@ -97,7 +97,7 @@ func scanLog(segs []segment, visit visitFunc) (*scan, error) {
 				reason = err.Error()
 			}
 			if reason != "" {
-				torn := lastSeg && !validBatchAfter(buf, off+1)
+				torn := lastSeg && (cutShort(buf[off:]) || !validBatchAfter(buf, off+1))
 				s.cut = s.newCut(i, off, index, torn, reason, buf)
 				return s, nil
 			}
@@ -159,6 +159,20 @@ func (c *cut) count(data []byte) {
 		}
 		data = data[n:]
 	}
+}
+
+// cutShort reports whether data starts with an uncompressed batch whose
+// length prefix runs past the end of data and agrees with its checksummed
+// header: the length is genuine, so the write was cut short, and whatever
+// follows up to the end is that batch's own bytes (its payload may even
+// hold a copy of a log entry), not a later batch.
+func cutShort(data []byte) bool {
+	size, k := uvarint(data)
+	if k <= 0 || size <= uint64(len(data)-k) || len(data)-k < batchHeaderSize {
+		return false
+	}
+	h, err := decodeBatchHeader(data[k : k+batchHeaderSize])
+	return err == nil && h.flags&flagS2 == 0 && uint64(h.rawLen)+batchHeaderSize == size
 }
 
 // validBatchAfter reports whether any offset from `from` on starts an entry
