@@ -29,6 +29,17 @@ func (d *dedupIndex) reserve(dedupID string, id uint64, now, window int64) (firs
 	return id, false
 }
 
+// lookup returns the ID of dedupID's entry if it is fresh at now. It
+// reserves nothing: reserve still decides.
+func (d *dedupIndex) lookup(dedupID string, now, window int64) (uint64, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if old, ok := d.entries[dedupID]; ok && now-old.at < window {
+		return old.id, true
+	}
+	return 0, false
+}
+
 // restore records an entry found in the log or a snapshot.
 func (d *dedupIndex) restore(dedupID string, id uint64, at int64) {
 	d.mu.Lock()

@@ -4,6 +4,7 @@ package ringwal_test
 // capacity, dedup, options and Close racing producers.
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -84,4 +85,37 @@ func TestReviewEnqueueRacingCloseReportsErrClosed(t *testing.T) {
 		assert.Equal(t, len(ok), e2.Stats().Pending, "every acknowledged enqueue is there after a reopen")
 		require.NoError(t, e2.Close())
 	}
+}
+
+// A repeat of a DedupID is answered as a duplicate even when the engine is
+// full: it needs no space, so TryEnqueue must not say ErrFull and Enqueue
+// must not wait for room it will never use.
+func TestReviewDuplicateWhileFull(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{MaxMessages: 1, DedupWindow: time.Minute})
+	first, err := e.Enqueue(ctxBG, ringwal.Message{DedupID: "order-7"})
+	require.NoError(t, err)
+
+	id, err := e.TryEnqueue(ringwal.Message{DedupID: "order-7"})
+	assert.ErrorIs(t, err, ringwal.ErrDuplicate, "TryEnqueue of a repeat while full")
+	assert.Equal(t, first, id)
+
+	ctx, cancel := context.WithTimeout(ctxBG, 300*time.Millisecond)
+	defer cancel()
+	id, err = e.Enqueue(ctx, ringwal.Message{DedupID: "order-7"})
+	assert.ErrorIs(t, err, ringwal.ErrDuplicate, "Enqueue of a repeat while full")
+	assert.Equal(t, first, id)
+
+	ids, err := e.EnqueueBatch(ctx, []ringwal.Message{{DedupID: "order-7"}})
+	assert.ErrorIs(t, err, ringwal.ErrDuplicate, "EnqueueBatch of a repeat while full")
+	assert.Equal(t, []ringwal.ID{first}, ids)
+	assert.Equal(t, uint64(3), e.Stats().Duplicates, "each refused repeat counted once")
+	assert.Equal(t, uint64(1), e.Stats().Enqueued)
+
+	// A new DedupID still waits for room and takes none on giving up.
+	_, err = e.TryEnqueue(ringwal.Message{DedupID: "order-8"})
+	assert.ErrorIs(t, err, ringwal.ErrFull)
+	d := dequeue(t, e)
+	require.NoError(t, e.Ack(d.Lease))
+	_, err = e.TryEnqueue(ringwal.Message{DedupID: "order-8"})
+	assert.NoError(t, err, "a DedupID refused for lack of room is not remembered")
 }

@@ -66,8 +66,15 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 	if err := e.validate(&m); err != nil {
 		return 0, err
 	}
-	if err := e.awaitSpace(ctx, m.Priority.tier(), 1, wait); err != nil {
-		return 0, err
+	if tier := m.Priority.tier(); !e.hasSpace(tier, 1) {
+		// A repeat needs no room: answer it rather than wait or refuse.
+		if first, dup := e.knownDuplicate(&m); dup {
+			e.ctr.duplicates.Add(1)
+			return first, ErrDuplicate
+		}
+		if err := e.awaitSpace(ctx, tier, 1, wait); err != nil {
+			return 0, err
+		}
 	}
 	now, slot, id, err := e.claimWaiting(ctx, &m, wait)
 	if err != nil {
@@ -107,8 +114,22 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 	}
-	if err := e.awaitSpace(ctx, -1, len(ms), true); err != nil {
-		return nil, err
+	if need := len(ms); !e.hasSpace(-1, need) {
+		// Repeats need no room (see enqueue); reserve still decides.
+		known := make([]ID, len(ms))
+		for i := range ms {
+			if first, dup := e.knownDuplicate(&ms[i]); dup {
+				known[i] = first
+				need--
+			}
+		}
+		if need == 0 {
+			e.ctr.duplicates.Add(uint64(len(ms)))
+			return known, fmt.Errorf("%d of %d messages: %w", len(ms), len(ms), ErrDuplicate)
+		}
+		if err := e.awaitSpace(ctx, -1, need, true); err != nil {
+			return nil, err
+		}
 	}
 	ids := make([]ID, len(ms))
 	slots := make([]uint32, 0, len(ms))
@@ -182,6 +203,17 @@ func (e *Engine) deduplicated(m *Message, slot uint32, id uint64, now int64) (ID
 		e.unclaim(slot)
 		e.ctr.duplicates.Add(1)
 	}
+	return ID(first), dup
+}
+
+// knownDuplicate reports whether m repeats a DedupID still in its window,
+// and the first message's ID; the caller counts it if it refuses m. Only
+// for the slow path (no room): it takes the dedup index's lock.
+func (e *Engine) knownDuplicate(m *Message) (ID, bool) {
+	if m.DedupID == "" || e.opts.DedupWindow <= 0 {
+		return 0, false
+	}
+	first, dup := e.dedup.lookup(m.DedupID, e.now(), int64(e.opts.DedupWindow))
 	return ID(first), dup
 }
 
