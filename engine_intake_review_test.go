@@ -5,6 +5,8 @@ package ringwal_test
 
 import (
 	"context"
+	"errors"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/breaker"
+	"github.com/ringwal/ringwal/classify"
 )
 
 // A TierCapacity no machine can hold is bad input: Open must say so, not
@@ -118,4 +122,50 @@ func TestReviewDuplicateWhileFull(t *testing.T) {
 	require.NoError(t, e.Ack(d.Lease))
 	_, err = e.TryEnqueue(ringwal.Message{DedupID: "order-8"})
 	assert.NoError(t, err, "a DedupID refused for lack of room is not remembered")
+}
+
+// Breaker options are checked by Open: a FailureRate above 1 (a
+// percentage, say) or NaN silently never tripped, and a huge Buckets was
+// a fatal out-of-memory at the first message with a Key.
+func TestReviewBreakerOptionsValidated(t *testing.T) {
+	for name, b := range map[string]breaker.Options{
+		"rate as percent": {FailureRate: 50},
+		"rate NaN":        {FailureRate: math.NaN()},
+		"huge buckets":    {Buckets: 1 << 40, Window: 1 << 50},
+	} {
+		var e *ringwal.Engine
+		var err error
+		require.NotPanics(t, func() { e, err = ringwal.Open("", ringwal.Options{Breaker: b}) }, name)
+		if e != nil {
+			_ = e.Close()
+		}
+		assert.ErrorIs(t, err, ringwal.ErrInvalid, name)
+	}
+}
+
+// Odd but valid options open an engine that works: no panic anywhere on
+// the way of a message through enqueue, lease, nack, retry and ack.
+func TestReviewOddOptionsWork(t *testing.T) {
+	for name, o := range map[string]ringwal.Options{
+		"huge weights":      {Weights: [5]int{1 << 62, 1 << 62, 1 << 62, 1 << 62, 1 << 62}},
+		"one weight":        {Weights: [5]int{0, 0, 0, 0, 1}},
+		"no aging":          {AgingAfter: -1},
+		"huge durations":    {LeaseTimeout: 1<<63 - 1, DeadlineSlack: 1<<63 - 1, CloseGrace: time.Millisecond},
+		"off switches":      {DedupWindow: -1, CheckpointBytes: -1, DeadLetterRetention: -1},
+		"tiny capacities":   {TierCapacity: 1, MaxMessages: 1},
+		"breaker negatives": {Breaker: breaker.Options{ConsecutiveFailures: -1, FailureRate: -1, MinCalls: -1, Window: -1, Buckets: -1, OpenTimeout: -1, MaxProbes: -1, IdleTTL: -1}},
+		"unknown category":  {Policies: map[classify.Category]classify.RetryPolicy{classify.Category(200): {MaxAttempts: 2}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.NotPanics(t, func() {
+				e, _ := memEngine(t, o)
+				id := enqueue(t, e, ringwal.Message{Key: "k", Priority: ringwal.High, Deadline: time.Unix(1, 0)})
+				d := dequeue(t, e)
+				require.Equal(t, id, d.ID)
+				require.NoError(t, e.Nack(d.Lease, classify.After(errors.New("again"), 0)))
+				d = dequeue(t, e)
+				require.NoError(t, e.Ack(d.Lease))
+			})
+		})
+	}
 }

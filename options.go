@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -125,6 +126,8 @@ const (
 	defaultFlushInterval   = time.Millisecond
 	defaultRetention       = 90 * 24 * time.Hour
 	defaultCloseGrace      = 5 * time.Second
+	// maxBreakerBuckets bounds Options.Breaker.Buckets (allocated per key).
+	maxBreakerBuckets = 1 << 16
 	// maxSlabBits bounds the slab (and so MaxMessages) at 1<<26 slots.
 	maxSlabBits = 26
 )
@@ -150,6 +153,14 @@ func (o Options) withDefaults() (Options, error) {
 		if w < 0 {
 			return o, invalidf("negative weight %d for tier %d", w, i)
 		}
+	}
+	// The breaker takes what it is given; a rate above 1 (a percentage,
+	// say) would silently never trip, and each key allocates its buckets.
+	if r := o.Breaker.FailureRate; r > 1 || math.IsNaN(r) {
+		return o, invalidf("Breaker.FailureRate %v is not a share in [0, 1] (negative turns the rule off)", r)
+	}
+	if o.Breaker.Buckets > maxBreakerBuckets {
+		return o, invalidf("Breaker.Buckets %d above %d", o.Breaker.Buckets, maxBreakerBuckets)
 	}
 	for cat, p := range o.Policies {
 		if err := p.Validate(); err != nil {
