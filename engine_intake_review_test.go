@@ -169,3 +169,38 @@ func TestReviewOddOptionsWork(t *testing.T) {
 		})
 	}
 }
+
+// Messages that expired while pending leave their ring entries behind
+// until a consumer pops them. With no consumer around, the tier looked
+// full for good: TryEnqueue said ErrFull and Enqueue waited with not one
+// live message in the engine. The room is real once they are gone, up to
+// the ring's size in live messages, and order holds.
+func TestReviewExpiredMessagesLeaveRoomInTheirTier(t *testing.T) {
+	e, fake := memEngine(t, ringwal.Options{TierCapacity: 4, MaxMessages: 64})
+	for i := 0; i < 4; i++ {
+		enqueue(t, e, ringwal.Message{TTL: time.Second})
+	}
+	fake.Advance(2 * time.Second)
+	require.Eventually(t, func() bool { s := e.Stats(); return s.Dead == 4 && s.Pending == 0 }, waitFor, tick)
+
+	var ids []ringwal.ID
+	id, err := e.TryEnqueue(ringwal.Message{})
+	require.NoError(t, err, "no live message: TryEnqueue has room")
+	ids = append(ids, id)
+	ctx, cancel := context.WithTimeout(ctxBG, time.Second)
+	defer cancel()
+	for i := 0; i < 3; i++ {
+		id, err := e.Enqueue(ctx, ringwal.Message{})
+		require.NoError(t, err, "Enqueue %d does not wait for a consumer", i)
+		ids = append(ids, id)
+	}
+	_, err = e.TryEnqueue(ringwal.Message{})
+	assert.ErrorIs(t, err, ringwal.ErrFull, "four live messages fill a tier of four")
+	for _, want := range ids {
+		d := dequeue(t, e)
+		require.Equal(t, want, d.ID, "FIFO")
+		require.NoError(t, e.Ack(d.Lease))
+	}
+	_, ok := e.TryDequeue()
+	assert.False(t, ok)
+}
