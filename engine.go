@@ -223,9 +223,13 @@ func mapWALError(err error) error {
 
 // Close stops intake, lets Run handlers finish within Options.CloseGrace,
 // stops the engine's goroutines, flushes and syncs the log and releases the
-// directory lock. Messages still leased come back pending, with that
-// attempt counted, when the directory is reopened. Close is idempotent: a
-// second call returns nil.
+// directory lock. Once the grace has passed, handlers' contexts end and
+// Close waits up to one more CloseGrace for them to return; a handler
+// still running after that (one that ignores its ctx, or that called
+// Close itself) no longer holds Close up, and its settle reports
+// ErrClosed. Messages still leased come back pending, with that attempt
+// counted, when the directory is reopened. Close is idempotent: a second
+// call returns nil.
 func (e *Engine) Close() error {
 	e.closeMu.Lock()
 	defer e.closeMu.Unlock()
@@ -243,7 +247,12 @@ func (e *Engine) Close() error {
 	case <-finished:
 	case <-grace.C:
 		close(e.graceEnd)
-		<-finished
+		grace.Reset(e.opts.CloseGrace)
+		select {
+		case <-finished:
+		case <-grace.C:
+			e.opts.Logger.Warn("ringwal: closing with Run handlers still running after their context ended")
+		}
 	}
 	grace.Stop()
 

@@ -204,3 +204,39 @@ func TestReviewExpiredMessagesLeaveRoomInTheirTier(t *testing.T) {
 	_, ok := e.TryDequeue()
 	assert.False(t, ok)
 }
+
+// A handler that calls Close (a "shutdown" message, say) used to hang
+// Close and Run for good: Close waited for the handler, which waited for
+// Close. Close now returns after the grace and one more; the message,
+// leased when the engine closed, is pending after a reopen.
+func TestReviewCloseFromHandlerReturns(t *testing.T) {
+	dir := t.TempDir()
+	e, err := ringwal.Open(dir, ringwal.Options{CloseGrace: 30 * time.Millisecond})
+	require.NoError(t, err)
+	closed := make(chan error, 1)
+	run := make(chan error, 1)
+	go func() {
+		run <- e.Run(ctxBG, 2, func(ctx context.Context, d ringwal.Delivery) error {
+			closed <- e.Close()
+			return nil
+		})
+	}()
+	id := enqueue(t, e, ringwal.Message{Payload: []byte("shutdown")})
+	select {
+	case err := <-closed:
+		assert.NoError(t, err)
+	case <-time.After(waitFor):
+		t.Fatal("Close called from a handler does not return")
+	}
+	select {
+	case err := <-run:
+		assert.NoError(t, err)
+	case <-time.After(waitFor):
+		t.Fatal("Run does not return after its handler's Close")
+	}
+	e2 := open(t, dir, ringwal.Options{})
+	info, err := e2.Get(id)
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Pending, info.State)
+	assert.Equal(t, 1, info.Attempts)
+}
