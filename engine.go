@@ -61,6 +61,9 @@ type Engine struct {
 	dedup    dedupIndex
 	held     heldSet
 	hk       *housekeeper
+	// redriveMu: Redrive holds it shared while a message moves from the
+	// dead-letter store to the slab; Get takes it after missing in both.
+	redriveMu sync.RWMutex
 
 	_       pad.Line
 	nextID  atomic.Uint64

@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -239,4 +241,48 @@ func TestReviewCloseFromHandlerReturns(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ringwal.Pending, info.State)
 	assert.Equal(t, 1, info.Attempts)
+}
+
+// Get of a message being redriven finds it, dead or pending: it used to
+// answer ErrNotFound in the moment between its leaving the dead-letter
+// store and its landing in the slab.
+func TestReviewGetDuringRedriveFindsTheMessage(t *testing.T) {
+	for _, dir := range []string{"", t.TempDir()} {
+		e := open(t, dir, ringwal.Options{})
+		id := enqueue(t, e, ringwal.Message{})
+		var gets, notFound atomic.Int64
+		deadline := time.Now().Add(300 * time.Millisecond)
+		for round := 0; time.Now().Before(deadline) && round < 2000; round++ {
+			d := dequeue(t, e)
+			require.NoError(t, e.Nack(d.Lease, permanent("x")))
+			waitState(t, e, id, ringwal.Dead)
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			var n atomic.Int64
+			go func() {
+				defer close(done)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					_, err := e.Get(id)
+					n.Add(1)
+					if errors.Is(err, ringwal.ErrNotFound) {
+						notFound.Add(1)
+					}
+				}
+			}()
+			for n.Load() < 20 {
+				runtime.Gosched()
+			}
+			require.NoError(t, e.Redrive(id))
+			close(stop)
+			<-done
+			gets.Add(n.Load())
+		}
+		assert.Zero(t, notFound.Load(), "dir %q: Get said ErrNotFound %d times in %d during Redrive", dir, notFound.Load(), gets.Load())
+		require.NoError(t, e.Close())
+	}
 }

@@ -22,16 +22,32 @@ func (e *Engine) Get(id ID) (Info, error) {
 	if err := e.usable(); err != nil {
 		return Info{}, err
 	}
+	if info, ok := e.lookup(id); ok {
+		return info, nil
+	}
+	// Missed in both: a Redrive may be moving id from the dead-letter
+	// store to the slab. Wait those out, then look once more (misses are
+	// rare, so this lock is too).
+	e.redriveMu.Lock()
+	e.redriveMu.Unlock() //nolint:staticcheck // a barrier, not a critical section
+	if info, ok := e.lookup(id); ok {
+		return info, nil
+	}
+	return Info{}, fmt.Errorf("%w: %d", ErrNotFound, id)
+}
+
+// lookup describes id from the slab, else from the dead-letter store.
+func (e *Engine) lookup(id ID) (Info, bool) {
 	if slot, prev, found, ok := e.slab.acquireID(uint64(id), liveStates); found && ok {
 		r := e.slab.at(slot)
 		info := e.infoOf(r, wordState(prev))
 		r.word.Store(prev) // a read leaves the generation alone
-		return info, nil
+		return info, true
 	}
 	if d, ok := e.dead.Get(uint64(id)); ok {
-		return deadInfo(d), nil
+		return deadInfo(d), true
 	}
-	return Info{}, fmt.Errorf("%w: %d", ErrNotFound, id)
+	return Info{}, false
 }
 
 func deadInfo(d DeadLetter) Info {
@@ -139,6 +155,10 @@ func (e *Engine) Redrive(id ID) error {
 	if err := e.usable(); err != nil {
 		return err
 	}
+	// Held from leaving the dead-letter store to being found in the slab
+	// (or back in the store): Get's miss path waits on it.
+	e.redriveMu.RLock()
+	defer e.redriveMu.RUnlock()
 	d, ok := e.dead.Remove(uint64(id))
 	if !ok {
 		return fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
@@ -161,10 +181,10 @@ func (e *Engine) Redrive(id ID) error {
 		e.enqueueRecord(&recs[1], r, uint64(id))
 		recs[1].NotBefore = 0
 		if err := e.log.AppendBatch(recs); err != nil {
+			_ = e.dead.Add(d) // before the record goes: Get finds one or the other
 			r.word.Store(withState(r.word.Load(), stBusy))
 			r.free()
 			e.ctr.added.Add(-1)
-			_ = e.dead.Add(d)
 			return fmt.Errorf("ringwal: redrive %d: %w", id, mapWALError(err))
 		}
 	}
