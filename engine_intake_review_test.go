@@ -286,3 +286,43 @@ func TestReviewGetDuringRedriveFindsTheMessage(t *testing.T) {
 		require.NoError(t, e.Close())
 	}
 }
+
+// A batch bigger than its tier's ring goes partly to the spill queue;
+// single enqueues made meanwhile (waiting for the tier) come out after it,
+// and everything comes out once, in ID order.
+func TestReviewBatchSpillThenSinglesKeepFIFO(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{TierCapacity: 4, MaxMessages: 256})
+	batch := make([]ringwal.Message, 100)
+	ids, err := e.EnqueueBatch(ctxBG, batch)
+	require.NoError(t, err)
+	require.Len(t, ids, 100)
+	singles := make(chan ringwal.ID, 50)
+	go func() {
+		defer close(singles)
+		for i := 0; i < 50; i++ {
+			id, err := e.Enqueue(ctxBG, ringwal.Message{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			singles <- id
+		}
+	}()
+	var got []ringwal.ID
+	for len(got) < 150 {
+		d := dequeue(t, e)
+		got = append(got, d.ID)
+		require.NoError(t, e.Ack(d.Lease))
+	}
+	for i := 1; i < len(got); i++ {
+		require.Less(t, got[i-1], got[i], "FIFO within the tier at %d: %v", i, got)
+	}
+	assert.Equal(t, ids, got[:100])
+	var single []ringwal.ID
+	for id := range singles {
+		single = append(single, id)
+	}
+	assert.Equal(t, single, got[100:])
+	_, ok := e.TryDequeue()
+	assert.False(t, ok)
+}
