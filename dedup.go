@@ -44,7 +44,13 @@ func (d *dedupIndex) lookup(dedupID string, now, window int64) (uint64, bool) {
 func (d *dedupIndex) restore(dedupID string, id uint64, at int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if old, ok := d.entries[dedupID]; !ok || old.at <= at {
+	old, ok := d.entries[dedupID]
+	switch {
+	case !ok || (old.id != id && old.at <= at):
+		d.entries[dedupID] = dedupEntry{id: id, at: at}
+	case old.id == id && at < old.at:
+		// The same message seen again (a snapshot's copy of a redriven
+		// message): its window counts from its first enqueue.
 		d.entries[dedupID] = dedupEntry{id: id, at: at}
 	}
 }

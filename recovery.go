@@ -57,6 +57,10 @@ type replayState struct {
 	// visible before it logs it, so a Review, Purge or Redrive of it can
 	// reach the log first.
 	late map[uint64]lateDead
+	// redriven is the ID of the last Redrive record: the enqueue record
+	// logged with it re-creates the message but is not a first enqueue,
+	// so it leaves the DedupID's window where it was.
+	redriven uint64
 }
 
 // lateDead is what the log said of a dead letter before the record that
@@ -213,9 +217,10 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 		case r.NotBefore > 0:
 			m.state, m.nextAt = stDelayed, r.NotBefore
 		}
-		if r.DedupID != "" {
+		if r.DedupID != "" && rs.redriven != r.ID {
 			e.dedup.restore(r.DedupID, r.ID, r.Time)
 		}
+		rs.redriven = 0
 	case wal.KindLease:
 		if m != nil {
 			m.attempts, m.state = r.Attempt, stLeased
@@ -259,6 +264,7 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 		_, _ = e.dead.Remove(r.ID)
 		_ = e.dead.Add(entry)
 	case wal.KindRedrive:
+		rs.redriven = r.ID
 		if _, ok := e.dead.Remove(r.ID); !ok && m != nil {
 			rs.setLate(r.ID, lateDead{redriven: true})
 		}

@@ -60,7 +60,7 @@ func (e *Engine) Ack(l Lease) error {
 	if e.log != nil {
 		rec := wal.Record{Kind: wal.KindAck, ID: id, Time: now}
 		if err := e.log.Append(&rec); err != nil {
-			return fmt.Errorf("ringwal: ack %d: %w", id, err)
+			return fmt.Errorf("ringwal: ack %d: %w", id, mapWALError(err))
 		}
 	}
 	return nil
@@ -175,7 +175,7 @@ func (lg logged) wait() error {
 }
 
 func (lg logged) wrap(err error) error {
-	return fmt.Errorf("ringwal: logging %v of %d: %w", lg.kind, lg.id, err)
+	return fmt.Errorf("ringwal: logging %v of %d: %w", lg.kind, lg.id, mapWALError(err))
 }
 
 // deadLetter moves a busy record to the dead-letter store under cat.
