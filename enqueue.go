@@ -243,12 +243,14 @@ func (e *Engine) awaitSpace(ctx context.Context, tier, n int, wait bool) error {
 		if e.hasSpace(tier, n) {
 			return nil
 		}
-		if !wait {
-			return ErrFull
-		}
+		// Both a wait and an ErrFull count: each is an enqueue that found
+		// no room (ringwal_backpressure_waits_total).
 		if !counted {
 			e.ctr.backpressure.Add(1)
 			counted = true
+		}
+		if !wait {
+			return ErrFull
 		}
 		if timer == nil {
 			timer = time.NewTimer(time.Hour)
