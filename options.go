@@ -47,23 +47,27 @@ func (d Durability) String() string {
 	return fmt.Sprintf("durability(%d)", uint8(d))
 }
 
-// Options configures an Engine. The zero value is sensible everywhere;
-// defaults are filled in by withDefaults.
+// Options configures an Engine. The zero value is sensible everywhere:
+// Open fills every zero field with the default its comment states, and
+// fails with ErrInvalid when a field is out of range (a negative duration
+// or size where the comment gives no meaning to one, a bad retry policy).
 type Options struct {
 	// Durability: see the constants. Default Write.
 	Durability Durability
 	// LeaseTimeout: how long a consumer holds a delivery before it counts as
-	// a Timeout failure. Default 30s.
+	// a Timeout failure. Default 30s; must not be negative.
 	LeaseTimeout time.Duration
 	// DedupWindow: how long a DedupID is remembered. Default 2m; negative
 	// turns dedup off.
 	DedupWindow time.Duration
 	// TierCapacity: slots per priority ring, rounded up to a power of two.
-	// Default 1<<14.
+	// Default 1<<14; at most 1<<25. A ring never has more slots than
+	// MaxMessages (rounded up): it could not fill them. Messages that find
+	// their ring full wait in an overflow queue, in order.
 	TierCapacity int
 	// MaxMessages: live messages (pending, delayed, leased, held) the engine
 	// holds before Enqueue waits and TryEnqueue returns ErrFull. Default
-	// 1<<16. Dead letters do not count.
+	// 1<<16; at most 1<<25. Dead letters do not count.
 	MaxMessages int
 	// MaxPayload in bytes. Default 1 MiB.
 	MaxPayload int
@@ -71,19 +75,26 @@ type Options struct {
 	// Default 50ms; negative turns aging off.
 	AgingAfter time.Duration
 	// DeadlineSlack: a message whose Deadline is this close is served
-	// first (earliest deadline first). Default 10ms.
+	// first (earliest deadline first). Default 10ms; must not be negative.
 	DeadlineSlack time.Duration
 	// Weights of the tiers from Critical to Background for weighted
-	// round-robin. Zero = 16, 8, 4, 2, 1.
+	// round-robin. All zero (the default) = 16, 8, 4, 2, 1. Otherwise a
+	// zero weight counts as 1 (the tier is still served) and a weight
+	// above 1000 as 1000; a negative one is ErrInvalid.
 	Weights [5]int
 	// Strict serves tiers in strict priority order (aging still applies).
+	// Default false: weighted round-robin.
 	Strict bool
-	// Policies overrides classify.DefaultPolicy per category.
+	// Policies overrides classify.DefaultPolicy per category; a category
+	// missing from it (or a nil map, the default) keeps its default
+	// policy. Open validates each policy (ErrInvalid).
 	Policies map[classify.Category]classify.RetryPolicy
 	// Classifier maps a Nack's cause to a category. Nil = classify.Default().
 	Classifier classify.Classifier
 	// Breaker configures the per-Key circuit breakers (its Clock is set to
-	// Options.Clock).
+	// Options.Clock). Its zero fields take the breaker package's defaults
+	// (see breaker.Options): by default a key trips after 5 consecutive
+	// failures, or a failure rate of 0.5 over 20 calls in 10s.
 	Breaker breaker.Options
 	// CrashLoopLimit: a message leased at this many consecutive crashes is
 	// dead-lettered as Poison. Default 3.
@@ -92,15 +103,20 @@ type Options struct {
 	// Default 64 MiB; negative turns automatic checkpoints off.
 	CheckpointBytes int64
 	// FlushInterval: in Buffered mode, the longest a mutation waits before
-	// it is written. Default 1ms.
+	// it is written. Default 1ms; must not be negative.
 	FlushInterval time.Duration
-	// DeadLetterRetention: reviewed dead letters older than this are
-	// removed. Default 90 days; negative keeps them forever.
+	// DeadLetterRetention: reviewed dead letters whose DeadAt is older than
+	// this are removed. Default 90 days; negative keeps them forever.
+	// Unreviewed dead letters are kept.
 	DeadLetterRetention time.Duration
-	// CloseGrace: how long Close lets Run handlers finish. Default 5s.
+	// CloseGrace: how long Close lets Run handlers finish before it ends
+	// their contexts; it then waits up to one more CloseGrace for them
+	// (see Close), so Close can take twice this. Default 5s; must not be
+	// negative.
 	CloseGrace time.Duration
 	// OnDeadLetter is called for every new dead letter, from an engine
-	// goroutine (never the caller's); it must not block for long.
+	// goroutine (never the caller's); it must not block for long. Default
+	// nil: no callback.
 	OnDeadLetter func(DeadLetter)
 	// Registerer receives the engine's Prometheus collector; nil registers
 	// nothing.
