@@ -329,3 +329,19 @@ func TestDocsNackNilCause(t *testing.T) {
 	assert.Equal(t, classify.Unknown, info.LastCategory)
 	assert.Equal(t, "nack without a cause", info.LastError)
 }
+
+// Stats: "Lifetime totals since Open": messages Open recovers are live
+// but were not enqueued since Open.
+func TestDocsStatsTotalsSinceOpen(t *testing.T) {
+	dir := t.TempDir()
+	e, err := ringwal.Open(dir, ringwal.Options{})
+	require.NoError(t, err)
+	enqueue(t, e, ringwal.Message{})
+	enqueue(t, e, ringwal.Message{})
+	require.NoError(t, e.Close())
+
+	e = open(t, dir, ringwal.Options{})
+	s := e.Stats()
+	assert.Equal(t, 2, s.Pending)
+	assert.Zero(t, s.Enqueued, "recovered messages are not enqueued since Open")
+}

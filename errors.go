@@ -7,17 +7,22 @@ import (
 
 // Sentinel errors. Methods wrap them with context; match with errors.Is.
 var (
-	// ErrClosed: the engine was closed.
+	// ErrClosed: the engine was closed. Enqueue, Dequeue, Run and their
+	// variants refuse as soon as Close starts; Ack, Nack, Extend and the
+	// operator methods keep working through Close's grace (so that
+	// handlers can settle) and refuse once Close has finished it.
 	ErrClosed = errors.New("ringwal: engine closed")
 	// ErrFull: a tier (or the engine's MaxMessages) is at capacity and the
-	// caller asked not to wait.
+	// caller asked not to wait (TryEnqueue), or Redrive found no free slot
+	// for the message.
 	ErrFull = errors.New("ringwal: queue full")
 	// ErrDuplicate: a message with the same DedupID was enqueued within
 	// Options.DedupWindow; the first message's ID is returned alongside.
 	ErrDuplicate = errors.New("ringwal: duplicate message")
 	// ErrStaleLease: the lease was acked, nacked, expired or requeued.
 	ErrStaleLease = errors.New("ringwal: stale lease")
-	// ErrNotFound: no message with that ID (never enqueued, acked or purged).
+	// ErrNotFound: no message with that ID (never enqueued, acked or
+	// purged); for Redrive and MarkReviewed, no dead letter with that ID.
 	ErrNotFound = errors.New("ringwal: message not found")
 	// ErrInvalid: bad input; the wrapping error says what was wrong.
 	ErrInvalid = errors.New("ringwal: invalid argument")

@@ -54,17 +54,20 @@ type Message struct {
 	DedupID string
 	// Key names the downstream target; the circuit breaker is per Key.
 	// "" means no breaker.
-	Key      string
+	Key string
+	// Priority picks the message's tier; the zero value is Normal.
 	Priority Priority
-	Payload  []byte
-	Headers  map[string]string
+	// Payload is opaque to the engine; at most Options.MaxPayload bytes.
+	Payload []byte
+	// Headers travel with the message and are logged with it.
+	Headers map[string]string
 	// Delay: not deliverable before enqueue time + Delay.
 	Delay time.Duration
 	// Deadline: soft; earliest-deadline-first once within
 	// Options.DeadlineSlack. Zero means none.
 	Deadline time.Time
 	// TTL: undelivered past enqueue+TTL, the message is dead-lettered as
-	// classify.Expired. 0 means none.
+	// classify.Expired. 0 means none. A Redrive counts it afresh.
 	TTL time.Duration
 	// MaxAttempts bounds deliveries; 0 means the category policy's limit.
 	// It replaces the limit of categories whose policy retries, not of
@@ -74,7 +77,8 @@ type Message struct {
 
 // Lease identifies one delivery of a message. It is an opaque, comparable
 // value; once the delivery is acked, nacked, expired or requeued, it is
-// stale and methods given it return ErrStaleLease.
+// stale and methods given it return ErrStaleLease (ErrClosed once the
+// engine has closed).
 type Lease struct {
 	slot uint32
 	gen  uint32
@@ -82,11 +86,13 @@ type Lease struct {
 
 // Delivery is a leased message handed to a consumer.
 type Delivery struct {
-	ID      ID
+	ID ID
+	// Lease settles this delivery (Ack, Nack, Extend).
 	Lease   Lease
 	Message Message
 	// Attempt is 1 on the first delivery.
-	Attempt    int
+	Attempt int
+	// EnqueuedAt is when the message was enqueued (or last redriven).
 	EnqueuedAt time.Time
 }
 
@@ -126,14 +132,20 @@ func (s State) String() string {
 
 // Info describes a message for Get and Peek.
 type Info struct {
-	ID       ID
-	State    State
-	Message  Message
+	ID      ID
+	State   State
+	Message Message
+	// Attempts is how many deliveries the message has had (a leased
+	// message's current one included).
 	Attempts int
-	// EnqueuedAt is when the message was first enqueued.
+	// EnqueuedAt is when the message was enqueued, or last redriven
+	// (Redrive restarts it). Zero for a dead letter (State Dead): see its
+	// DeadLetter's FirstFailedAt and DeadAt instead.
 	EnqueuedAt time.Time
 	// NextAt is when a Delayed message becomes due (zero otherwise).
-	NextAt       time.Time
+	NextAt time.Time
+	// LastError is the last failure's cause text, LastCategory its
+	// category; "" and Unknown before any failure.
 	LastError    string
 	LastCategory classify.Category
 }

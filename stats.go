@@ -21,7 +21,11 @@ type Stats struct {
 	// DeadByCategory counts dead letters per category.
 	DeadByCategory map[classify.Category]int
 
-	// Lifetime totals since Open.
+	// Lifetime totals since Open (messages recovered by Open are not
+	// counted as Enqueued). Nacked counts consumers' nacks, not lease
+	// expiries (LeaseExpiries); BackpressureWaits counts enqueues that
+	// found no room, whether they waited or got ErrFull; Requeued counts
+	// Requeue calls that moved a message.
 	Enqueued, Acked, Nacked, Retried, DeadLettered, Expired uint64
 	Dequeued, LeaseExpiries, Duplicates, BackpressureWaits  uint64
 	Redriven, Requeued, BreakerTrips                        uint64
@@ -29,7 +33,9 @@ type Stats struct {
 	DeadLetteredByCategory map[classify.Category]uint64
 
 	// Wait is the time from ready to dequeue, Handling from dequeue to
-	// ack or nack, over the engine's life (histogram estimates).
+	// ack or nack, since Open (histogram estimates). Both are sampled:
+	// one message in 64, chosen by ID, is measured, so their Count is
+	// about 1/64 of the deliveries.
 	Wait, Handling Latency
 	// OldestPending is the age of the longest-waiting pending message.
 	OldestPending time.Duration
@@ -50,7 +56,9 @@ type WALStats struct {
 	Write, Fsync Latency
 }
 
-// Latency summarises a latency distribution.
+// Latency summarises a latency distribution. Count is the number of
+// observations (sampled for Stats.Wait and Stats.Handling); the
+// percentiles are estimates from power-of-two buckets.
 type Latency struct {
 	Count               uint64
 	Mean, P50, P95, P99 time.Duration
@@ -58,12 +66,12 @@ type Latency struct {
 
 // RecoveryStats describes the replay Open did.
 type RecoveryStats struct {
-	Records   uint64
-	Bytes     int64
-	TornBytes int64
-	Crashed   int // messages leased at a crash, requeued
-	Poisoned  int // of those, dead-lettered for crash-looping
-	Duration  time.Duration
+	Records   uint64        // log records replayed after the snapshot
+	Bytes     int64         // bytes of log read after the snapshot
+	TornBytes int64         // bytes of torn log tail cut off
+	Crashed   int           // messages leased at a crash, requeued
+	Poisoned  int           // of those, dead-lettered for crash-looping
+	Duration  time.Duration // how long Open took to recover
 }
 
 // stateCounts is one scan of the slab: counts by state and tier, and the
@@ -106,7 +114,7 @@ func (e *Engine) scan() stateCounts {
 
 // Stats returns the engine's current counts and lifetime totals. It scans
 // the engine's records (O(MaxMessages)), so call it for monitoring, not
-// per message. Safe for concurrent use.
+// per message. Safe for concurrent use, and usable after Close.
 func (e *Engine) Stats() Stats {
 	// The totals are read before the scan, freed before deadLettered: a
 	// message that moves on meanwhile is then missed, not counted twice,
