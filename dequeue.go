@@ -12,7 +12,8 @@ import (
 )
 
 // Dequeue leases the next message in scheduling order, blocking until one
-// is ready, ctx ends, or the engine closes (ErrClosed). The lease lasts
+// is ready, ctx ends (ctx.Err()), or Close starts (ErrClosed). A message
+// already ready is handed out even if ctx has ended. The lease lasts
 // Options.LeaseTimeout unless extended; settle it with Ack or Nack. Safe
 // for concurrent use.
 func (e *Engine) Dequeue(ctx context.Context) (Delivery, error) {
@@ -81,7 +82,9 @@ func (e *Engine) passBaton() {
 }
 
 // TryDequeue leases the next ready message, or returns false at once when
-// none is ready (or the engine is closed). Safe for concurrent use.
+// none is ready (or Close has started). It never blocks; under heavy
+// contention it may also return false after losing many races to other
+// consumers (Dequeue keeps trying). Safe for concurrent use.
 func (e *Engine) TryDequeue() (Delivery, bool) {
 	if e.closing.Load() {
 		return Delivery{}, false
@@ -116,8 +119,10 @@ const (
 	takeStale            // removed a stale entry: try again
 )
 
-// DequeueBatch leases up to max ready messages, blocking only until the
-// first is ready.
+// DequeueBatch leases up to max ready messages (max > 0, else
+// ErrInvalid). It blocks as Dequeue does until the first is ready, ctx
+// ends or Close starts, then takes what else is ready without waiting.
+// Safe for concurrent use.
 func (e *Engine) DequeueBatch(ctx context.Context, max int) ([]Delivery, error) {
 	if max <= 0 {
 		return nil, invalidf("DequeueBatch max %d must be positive", max)

@@ -98,7 +98,9 @@ type spillQueue struct {
 
 // Open opens (creating if needed) the engine over dir, replaying its log;
 // dir "" runs in memory only. A second Open of a directory in use, in this
-// process or another, fails with ErrLocked.
+// process or another, fails with ErrLocked; invalid Options fail with
+// ErrInvalid, and a directory written by a newer format with ErrVersion.
+// Open returns once the log is replayed. Safe for concurrent use.
 func Open(dir string, o Options) (*Engine, error) {
 	o, err := o.withDefaults()
 	if err != nil {
@@ -232,7 +234,8 @@ func mapWALError(err error) error {
 // Close itself) no longer holds Close up, and its settle reports
 // ErrClosed. Messages still leased come back pending, with that attempt
 // counted, when the directory is reopened. Close is idempotent: a second
-// call returns nil.
+// call returns nil. Safe for concurrent use: a call made while another is
+// in progress waits for it to finish, then returns nil.
 func (e *Engine) Close() error {
 	e.closeMu.Lock()
 	defer e.closeMu.Unlock()

@@ -45,16 +45,20 @@ func (e *Engine) validate(m *Message) error {
 }
 
 // Enqueue adds m and returns its ID. It waits while m's tier or the engine
-// (Options.MaxMessages) is full, until ctx ends. In Write and Fsync modes it
+// (Options.MaxMessages) is full, until ctx ends (ctx.Err()) or Close
+// starts (ErrClosed). In Write and Fsync modes it
 // returns once m's record is as durable as the mode promises, and m is not
 // handed out before that. A repeat of a DedupID within DedupWindow returns
-// the first message's ID and ErrDuplicate. Safe for concurrent use.
+// the first message's ID and ErrDuplicate; an invalid m (priority out of
+// range, payload over MaxPayload, negative Delay, TTL or MaxAttempts, Key
+// or DedupID over 4096 bytes) returns ErrInvalid. Safe for concurrent use.
 func (e *Engine) Enqueue(ctx context.Context, m Message) (ID, error) {
 	return e.enqueue(ctx, m, true)
 }
 
 // TryEnqueue is Enqueue that returns ErrFull instead of waiting for space.
-// (It still waits for the log as the durability mode promises.)
+// (It still waits for the log as the durability mode promises.) Safe for
+// concurrent use.
 func (e *Engine) TryEnqueue(m Message) (ID, error) {
 	return e.enqueue(nil, m, false)
 }
@@ -100,8 +104,10 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 // EnqueueBatch adds ms with one log write and returns their IDs in order.
 // It waits for space as Enqueue does. Messages whose DedupID repeats get
 // the first message's ID, are not added again, and the error wraps
-// ErrDuplicate; the others are added all the same. Invalid input rejects
-// the whole batch before anything is added.
+// ErrDuplicate; the others are added all the same. Invalid input (a
+// message Enqueue would refuse, or more than MaxMessages messages) rejects
+// the whole batch with ErrInvalid before anything is added. Safe for
+// concurrent use.
 func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 	if err := e.intake(); err != nil {
 		return nil, err

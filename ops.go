@@ -16,8 +16,9 @@ const liveStates = 1<<stPending | 1<<stDelayed | 1<<stLeased | 1<<stHeld
 
 // Get returns what the engine knows of id: its state, message, attempts
 // and last failure. A dead-lettered message has State Dead; an unknown,
-// acked or purged ID returns ErrNotFound. Safe for concurrent use; it does
-// not touch the enqueue and ack paths' data beyond atomic loads.
+// acked or purged ID returns ErrNotFound. Safe for concurrent use: it
+// holds a live message's record for a moment (an Ack or Extend of it
+// waits that long) and takes locks only for an ID that is not live.
 func (e *Engine) Get(id ID) (Info, error) {
 	if err := e.usable(); err != nil {
 		return Info{}, err
@@ -77,8 +78,12 @@ func (e *Engine) infoOf(r *rec, state uint32) Info {
 }
 
 // Requeue makes a leased, held or delayed message pending now; its lease,
-// if any, becomes stale (the attempt stays counted). A pending message is
-// left as it is. Safe for concurrent use.
+// if any, becomes stale (the attempt stays counted) and its Run handler's
+// ctx ends. A pending message is left as it is; one whose TTL passed while
+// it was leased is dead-lettered as Expired instead. A dead letter is
+// ErrInvalid (use Redrive); an unknown, acked or purged ID ErrNotFound.
+// It returns once its record is as durable as the mode promises. Safe for
+// concurrent use.
 func (e *Engine) Requeue(id ID) error {
 	if err := e.usable(); err != nil {
 		return err
@@ -137,7 +142,8 @@ func (e *Engine) expireTTL(id uint64, now int64) {
 }
 
 // DeadLetters returns the dead letters matching q, ordered by dead-letter
-// time then ID; page with q.After and q.Limit.
+// time then ID; page with q.After and q.Limit. A malformed q is
+// ErrInvalid. Safe for concurrent use.
 func (e *Engine) DeadLetters(q dlq.Query) ([]DeadLetter, error) {
 	if err := e.usable(); err != nil {
 		return nil, err
@@ -150,7 +156,12 @@ func (e *Engine) DeadLetters(q dlq.Query) ([]DeadLetter, error) {
 }
 
 // Redrive makes a dead-lettered message pending again under the same ID,
-// with its attempts reset. Safe for concurrent use.
+// with its attempts and failure history reset, its TTL and EnqueuedAt
+// counted from now, and its Delay not applied again. An ID that is not a
+// dead letter (unknown, live, acked or purged) is ErrNotFound; ErrFull
+// when no slot is free for it (the dead letter stays). It returns once
+// its records are as durable as the mode promises. Safe for concurrent
+// use.
 func (e *Engine) Redrive(id ID) error {
 	if err := e.usable(); err != nil {
 		return err
@@ -217,7 +228,10 @@ func (e *Engine) fillRedriven(r *rec, d DeadLetter, now int64) {
 	r.hist.Store(nil)
 }
 
-// MarkReviewed flags a dead letter as seen by an operator, with a note.
+// MarkReviewed flags a dead letter as seen by an operator, with a note
+// (replacing any earlier one). An ID that is not a dead letter is
+// ErrNotFound. Reviewed dead letters are removed after
+// Options.DeadLetterRetention. Safe for concurrent use.
 func (e *Engine) MarkReviewed(id ID, note string) error {
 	if err := e.usable(); err != nil {
 		return err
@@ -229,8 +243,11 @@ func (e *Engine) MarkReviewed(id ID, note string) error {
 	return e.appendRecord(&wal.Record{Kind: wal.KindReview, ID: uint64(id), Time: now, Text: note}, true)
 }
 
-// PurgeDeadLetters deletes the dead letters matching q and returns how
-// many it deleted.
+// PurgeDeadLetters deletes the dead letters matching q (an empty q
+// matches every one) and returns how many it deleted. A malformed q is
+// ErrInvalid. If the log refuses the purge records, the dead letters are
+// gone from memory all the same: it returns their count with the error.
+// Safe for concurrent use.
 func (e *Engine) PurgeDeadLetters(q dlq.Query) (int, error) {
 	if err := e.usable(); err != nil {
 		return 0, err
@@ -254,8 +271,9 @@ func (e *Engine) PurgeDeadLetters(q dlq.Query) (int, error) {
 
 // Peek returns up to n pending messages in the order Dequeue would hand
 // them out now (deadlines within the slack first, then the tiers'
-// weighted order), without leasing anything. It scans the engine, so it is
-// meant for inspection, not for the hot path.
+// weighted order), without leasing anything; nil when n <= 0 or the
+// engine is closed. It scans the engine, so it is meant for inspection,
+// not for the hot path. Safe for concurrent use.
 func (e *Engine) Peek(n int) []Info {
 	if n <= 0 || e.usable() != nil {
 		return nil

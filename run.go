@@ -13,13 +13,17 @@ import (
 // Handler processes one delivery. Returning nil acks it, an error nacks it
 // with that cause (see Nack), and a panic nacks it as classify.Poison with
 // the panic value and stack as the recorded error. ctx ends when the lease
-// expires, when Run's ctx ends, or when Close's grace period ends.
+// expires, when the message is requeued (Requeue), when Run's ctx ends, or
+// when Close's grace period ends.
 type Handler func(ctx context.Context, d Delivery) error
 
 // Run processes messages with workers goroutines calling h until ctx ends
 // or the engine closes, then waits for the handlers in progress and
-// returns nil. It returns an error only for bad arguments or a closed
-// engine. Several Runs may share an engine.
+// returns nil. The wait has no bound of its own: a handler that ignores
+// its ctx keeps Run from returning (Close stops waiting for it, Run does
+// not). It returns an error only for bad arguments (ErrInvalid) or an
+// engine whose Close has started (ErrClosed). Several Runs may share an
+// engine; Run is safe for concurrent use.
 func (e *Engine) Run(ctx context.Context, workers int, h Handler) error {
 	if workers <= 0 {
 		return invalidf("Run with %d workers: must be positive", workers)

@@ -39,10 +39,11 @@ func (e *Engine) acquireLease(l Lease) (*rec, error) {
 	}
 }
 
-// Ack settles a delivery as done: the message is forgotten. In Write and
-// Fsync modes Ack returns once that is durable, so an acked message is
-// never delivered again, even after a crash. A stale lease gets
-// ErrStaleLease. Safe for concurrent use.
+// Ack settles a delivery as done: the message is forgotten. Ack returns
+// once its record is as durable as Options.Durability promises: an acked
+// message is not delivered again after a killed process (Write, Fsync) or
+// a power loss (Fsync only). A stale lease gets ErrStaleLease. Safe for
+// concurrent use.
 func (e *Engine) Ack(l Lease) error {
 	r, err := e.acquireLease(l)
 	if err != nil {
@@ -77,7 +78,11 @@ func (e *Engine) release(r *rec) {
 // counted against the key's breaker (Transient, Timeout, RateLimited and
 // Resource only), and the message is retried after the category policy's
 // backoff (or exactly after classify.After's delay), or dead-lettered once
-// its attempts or the policy's MaxElapsed are spent. Safe for concurrent use.
+// its attempts or the policy's MaxElapsed are spent (as Expired if its TTL
+// passed during the delivery). A nil cause is recorded as "nack without a
+// cause" (Unknown to the default classifier). Like Ack, it returns once its
+// record is as durable as the mode promises; a stale lease gets
+// ErrStaleLease. Safe for concurrent use.
 func (e *Engine) Nack(l Lease, cause error) error {
 	r, err := e.acquireLease(l)
 	if err != nil {
@@ -267,7 +272,10 @@ func (e *Engine) onBreakerChange(key string, from, to breaker.State) {
 	}
 }
 
-// Extend makes the lease end d from now (d > 0). Safe for concurrent use.
+// Extend makes the lease end d from now (d > 0, else ErrInvalid). It does
+// not wait for the log: a lease is never durable (after a crash the
+// message comes back pending). A stale lease gets ErrStaleLease. Safe for
+// concurrent use.
 func (e *Engine) Extend(l Lease, d time.Duration) error {
 	if d <= 0 {
 		return invalidf("Extend by %v: must be positive", d)
