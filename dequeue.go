@@ -124,6 +124,9 @@ const (
 // ends or Close starts, then takes what else is ready without waiting.
 // Safe for concurrent use.
 func (e *Engine) DequeueBatch(ctx context.Context, max int) ([]Delivery, error) {
+	if err := e.intake(); err != nil {
+		return nil, err
+	}
 	if max <= 0 {
 		return nil, invalidf("DequeueBatch max %d must be positive", max)
 	}

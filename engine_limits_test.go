@@ -116,3 +116,14 @@ func TestDedupWindowAfterRedriveAndReopen(t *testing.T) {
 		})
 	}
 }
+
+// After Close every method says ErrClosed, even to bad arguments.
+func TestClosedWinsOverBadArguments(t *testing.T) {
+	e, err := ringwal.Open("", ringwal.Options{})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	assert.ErrorIs(t, e.Run(ctxBG, 0, nil), ringwal.ErrClosed)
+	assert.ErrorIs(t, e.Extend(ringwal.Lease{}, 0), ringwal.ErrClosed)
+	_, err = e.DequeueBatch(ctxBG, 0)
+	assert.ErrorIs(t, err, ringwal.ErrClosed)
+}

@@ -25,6 +25,9 @@ type Handler func(ctx context.Context, d Delivery) error
 // engine whose Close has started (ErrClosed). Several Runs may share an
 // engine; Run is safe for concurrent use.
 func (e *Engine) Run(ctx context.Context, workers int, h Handler) error {
+	if err := e.intake(); err != nil {
+		return err // closed wins over bad arguments, as for every method
+	}
 	if workers <= 0 {
 		return invalidf("Run with %d workers: must be positive", workers)
 	}

@@ -277,6 +277,9 @@ func (e *Engine) onBreakerChange(key string, from, to breaker.State) {
 // message comes back pending). A stale lease gets ErrStaleLease. Safe for
 // concurrent use.
 func (e *Engine) Extend(l Lease, d time.Duration) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
 	if d <= 0 {
 		return invalidf("Extend by %v: must be positive", d)
 	}
