@@ -14,8 +14,11 @@ const coarseTick = time.Millisecond
 // clock costs 25-50 ns on the virtual machines this runs on, and the hot
 // path needs a timestamp at enqueue, dequeue and ack: one atomic load
 // instead keeps that path within a small multiple of a channel hand-off.
-// Timestamps are at most coarseTick behind; due times add coarseTick so
-// that nothing fires early (Engine.slop).
+// Timestamps are usually at most coarseTick behind, but more when the
+// ticker goroutine waits to be scheduled on a busy machine, so due times
+// that a caller sets (Delay, TTL, a nack's backoff, Extend) count from the
+// clock itself, and only lease expiries, set on the hot path, count from
+// the cache with a margin (Engine.leaseSlop).
 //
 // Its goroutine (the engine's clock ticker) is stopped by Close.
 type coarseClock struct {

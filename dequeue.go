@@ -209,7 +209,7 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 		r.ticket = t
 	}
 	attempt := r.attempts() + 1
-	expiry := addSat(addSat(now, int64(e.opts.LeaseTimeout)), e.slop())
+	expiry := addSat(addSat(now, int64(e.opts.LeaseTimeout)), e.leaseSlop())
 	r.leaseExpiry = expiry
 	id := r.id.Load()
 	if sampled(id) {

@@ -1,6 +1,7 @@
 package ringwal_test
 
 import (
+	"context"
 	"math"
 	"testing"
 	"time"
@@ -126,4 +127,28 @@ func TestClosedWinsOverBadArguments(t *testing.T) {
 	assert.ErrorIs(t, e.Extend(ringwal.Lease{}, 0), ringwal.ErrClosed)
 	_, err = e.DequeueBatch(ctxBG, 0)
 	assert.ErrorIs(t, err, ringwal.ErrClosed)
+}
+
+// Delays never end early on the real clock, whose cached reading the hot
+// path uses and which lags when the machine is busy. (Timing dependent
+// before the fix: it failed in some runs, never after.)
+func TestDelaysNeverEarlyOnRealClock(t *testing.T) {
+	const d = 5 * time.Millisecond
+	e := open(t, "", ringwal.Options{Policies: fastPolicies(100)})
+	ctx := context.Background()
+	for i := 0; i < 20; i++ {
+		start := time.Now()
+		_, err := e.Enqueue(ctx, ringwal.Message{Delay: d})
+		require.NoError(t, err)
+		dl, err := e.Dequeue(ctx)
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, time.Since(start), d, "Delay ended early")
+
+		start = time.Now()
+		require.NoError(t, e.Nack(dl.Lease, classify.After(transient("503"), d)))
+		again, err := e.Dequeue(ctx)
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, time.Since(start), d, "classify.After ended early")
+		require.NoError(t, e.Ack(again.Lease))
+	}
 }

@@ -316,6 +316,11 @@ func (e *Engine) claim(now int64, m *Message) (uint32, uint64, error) {
 		}
 		r := e.slab.at(slot)
 		r.msg = *m
+		if m.TTL > 0 || m.Delay > 0 {
+			// Their due times count from here and must not come early:
+			// read the clock rather than the cache, which may lag.
+			now = e.preciseNow()
+		}
 		r.enqueuedAt = now
 		r.expiresAt = 0
 		if m.TTL > 0 {

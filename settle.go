@@ -121,7 +121,9 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 	r.prevDelay.Store(int64(delay))
 	id := r.id.Load()
 	e.ctr.retried.Add(1)
-	until := addSat(now, int64(delay))
+	// From the clock itself: the cached one may lag, and a retry must not
+	// go out before its delay (classify.After promises exactly d).
+	until := addSat(e.preciseNow(), int64(delay))
 	lg, err := e.logRecord(&wal.Record{Kind: wal.KindNack, ID: id, Time: now, Attempt: int32(attempts),
 		Category: uint8(cat), Text: text, Until: until}, wait)
 	e.delay(slot, r, addSat(until, e.slop()))
@@ -287,7 +289,7 @@ func (e *Engine) Extend(l Lease, d time.Duration) error {
 	if err != nil {
 		return err
 	}
-	now := e.now()
+	now := e.preciseNow() // a short Extend must not end early because the cache lags
 	expiry := addSat(addSat(now, int64(d)), e.slop())
 	r.leaseExpiry = expiry
 	id := r.id.Load()
