@@ -67,7 +67,11 @@ type Options struct {
 	TierCapacity int
 	// MaxMessages: live messages (pending, delayed, leased, held) the engine
 	// holds before Enqueue waits and TryEnqueue returns ErrFull. Default
-	// 1<<16; at most 1<<25. Dead letters do not count.
+	// 1<<16; at most 1<<25. Dead letters do not count. The check and the
+	// claim of a slot are separate steps, so enqueues racing each other at
+	// the limit can overshoot it by up to their number (never past the
+	// record slab, a quarter larger); an exact bound would put a
+	// reservation counter on every enqueue.
 	MaxMessages int
 	// MaxPayload in bytes. Default 1 MiB.
 	MaxPayload int
