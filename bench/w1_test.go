@@ -55,7 +55,7 @@ func w1Chan(b *testing.B, s shape) {
 	pl := payload(Small)
 	cd := newCountdown(b.N)
 	go func() { <-cd.done; close(ch) }() // every message was received: release the others
-	run(b, s,
+	run(b, s, cd,
 		func(_, n int) error {
 			for range n {
 				ch <- pl
@@ -76,7 +76,7 @@ func w1Workiva(b *testing.B, s shape) {
 	item := &pl // a pointer: boxing it in an interface does not allocate
 	cd := newCountdown(b.N)
 	go func() { <-cd.done; rb.Dispose() }()
-	run(b, s,
+	run(b, s, cd,
 		func(_, n int) error {
 			for range n {
 				if err := rb.Put(item); err != nil {
@@ -107,7 +107,7 @@ func w1Workqueue(b *testing.B, s shape) {
 	q := workqueue.NewTyped[uint64]()
 	cd := newCountdown(b.N)
 	go func() { <-cd.done; q.ShutDown() }()
-	run(b, s,
+	run(b, s, cd,
 		func(i, n int) error {
 			base := uint64(i) << 40 // producer i's own key space
 			for k := range n {

@@ -114,7 +114,7 @@ func w2JetStream(b *testing.B, s shape, size int) {
 			it.Stop()
 		}
 	}()
-	run(b, s,
+	run(b, s, cd,
 		func(_, n int) error {
 			for range n {
 				if _, err := pjs.Publish(ctx, natsjs.Subject, pl); err != nil {
@@ -150,6 +150,28 @@ func w2JetStream(b *testing.B, s shape, size int) {
 				cd.take()
 			}
 		})
+	// Untimed: b.N messages were stored and every one was acked (Ack does
+	// not wait for the server, so the last acks may still be on their way;
+	// work-queue retention removes a message once its ack is processed).
+	str, err := pjs.Stream(ctx, natsjs.Stream)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		info, err := str.Info(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if info.State.LastSeq != uint64(b.N) {
+			b.Fatalf("after the run: %d messages stored, want %d", info.State.LastSeq, b.N)
+		}
+		if info.State.Msgs == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("after the run: %d of %d messages still unacked 10s later", info.State.Msgs, b.N)
+		}
+	}
 }
 
 // goqiteSchema is maragu.dev/goqite v0.4.0's schema_sqlite.sql, verbatim
@@ -202,7 +224,7 @@ func w2Goqite(b *testing.B, s shape, size int) {
 	pl := payload(size)
 	cd := newCountdown(b.N)
 	ctx := context.Background()
-	run(b, s,
+	run(b, s, cd,
 		func(_, n int) error {
 			for range n {
 				if err := q.Send(ctx, goqite.Message{Body: pl}); err != nil {
@@ -219,6 +241,11 @@ func w2Goqite(b *testing.B, s shape, size int) {
 				},
 				func(m *goqite.Message) error { return q.Delete(ctx, m.ID) })
 		})
+	// Untimed: every message was deleted (acked) exactly once.
+	var left int
+	if err := db.QueryRow(`select count(*) from goqite`).Scan(&left); err != nil || left != 0 {
+		b.Fatalf("after the run: %d messages left (%v)", left, err)
+	}
 }
 
 // poll is a consumer of the SQL peers, which have no blocking receive: it
@@ -251,7 +278,7 @@ func w2Seed(b *testing.B, s shape, size int) {
 	defer q.Close()
 	content := string(payload(size))
 	cd := newCountdown(b.N)
-	run(b, s,
+	run(b, s, cd,
 		func(_, n int) error {
 			for range n {
 				_, err := q.Enqueue(ctx, seedq.Message{
@@ -268,4 +295,10 @@ func w2Seed(b *testing.B, s shape, size int) {
 				func() (*seedq.Message, bool, error) { return q.Dequeue(ctx) },
 				func(m *seedq.Message) error { return q.Ack(ctx, m.ID) })
 		})
+	// Untimed: b.N rows were stored and every one was acked.
+	var rows, acked int
+	err = q.DB().QueryRow(`SELECT COUNT(*), COUNT(*) FILTER (WHERE status = 'acked') FROM queue_items`).Scan(&rows, &acked)
+	if err != nil || rows != b.N || acked != b.N {
+		b.Fatalf("after the run: %d rows, %d acked, want %d (%v)", rows, acked, b.N, err)
+	}
 }

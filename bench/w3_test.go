@@ -68,7 +68,7 @@ func w3Workqueue(b *testing.B, s shape) {
 		workqueue.NewTypedItemExponentialFailureRateLimiter[uint64](w3Base, w3Max))
 	cd := newCountdown(b.N)
 	go func() { <-cd.done; q.ShutDown() }()
-	run(b, s,
+	run(b, s, cd,
 		func(i, n int) error {
 			base := uint64(i) << 40
 			for k := range n {
