@@ -48,7 +48,7 @@ func TestReviewRunReturnsWhenCtxEndsWithBacklog(t *testing.T) {
 	select {
 	case err := <-runErr:
 		require.NoError(t, err)
-	case <-time.After(300 * time.Millisecond):
+	case <-time.After(waitFor):
 		<-runErr
 		t.Fatalf("Run kept handling after its ctx ended (%d of %d handled)", handled.Load(), n)
 	}
@@ -154,7 +154,7 @@ func TestReviewRunCtxEndsOnExpiryDespiteReaders(t *testing.T) {
 		fake.Advance(150 * time.Millisecond)
 		select {
 		case <-ended:
-		case <-time.After(time.Second):
+		case <-time.After(waitFor):
 			t.Fatalf("round %d: the handler's ctx did not end when its lease expired", i)
 		}
 	}
@@ -235,7 +235,7 @@ func TestReviewShortExtendExpiresOnTimeRealClock(t *testing.T) {
 		require.NoError(t, err)
 		d := dequeue(t, e)
 		require.NoError(t, e.Extend(d.Lease, 3*time.Millisecond))
-		deadline := time.Now().Add(500 * time.Millisecond)
+		deadline := time.Now().Add(2 * time.Second)
 		for {
 			info, err := e.Get(d.ID)
 			require.NoError(t, err)
@@ -262,7 +262,7 @@ func TestReviewShortTTLExpiresEagerlyRealClock(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		id, err := e.Enqueue(ctxBG, ringwal.Message{TTL: 3 * time.Millisecond})
 		require.NoError(t, err)
-		deadline := time.Now().Add(500 * time.Millisecond)
+		deadline := time.Now().Add(2 * time.Second)
 		for {
 			info, err := e.Get(id)
 			require.NoError(t, err)
@@ -369,7 +369,7 @@ func TestReviewStressNothingLostOrAckedTwice(t *testing.T) {
 	ok := assert.Eventually(t, func() bool {
 		s = e.Stats()
 		return s.Pending+s.Delayed+s.Leased+s.Held == 0
-	}, 1500*time.Millisecond, 5*time.Millisecond)
+	}, waitFor, 5*time.Millisecond)
 	close(stop)
 	cw.Wait()
 	require.True(t, ok, "messages left: %+v", counts(s))
