@@ -196,7 +196,7 @@ func (e *Engine) validEntry(en sched.Entry) bool {
 // record went elsewhere instead (expired, held).
 func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 	now := e.now()
-	if r.expiresAt != 0 && now >= r.expiresAt {
+	if r.expired(now) {
 		e.deadLetter(slot, r, classify.Expired, "ttl expired before delivery", now, false)
 		return false
 	}

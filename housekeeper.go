@@ -236,7 +236,7 @@ func (h *housekeeper) fire(at time.Time, en sched.Entry) {
 		if !r.acquire(en.Gen, stDelayed) {
 			return
 		}
-		if r.expiresAt != 0 && now >= r.expiresAt {
+		if r.expired(now) {
 			_ = e.deadLetter(slot, r, classify.Expired, "ttl expired while delayed", now, false)
 			return
 		}

@@ -110,10 +110,10 @@ func (e *Engine) Requeue(id ID) error {
 		}
 	}
 	now := e.now()
-	if r.expiresAt != 0 && now >= r.expiresAt {
+	if r.expired(now) {
 		// Its TTL timer found it leased and left it to whoever ends
 		// the lease: a requeue must not make an expired message pending.
-		return e.deadLetter(slot, r, classify.Expired, fmt.Sprintf("ttl of %v expired", r.msg.TTL), now, true)
+		return e.expire(slot, r, now, true)
 	}
 	r.crashes.Store(0)
 	e.ctr.requeued.Add(1)
@@ -134,11 +134,16 @@ func (e *Engine) expireTTL(id uint64, now int64) {
 		return // gone, or leased: a failure later re-checks the TTL
 	}
 	r := e.slab.at(slot)
-	if r.expiresAt == 0 || now < r.expiresAt {
+	if !r.expired(now) {
 		r.word.Store(prev)
 		return
 	}
-	_ = e.deadLetter(slot, r, classify.Expired, fmt.Sprintf("ttl of %v expired", r.msg.TTL), now, false)
+	_ = e.expire(slot, r, now, false)
+}
+
+// expire dead-letters a busy record whose TTL has passed, as Expired.
+func (e *Engine) expire(slot uint32, r *rec, now int64, wait bool) error {
+	return e.deadLetter(slot, r, classify.Expired, fmt.Sprintf("ttl of %v expired", r.msg.TTL), now, wait)
 }
 
 // DeadLetters returns the dead letters matching q, ordered by dead-letter

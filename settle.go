@@ -112,10 +112,10 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 	if !p.ShouldRetry(attempts, time.Duration(now-r.enqueuedAt)) {
 		return e.deadLetter(slot, r, cat, text, now, wait)
 	}
-	if r.expiresAt != 0 && now >= r.expiresAt {
+	if r.expired(now) {
 		// The TTL ended during this delivery (its timer found the message
 		// leased and left it to this failure): no retry may go out.
-		return e.deadLetter(slot, r, classify.Expired, fmt.Sprintf("ttl of %v expired", r.msg.TTL), now, wait)
+		return e.expire(slot, r, now, wait)
 	}
 	delay := p.Delay(cause, attempts, time.Duration(r.prevDelay.Load()))
 	r.prevDelay.Store(int64(delay))

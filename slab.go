@@ -248,6 +248,10 @@ func (r *rec) releaseAttempts(slot uint32, state, attempts uint32) ref {
 	return ref{slot: slot, gen: gen}
 }
 
+// expired reports whether the message's TTL has passed at now; the caller
+// owns the record.
+func (r *rec) expired(now int64) bool { return r.expiresAt != 0 && now >= r.expiresAt }
+
 // attempts is the message's delivery count; the caller owns the record.
 func (r *rec) attempts() uint32 { return wordAttempts(r.word.Load()) }
 
