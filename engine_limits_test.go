@@ -86,36 +86,34 @@ func TestPeekHugeN(t *testing.T) {
 // A redrive re-creates a message but is not a first enqueue: its DedupID's
 // window still counts from the first enqueue, after a reopen as before it.
 func TestDedupWindowAfterRedriveAndReopen(t *testing.T) {
-	for _, checkpoint := range []bool{false, true} {
-		t.Run(map[bool]string{false: "log", true: "checkpoint"}[checkpoint], func(t *testing.T) {
-			dir := t.TempDir()
-			fake := clock.NewFake(time.Time{})
-			o := ringwal.Options{Clock: fake, DedupWindow: time.Minute}
-			e1, err := ringwal.Open(dir, o)
-			require.NoError(t, err)
-			id := enqueue(t, e1, ringwal.Message{DedupID: "once"})
-			d := dequeue(t, e1)
-			require.NoError(t, e1.Nack(d.Lease, permanent("rejected")))
-			waitState(t, e1, id, ringwal.Dead)
-			fake.Advance(50 * time.Second)
-			require.NoError(t, e1.Redrive(id))
-			if checkpoint {
-				require.NoError(t, e1.Checkpoint())
-			}
-			require.NoError(t, e1.Close())
+	forLogAndCheckpoint(t, func(t *testing.T, checkpoint bool) {
+		dir := t.TempDir()
+		fake := clock.NewFake(time.Time{})
+		o := ringwal.Options{Clock: fake, DedupWindow: time.Minute}
+		e1, err := ringwal.Open(dir, o)
+		require.NoError(t, err)
+		id := enqueue(t, e1, ringwal.Message{DedupID: "once"})
+		d := dequeue(t, e1)
+		require.NoError(t, e1.Nack(d.Lease, permanent("rejected")))
+		waitState(t, e1, id, ringwal.Dead)
+		fake.Advance(50 * time.Second)
+		require.NoError(t, e1.Redrive(id))
+		if checkpoint {
+			require.NoError(t, e1.Checkpoint())
+		}
+		require.NoError(t, e1.Close())
 
-			// 70 s after the first enqueue, 20 s after the redrive.
-			o.Clock = clock.NewFake(fake.Now().Add(20 * time.Second))
-			e2 := open(t, dir, o)
-			again, err := e2.Enqueue(ctxBG, ringwal.Message{DedupID: "once"})
-			require.NoError(t, err, "the window counts from the first enqueue")
-			assert.NotEqual(t, id, again)
-			info, err := e2.Get(id)
-			require.NoError(t, err)
-			assert.Equal(t, ringwal.Pending, info.State, "the redriven message is still there")
-			assert.Equal(t, "once", info.Message.DedupID)
-		})
-	}
+		// 70 s after the first enqueue, 20 s after the redrive.
+		o.Clock = clock.NewFake(fake.Now().Add(20 * time.Second))
+		e2 := open(t, dir, o)
+		again, err := e2.Enqueue(ctxBG, ringwal.Message{DedupID: "once"})
+		require.NoError(t, err, "the window counts from the first enqueue")
+		assert.NotEqual(t, id, again)
+		info, err := e2.Get(id)
+		require.NoError(t, err)
+		assert.Equal(t, ringwal.Pending, info.State, "the redriven message is still there")
+		assert.Equal(t, "once", info.Message.DedupID)
+	})
 }
 
 // After Close every method says ErrClosed, even to bad arguments.

@@ -129,93 +129,81 @@ func TestDeadLetterRaceWithOperatorSurvivesRestart(t *testing.T) {
 // TestDeadLetterMessageSurvivesCheckpoint: a dead letter's message comes
 // back whole after a restart, whether the log or a checkpoint carried it.
 func TestDeadLetterMessageSurvivesCheckpoint(t *testing.T) {
-	for _, checkpoint := range []bool{false, true} {
-		name := "log"
-		if checkpoint {
-			name = "checkpoint"
-		}
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			fake := clock.NewFake(time.Time{})
-			o := ringwal.Options{Clock: fake}
-			e1, err := ringwal.Open(dir, o)
-			require.NoError(t, err)
-			closed := false
-			t.Cleanup(func() {
-				if !closed {
-					_ = e1.Close()
-				}
-			})
-			m := ringwal.Message{DedupID: "dl", Key: "k", Priority: ringwal.High, Payload: []byte("p"),
-				Headers: map[string]string{"a": "b"}, Delay: time.Second, TTL: time.Hour,
-				Deadline: fake.Now().Add(time.Minute), MaxAttempts: 1}
-			id := enqueue(t, e1, m)
-			fake.Advance(2 * time.Second)
-			d := dequeue(t, e1)
-			require.Equal(t, id, d.ID)
-			require.NoError(t, e1.Nack(d.Lease, permanent("rejected")))
-			before := deadEntry(t, e1, id)
-			require.Equal(t, m, before.Message)
-			if checkpoint {
-				require.NoError(t, e1.Checkpoint())
+	forLogAndCheckpoint(t, func(t *testing.T, checkpoint bool) {
+		dir := t.TempDir()
+		fake := clock.NewFake(time.Time{})
+		o := ringwal.Options{Clock: fake}
+		e1, err := ringwal.Open(dir, o)
+		require.NoError(t, err)
+		closed := false
+		t.Cleanup(func() {
+			if !closed {
+				_ = e1.Close()
 			}
-			require.NoError(t, e1.Close())
-			closed = true
-
-			o.Clock = clock.NewFake(fake.Now())
-			e2 := open(t, dir, o)
-			after := deadEntry(t, e2, id)
-			after.Message.Deadline = after.Message.Deadline.UTC()
-			assert.Equal(t, m, after.Message, "the dead letter's message survives")
-			assert.Equal(t, before.Attempts, after.Attempts)
-			assert.Equal(t, before.Failures, after.Failures)
-			assert.True(t, before.DeadAt.Equal(after.DeadAt))
 		})
-	}
+		m := ringwal.Message{DedupID: "dl", Key: "k", Priority: ringwal.High, Payload: []byte("p"),
+			Headers: map[string]string{"a": "b"}, Delay: time.Second, TTL: time.Hour,
+			Deadline: fake.Now().Add(time.Minute), MaxAttempts: 1}
+		id := enqueue(t, e1, m)
+		fake.Advance(2 * time.Second)
+		d := dequeue(t, e1)
+		require.Equal(t, id, d.ID)
+		require.NoError(t, e1.Nack(d.Lease, permanent("rejected")))
+		before := deadEntry(t, e1, id)
+		require.Equal(t, m, before.Message)
+		if checkpoint {
+			require.NoError(t, e1.Checkpoint())
+		}
+		require.NoError(t, e1.Close())
+		closed = true
+
+		o.Clock = clock.NewFake(fake.Now())
+		e2 := open(t, dir, o)
+		after := deadEntry(t, e2, id)
+		after.Message.Deadline = after.Message.Deadline.UTC()
+		assert.Equal(t, m, after.Message, "the dead letter's message survives")
+		assert.Equal(t, before.Attempts, after.Attempts)
+		assert.Equal(t, before.Failures, after.Failures)
+		assert.True(t, before.DeadAt.Equal(after.DeadAt))
+	})
 }
 
 // TestDedupOfDeadLetterAfterCheckpoint: a checkpoint does not restart a
 // dead letter's dedup window at the time it died.
 func TestDedupOfDeadLetterAfterCheckpoint(t *testing.T) {
-	for _, checkpoint := range []bool{false, true} {
-		name := "log"
-		if checkpoint {
-			name = "checkpoint"
-		}
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			fake := clock.NewFake(time.Time{})
-			o := ringwal.Options{Clock: fake, DedupWindow: time.Minute}
-			e1, err := ringwal.Open(dir, o)
-			require.NoError(t, err)
-			closed := false
-			t.Cleanup(func() {
-				if !closed {
-					_ = e1.Close()
-				}
-			})
-			id := enqueue(t, e1, ringwal.Message{DedupID: "once"})
-			fake.Advance(40 * time.Second)
-			d := dequeue(t, e1)
-			require.Equal(t, id, d.ID)
-			require.NoError(t, e1.Nack(d.Lease, permanent("rejected")))
-			waitState(t, e1, id, ringwal.Dead)
-			if checkpoint {
-				require.NoError(t, e1.Checkpoint())
+	forLogAndCheckpoint(t, func(t *testing.T, checkpoint bool) {
+		dir := t.TempDir()
+		fake := clock.NewFake(time.Time{})
+		o := ringwal.Options{Clock: fake, DedupWindow: time.Minute}
+		e1, err := ringwal.Open(dir, o)
+		require.NoError(t, err)
+		closed := false
+		t.Cleanup(func() {
+			if !closed {
+				_ = e1.Close()
 			}
-			require.NoError(t, e1.Close())
-			closed = true
-
-			// 70s after the first enqueue, 30s after it died.
-			o.Clock = clock.NewFake(fake.Now().Add(30 * time.Second))
-			e2 := open(t, dir, o)
-			again, err := e2.Enqueue(ctxBG, ringwal.Message{DedupID: "once"})
-			assert.NoError(t, err, "the window counts from the first enqueue")
-			assert.NotEqual(t, id, again)
-			// And the dead letter keeps its DedupID.
-			assert.Equal(t, "once", deadEntry(t, e2, id).Message.DedupID)
 		})
-	}
+		id := enqueue(t, e1, ringwal.Message{DedupID: "once"})
+		fake.Advance(40 * time.Second)
+		d := dequeue(t, e1)
+		require.Equal(t, id, d.ID)
+		require.NoError(t, e1.Nack(d.Lease, permanent("rejected")))
+		waitState(t, e1, id, ringwal.Dead)
+		if checkpoint {
+			require.NoError(t, e1.Checkpoint())
+		}
+		require.NoError(t, e1.Close())
+		closed = true
+
+		// 70s after the first enqueue, 30s after it died.
+		o.Clock = clock.NewFake(fake.Now().Add(30 * time.Second))
+		e2 := open(t, dir, o)
+		again, err := e2.Enqueue(ctxBG, ringwal.Message{DedupID: "once"})
+		assert.NoError(t, err, "the window counts from the first enqueue")
+		assert.NotEqual(t, id, again)
+		// And the dead letter keeps its DedupID.
+		assert.Equal(t, "once", deadEntry(t, e2, id).Message.DedupID)
+	})
 }
 
 // TestCheckpointUnderLoadLosesNothing: checkpoints taken while producers,

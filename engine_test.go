@@ -103,6 +103,14 @@ func enqueueP(t testing.TB, e *ringwal.Engine, p ringwal.Priority, s string) rin
 	return enqueue(t, e, ringwal.Message{Priority: p, Payload: []byte(s)})
 }
 
+// forLogAndCheckpoint runs fn as two subtests: "log", where a reopened
+// engine rebuilds from the log alone, and "checkpoint", where fn is to take
+// a checkpoint before it closes.
+func forLogAndCheckpoint(t *testing.T, fn func(t *testing.T, checkpoint bool)) {
+	t.Run("log", func(t *testing.T) { fn(t, false) })
+	t.Run("checkpoint", func(t *testing.T) { fn(t, true) })
+}
+
 // dequeue waits (real time) until a delivery is ready and returns it.
 func dequeue(t testing.TB, e *ringwal.Engine) ringwal.Delivery {
 	t.Helper()
