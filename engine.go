@@ -310,16 +310,7 @@ func (e *Engine) now() int64 {
 // preciseNow reads the clock itself, for the sampled latency histograms.
 func (e *Engine) preciseNow() int64 { return e.clock.Now().UnixNano() }
 
-// slop is added to due times computed from now(), so that a coarse clock
-// running behind never makes something due early.
-func (e *Engine) slop() int64 {
-	if e.coarse != nil {
-		return int64(coarseTick)
-	}
-	return 0
-}
-
-// leaseSlop is slop for lease expiries, which the hot path computes from
+// leaseSlop is added to lease expiries, which the hot path computes from
 // the cached clock: that clock can lag by more than a tick when the
 // machine is busy (its goroutine waits to be scheduled), so a lease also
 // gets a thousandth of its length, 30 ms of the default 30 s, which covers

@@ -324,7 +324,7 @@ func (e *Engine) claim(now int64, m *Message) (uint32, uint64, error) {
 		r.enqueuedAt = now
 		r.expiresAt = 0
 		if m.TTL > 0 {
-			r.expiresAt = addSat(addSat(now, int64(m.TTL)), e.slop())
+			r.expiresAt = addSat(now, int64(m.TTL))
 		}
 		r.deadline = 0
 		if !m.Deadline.IsZero() {
@@ -366,7 +366,7 @@ func (e *Engine) publish(slot uint32, now int64) {
 		e.hk.schedule(r.expiresAt, schedTTL(id))
 	}
 	if d := r.msg.Delay; d > 0 {
-		e.delay(slot, r, addSat(addSat(r.enqueuedAt, int64(d)), e.slop())) // from enqueue, not from publish
+		e.delay(slot, r, addSat(r.enqueuedAt, int64(d))) // from enqueue, not from publish
 		return
 	}
 	e.makeReady(slot, r, now)

@@ -221,7 +221,7 @@ func (e *Engine) fillRedriven(r *rec, d DeadLetter, now int64) {
 	r.enqueuedAt = now
 	r.expiresAt = 0
 	if d.Message.TTL > 0 {
-		r.expiresAt = addSat(addSat(e.preciseNow(), int64(d.Message.TTL)), e.slop())
+		r.expiresAt = addSat(e.preciseNow(), int64(d.Message.TTL))
 	}
 	r.deadline = 0
 	if !d.Message.Deadline.IsZero() {

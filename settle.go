@@ -126,7 +126,7 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 	until := addSat(e.preciseNow(), int64(delay))
 	lg, err := e.logRecord(&wal.Record{Kind: wal.KindNack, ID: id, Time: now, Attempt: int32(attempts),
 		Category: uint8(cat), Text: text, Until: until}, wait)
-	e.delay(slot, r, addSat(until, e.slop()))
+	e.delay(slot, r, until)
 	if err != nil {
 		return err
 	}
@@ -290,7 +290,7 @@ func (e *Engine) Extend(l Lease, d time.Duration) error {
 		return err
 	}
 	now := e.preciseNow() // a short Extend must not end early because the cache lags
-	expiry := addSat(addSat(now, int64(d)), e.slop())
+	expiry := addSat(now, int64(d))
 	r.leaseExpiry = expiry
 	id := r.id.Load()
 	// Logged while the record is ours, before whatever settles the lease.
