@@ -18,6 +18,7 @@ import (
 func TestReviewCheckpointKeepsRecordsAppendedDuringIt(t *testing.T) {
 	dir := t.TempDir()
 	var block atomic.Bool
+	var done atomic.Uint64 // OnBatch calls finished
 	entered := make(chan struct{}, 1)
 	release := make(chan struct{})
 	l, err := Open(dir, Options{OnBatch: func(BatchInfo) {
@@ -25,9 +26,15 @@ func TestReviewCheckpointKeepsRecordsAppendedDuringIt(t *testing.T) {
 			entered <- struct{}{}
 			<-release
 		}
+		done.Add(1)
 	}})
 	require.NoError(t, err)
 	appendIDs(t, l, 1, 1)
+	// Append returns before its batch's OnBatch runs: arm the block only
+	// once batch 1's has finished, or it would hold the writer before
+	// batch 2 is written and the Append below would wait for ever.
+	require.Eventually(t, func() bool { return done.Load() >= l.Stats().Batches },
+		5*time.Second, time.Millisecond)
 
 	block.Store(true)
 	require.NoError(t, l.Append(&Record{Kind: KindEnqueue, ID: 2, Time: 1})) // released before OnBatch
