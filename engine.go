@@ -36,7 +36,7 @@ import (
 	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
-	"github.com/ringwal/ringwal/internal/clock"
+	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/internal/pad"
 	"github.com/ringwal/ringwal/ring"
 	"github.com/ringwal/ringwal/sched"
@@ -188,7 +188,7 @@ func Open(dir string, o Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	e.recovered.duration = o.Clock.Since(start)
+	e.recovered.duration = o.Clock.Now().Sub(start)
 	if o.Registerer != nil {
 		if err := o.Registerer.Register(e.metrics); err != nil {
 			e.openFailed()

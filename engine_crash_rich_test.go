@@ -48,7 +48,7 @@ import (
 	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
-	"github.com/ringwal/ringwal/internal/clock"
+	"github.com/ringwal/ringwal/clock"
 )
 
 const (

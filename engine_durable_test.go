@@ -24,7 +24,7 @@ import (
 	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
-	"github.com/ringwal/ringwal/internal/clock"
+	"github.com/ringwal/ringwal/clock"
 )
 
 var durabilities = []ringwal.Durability{ringwal.Write, ringwal.Fsync, ringwal.Buffered}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/internal/clock"
+	"github.com/ringwal/ringwal/clock"
 )
 
 // Durations far beyond any clock must saturate, not wrap into the past.

@@ -18,7 +18,7 @@ import (
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
-	"github.com/ringwal/ringwal/internal/clock"
+	"github.com/ringwal/ringwal/clock"
 )
 
 // hookHandler is a slog handler that calls fn, synchronously, for every

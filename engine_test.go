@@ -27,7 +27,7 @@ import (
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
-	"github.com/ringwal/ringwal/internal/clock"
+	"github.com/ringwal/ringwal/clock"
 )
 
 // TestMain fails the package if any goroutine outlives the tests (every

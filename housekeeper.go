@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/internal/clock"
+	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/ring"
 	"github.com/ringwal/ringwal/sched"
 	"github.com/ringwal/ringwal/wal"

@@ -36,7 +36,7 @@ import (
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/internal/clock"
+	"github.com/ringwal/ringwal/clock"
 )
 
 // captureRegisterer registers into a registry and keeps the collector the

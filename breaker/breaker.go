@@ -78,7 +78,7 @@ func New(o Options) *Set {
 }
 
 // now returns the clock as nanoseconds since s.base.
-func (s *Set) now() int64 { return int64(s.o.Clock.Since(s.base)) }
+func (s *Set) now() int64 { return int64(s.o.Clock.Now().Sub(s.base)) }
 
 // Allow asks whether a call to key may go ahead. On true the caller makes
 // the call and reports its outcome with Done(ticket, success). On false

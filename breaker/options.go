@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ringwal/ringwal/internal/clock"
+	"github.com/ringwal/ringwal/clock"
 )
 
 // State is a breaker's state. Closed is the zero value.

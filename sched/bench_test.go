@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ringwal/ringwal/internal/clock"
+	"github.com/ringwal/ringwal/clock"
 )
 
 func BenchmarkWheel(b *testing.B) {

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ringwal/ringwal/internal/clock"
+	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/internal/pad"
 	"github.com/ringwal/ringwal/ring"
 )

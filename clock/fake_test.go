@@ -84,7 +84,5 @@ func TestRealClock(t *testing.T) {
 	assert.False(t, c.Now().Before(before))
 	tm := c.NewTimer(time.Millisecond)
 	<-tm.C()
-	tk := c.NewTicker(time.Millisecond)
-	<-tk.C()
-	tk.Stop()
+	assert.False(t, tm.Stop(), "a fired timer is no longer active")
 }

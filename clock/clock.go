@@ -3,22 +3,20 @@ package clock
 import "time"
 
 // Clock is the source of time for everything in ringwal that waits or
-// measures. Implementations are safe for concurrent use.
+// measures: the engine's due times, leases and TTLs, the breakers'
+// windows, the timing wheel. It is two methods so that a test can supply
+// its own; Fake is a ready-made one. Implementations must be safe for
+// concurrent use, and Now must never go backwards.
 type Clock interface {
 	// Now returns the current time.
 	Now() time.Time
-	// Since returns the time elapsed since t.
-	Since(t time.Time) time.Duration
 	// NewTimer creates a Timer that fires once, d from now.
 	NewTimer(d time.Duration) Timer
-	// NewTicker creates a Ticker that fires every d (d must be > 0).
-	NewTicker(d time.Duration) Ticker
-	// Sleep blocks for d.
-	Sleep(d time.Duration)
 }
 
 // Timer is the subset of *time.Timer that ringwal uses, as an interface so
-// that Fake can provide its own.
+// that a fake clock can provide its own. The engine resets and stops a
+// timer only from the goroutine that owns it.
 type Timer interface {
 	// C is the channel on which the fire time is delivered.
 	C() <-chan time.Time
@@ -28,7 +26,8 @@ type Timer interface {
 	Reset(d time.Duration) bool
 }
 
-// Ticker is the subset of *time.Ticker that ringwal uses.
+// Ticker is what Fake.NewTicker returns: the subset of *time.Ticker a
+// test needs.
 type Ticker interface {
 	// C is the channel on which ticks are delivered.
 	C() <-chan time.Time
@@ -43,22 +42,11 @@ func Real() Clock { return realClock{} }
 
 type realClock struct{}
 
-func (realClock) Now() time.Time                  { return time.Now() }
-func (realClock) Since(t time.Time) time.Duration { return time.Since(t) }
-func (realClock) Sleep(d time.Duration)           { time.Sleep(d) }
-func (realClock) NewTimer(d time.Duration) Timer  { return realTimer{time.NewTimer(d)} }
-func (realClock) NewTicker(d time.Duration) Ticker {
-	return realTicker{time.NewTicker(d)}
-}
+func (realClock) Now() time.Time                 { return time.Now() }
+func (realClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
 
 type realTimer struct{ t *time.Timer }
 
 func (r realTimer) C() <-chan time.Time        { return r.t.C }
 func (r realTimer) Stop() bool                 { return r.t.Stop() }
 func (r realTimer) Reset(d time.Duration) bool { return r.t.Reset(d) }
-
-type realTicker struct{ t *time.Ticker }
-
-func (r realTicker) C() <-chan time.Time   { return r.t.C }
-func (r realTicker) Stop()                 { r.t.Stop() }
-func (r realTicker) Reset(d time.Duration) { r.t.Reset(d) }
