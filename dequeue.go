@@ -8,7 +8,6 @@ import (
 
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/sched"
-	"github.com/ringwal/ringwal/wal"
 )
 
 // Dequeue leases the next message in scheduling order, blocking until one
@@ -146,7 +145,7 @@ func (e *Engine) DequeueBatch(ctx context.Context, max int) ([]Delivery, error) 
 	return out, nil
 }
 
-// take picks the next pending record and moves it to stBusy. When it
+// take picks the next pending record and owns it. When it
 // finds none, retry tells why (takeEmpty, takeContended, takeStale).
 func (e *Engine) take() (slot uint32, r *rec, ok bool, retry int) {
 	nonEmpty := e.tiers.NonEmpty() | uint8(e.spilled.Load())
@@ -177,7 +176,7 @@ func (e *Engine) take() (slot uint32, r *rec, ok bool, retry int) {
 		e.waiting.signalSpace()
 	}
 	r = e.slab.at(rf.slot)
-	if !r.acquire(rf.gen, stPending) {
+	if !r.own(rf.gen, stPending) {
 		if pick.EDF {
 			return 0, nil, false, takeContended // another consumer took it first
 		}
@@ -186,9 +185,10 @@ func (e *Engine) take() (slot uint32, r *rec, ok bool, retry int) {
 	return rf.slot, r, true, takeEmpty
 }
 
+// validEntry reports whether a deadline-heap entry still names a pending
+// record.
 func (e *Engine) validEntry(en sched.Entry) bool {
-	w := e.slab.at(uint32(en.ID)).word.Load()
-	return wordGen(w) == en.Gen && wordState(w) == stPending
+	return e.slab.at(uint32(en.ID)).load().names(en.Gen, stPending)
 }
 
 // lease hands out a busy record taken from its tier: it checks TTL and the
@@ -217,11 +217,10 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 		e.metrics.observeWait(precise - r.readyAt)
 		r.leasedAt.Store(precise)
 	}
-	// Fill d while the record is still ours: once released, a lease expiry
-	// or a Requeue may move it on.
+	// Fill d while the record is still ours: once published, a lease
+	// expiry or a Requeue may move it on.
 	*d = Delivery{
 		ID:         ID(id),
-		Lease:      Lease{slot: slot, gen: wordGen(r.word.Load()) + 1},
 		Message:    r.msg,
 		Attempt:    int(attempt),
 		EnqueuedAt: time.Unix(0, r.enqueuedAt),
@@ -229,9 +228,10 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 	// Logged while the record is still ours, so that whatever settles
 	// this lease is logged after it (see logRecord).
 	if e.log != nil {
-		rec := wal.Record{Kind: wal.KindLease, ID: id, Time: now, Attempt: int32(attempt), Until: expiry}
+		rec := leaseRecord(id, now, attempt, expiry)
 		_ = e.log.AppendNoWait(&rec)
 	}
-	r.releaseAttempts(slot, stLeased, attempt)
+	rf := r.publishAttempts(slot, stLeased, attempt)
+	d.Lease = Lease{slot: rf.slot, gen: rf.gen}
 	return true
 }

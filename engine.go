@@ -35,8 +35,8 @@ import (
 
 	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/dlq"
 	"github.com/ringwal/ringwal/clock"
+	"github.com/ringwal/ringwal/dlq"
 	"github.com/ringwal/ringwal/internal/pad"
 	"github.com/ringwal/ringwal/ring"
 	"github.com/ringwal/ringwal/sched"
@@ -85,15 +85,6 @@ type Engine struct {
 	coarse    *coarseClock // nil with an injected clock
 
 	lastSettleWarn atomic.Int64 // unix ns of the last settle-failure warning
-}
-
-// spillQueue holds ready messages of a tier whose ring was full (a retry,
-// a recovered backlog): rare, so a mutex is fine. While it is not empty new
-// messages of that tier go behind it, to keep FIFO order.
-type spillQueue struct {
-	mu   sync.Mutex
-	refs []ref
-	head int // refs[:head] have moved to the ring
 }
 
 // Open opens (creating if needed) the engine over dir, replaying its log;

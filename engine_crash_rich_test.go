@@ -47,8 +47,8 @@ import (
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/dlq"
 	"github.com/ringwal/ringwal/clock"
+	"github.com/ringwal/ringwal/dlq"
 )
 
 const (

@@ -23,8 +23,8 @@ import (
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/dlq"
 	"github.com/ringwal/ringwal/clock"
+	"github.com/ringwal/ringwal/dlq"
 )
 
 var durabilities = []ringwal.Durability{ringwal.Write, ringwal.Fsync, ringwal.Buffered}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/dlq"
 	"github.com/ringwal/ringwal/clock"
+	"github.com/ringwal/ringwal/dlq"
 )
 
 // hookHandler is a slog handler that calls fn, synchronously, for every

@@ -26,8 +26,8 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/dlq"
 	"github.com/ringwal/ringwal/clock"
+	"github.com/ringwal/ringwal/dlq"
 )
 
 // TestMain fails the package if any goroutine outlives the tests (every

@@ -3,10 +3,8 @@ package ringwal
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
-	"github.com/ringwal/ringwal/sched"
 	"github.com/ringwal/ringwal/wal"
 )
 
@@ -89,9 +87,9 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 	}
 	if e.log != nil {
 		r := e.slab.at(slot)
-		r.word.Store(withState(r.word.Load(), stCommitting))
+		r.commit()
 		var rec wal.Record
-		e.enqueueRecord(&rec, r, id)
+		enqueueRecord(&rec, r, id)
 		if err := e.log.Append(&rec); err != nil {
 			e.abortClaim(slot)
 			return 0, fmt.Errorf("ringwal: enqueue: %w", mapWALError(err))
@@ -162,8 +160,8 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 		recs := make([]wal.Record, len(slots))
 		for i, slot := range slots {
 			r := e.slab.at(slot)
-			r.word.Store(withState(r.word.Load(), stCommitting))
-			e.enqueueRecord(&recs[i], r, r.id.Load())
+			r.commit()
+			enqueueRecord(&recs[i], r, r.id.Load())
 		}
 		if err := e.log.AppendBatch(recs); err != nil {
 			for _, slot := range slots {
@@ -298,7 +296,7 @@ func (e *Engine) hasSpace(tier, n int) bool {
 }
 
 // claim takes a slot for a new message, fills it and counts it live; the
-// record is left stBusy (unpublished).
+// record is left owned (unpublished).
 func (e *Engine) claim(now int64, m *Message) (uint32, uint64, error) {
 	skip := uint64(probeLimit)
 	for i := 0; i < claimAttempts; i++ {
@@ -314,28 +312,16 @@ func (e *Engine) claim(now int64, m *Message) (uint32, uint64, error) {
 			skip = min(2*skip, e.slab.mask+1)
 			continue
 		}
-		r := e.slab.at(slot)
-		r.msg = *m
+		expiresAt := int64(0)
 		if m.TTL > 0 || m.Delay > 0 {
 			// Their due times count from here and must not come early:
 			// read the clock rather than the cache, which may lag.
 			now = e.preciseNow()
+			if m.TTL > 0 {
+				expiresAt = addSat(now, int64(m.TTL))
+			}
 		}
-		r.enqueuedAt = now
-		r.expiresAt = 0
-		if m.TTL > 0 {
-			r.expiresAt = addSat(now, int64(m.TTL))
-		}
-		r.deadline = 0
-		if !m.Deadline.IsZero() {
-			r.deadline = m.Deadline.UnixNano()
-		}
-		// Atomic stores are full barriers on amd64; most of these fields
-		// are already zero, and a load is a plain move.
-		storeIfChanged32(&r.tier, uint32(m.Priority.tier()))
-		storeIfChangedI32(&r.crashes, 0)
-		storeIfChanged64(&r.prevDelay, 0)
-		storeIfChanged64(&r.nextAt, 0)
+		e.slab.at(slot).fill(m, now, expiresAt, 0, 0, nil)
 		return slot, id, nil
 	}
 	return 0, 0, errNoSlot
@@ -351,7 +337,7 @@ func (e *Engine) unclaim(slot uint32) {
 // abortClaim undoes a claim whose enqueue record could not be written.
 func (e *Engine) abortClaim(slot uint32) {
 	r := e.slab.at(slot)
-	r.word.Store(withState(r.word.Load(), stBusy))
+	r.uncommit()
 	if r.msg.DedupID != "" {
 		e.dedup.forget(r.msg.DedupID, r.id.Load())
 	}
@@ -370,122 +356,4 @@ func (e *Engine) publish(slot uint32, now int64) {
 		return
 	}
 	e.makeReady(slot, r, now)
-}
-
-// delay moves a busy record to Delayed until at.
-func (e *Engine) delay(slot uint32, r *rec, at int64) {
-	r.nextAt.Store(at)
-	rf := r.release(slot, stDelayed)
-	e.hk.schedule(at, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen, Kind: timerDue})
-}
-
-// makeReady moves a busy record to Pending and into its tier.
-func (e *Engine) makeReady(slot uint32, r *rec, now int64) {
-	if sampled(r.id.Load()) {
-		now = e.preciseNow()
-	}
-	r.readyAt = now
-	rf := r.release(slot, stPending)
-	tier := r.msg.Priority.tier()
-	if r.deadline != 0 {
-		e.sched.Deadlines().Push(r.deadline, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen})
-	}
-	e.pushTier(tier, rf)
-	e.waiting.signalReady()
-}
-
-// pushTier appends rf to its tier's ring, or to the tier's spill queue when
-// the ring is full or the spill queue already holds older messages.
-func (e *Engine) pushTier(tier int, rf ref) {
-	if e.spilled.Load()&(1<<tier) == 0 && e.tiers.TryPush(tier, rf) {
-		return
-	}
-	q := &e.spill[tier]
-	q.mu.Lock()
-	if q.head == len(q.refs) && e.tiers.TryPush(tier, rf) {
-		q.mu.Unlock()
-		return
-	}
-	if q.head > 0 && q.head == len(q.refs) {
-		q.refs, q.head = q.refs[:0], 0
-	}
-	q.refs = append(q.refs, rf)
-	e.setSpilled(tier, true)
-	q.mu.Unlock()
-}
-
-func (e *Engine) setSpilled(tier int, on bool) {
-	for {
-		old := e.spilled.Load()
-		nw := old &^ (1 << tier)
-		if on {
-			nw = old | 1<<tier
-		}
-		if old == nw || e.spilled.CompareAndSwap(old, nw) {
-			return
-		}
-	}
-}
-
-// refill moves spilled refs of tier into its ring while there is room.
-func (e *Engine) refill(tier int) {
-	q := &e.spill[tier]
-	if !q.mu.TryLock() {
-		return // someone else is refilling
-	}
-	// Advance a head index rather than shift the slice: a refill runs after
-	// every pop from a spilled tier, and shifting would make draining a
-	// large spill quadratic.
-	for q.head < len(q.refs) && e.tiers.TryPush(tier, q.refs[q.head]) {
-		q.refs[q.head] = ref{}
-		q.head++
-	}
-	switch {
-	case q.head == len(q.refs):
-		q.refs, q.head = nil, 0
-		e.setSpilled(tier, false)
-	case q.head > len(q.refs)/2 && q.head >= 1024:
-		// Reclaim the consumed half now and then.
-		q.refs = append(q.refs[:0], q.refs[q.head:]...)
-		q.head = 0
-	}
-	q.mu.Unlock()
-}
-
-// enqueueRecord fills rec with r's full state: the enqueue record of the
-// log, and the record a snapshot carries for a live message.
-func (e *Engine) enqueueRecord(rec *wal.Record, r *rec, id uint64) {
-	m := &r.msg
-	*rec = wal.Record{
-		Kind:        wal.KindEnqueue,
-		ID:          id,
-		Time:        r.enqueuedAt,
-		Priority:    int8(m.Priority),
-		Key:         m.Key,
-		DedupID:     m.DedupID,
-		Payload:     m.Payload,
-		Deadline:    r.deadline,
-		ExpiresAt:   r.expiresAt,
-		MaxAttempts: int32(m.MaxAttempts),
-		Attempt:     int32(r.attempts()),
-	}
-	if m.Delay > 0 {
-		rec.NotBefore = addSat(r.enqueuedAt, int64(m.Delay))
-	}
-	if len(m.Headers) > 0 {
-		rec.Headers = flattenHeaders(m.Headers)
-	}
-}
-
-func flattenHeaders(h map[string]string) []string {
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]string, 0, 2*len(h))
-	for _, k := range keys {
-		out = append(out, k, h[k])
-	}
-	return out
 }

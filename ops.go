@@ -5,14 +5,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
 	"github.com/ringwal/ringwal/ring"
 	"github.com/ringwal/ringwal/wal"
 )
-
-// liveStates is the set of states a message can be in while in the slab.
-const liveStates = 1<<stPending | 1<<stDelayed | 1<<stLeased | 1<<stHeld
 
 // Get returns what the engine knows of id: its state, message, attempts
 // and last failure. A dead-lettered message has State Dead; an unknown,
@@ -39,10 +35,10 @@ func (e *Engine) Get(id ID) (Info, error) {
 
 // lookup describes id from the slab, else from the dead-letter store.
 func (e *Engine) lookup(id ID) (Info, bool) {
-	if slot, prev, found, ok := e.slab.acquireID(uint64(id), liveStates); found && ok {
+	if slot, prev, found, ok := e.slab.ownID(uint64(id), liveStates); found && ok {
 		r := e.slab.at(slot)
-		info := e.infoOf(r, wordState(prev))
-		r.word.Store(prev) // a read leaves the generation alone
+		info := r.info(prev.state())
+		r.putBack(prev) // a read leaves the generation alone
 		return info, true
 	}
 	if d, ok := e.dead.Get(uint64(id)); ok {
@@ -59,24 +55,6 @@ func deadInfo(d DeadLetter) Info {
 	return info
 }
 
-var publicState = [...]State{stPending: Pending, stDelayed: Delayed, stLeased: Leased, stHeld: Held}
-
-// infoOf describes a record the caller has made stable (stBusy by it).
-func (e *Engine) infoOf(r *rec, state uint32) Info {
-	info := Info{
-		ID:         ID(r.id.Load()),
-		State:      publicState[state],
-		Message:    r.msg,
-		Attempts:   int(r.attempts()),
-		EnqueuedAt: time.Unix(0, r.enqueuedAt),
-	}
-	if state == stDelayed {
-		info.NextAt = time.Unix(0, r.nextAt.Load())
-	}
-	info.LastError, info.LastCategory = r.hist.Load().last()
-	return info
-}
-
 // Requeue makes a leased, held or delayed message pending now; its lease,
 // if any, becomes stale (the attempt stays counted) and its Run handler's
 // ctx ends. A pending message is left as it is; one whose TTL passed while
@@ -88,7 +66,7 @@ func (e *Engine) Requeue(id ID) error {
 	if err := e.usable(); err != nil {
 		return err
 	}
-	slot, prev, found, ok := e.slab.acquireID(uint64(id), 1<<stLeased|1<<stHeld|1<<stDelayed)
+	slot, prev, found, ok := e.slab.ownID(uint64(id), 1<<stLeased|1<<stHeld|1<<stDelayed)
 	if !found {
 		if _, dead := e.dead.Get(uint64(id)); dead {
 			return fmt.Errorf("%w: message %d is dead-lettered; use Redrive", ErrInvalid, id)
@@ -99,7 +77,7 @@ func (e *Engine) Requeue(id ID) error {
 		return nil // pending already
 	}
 	r := e.slab.at(slot)
-	if wordState(prev) == stLeased {
+	if prev.state() == stLeased {
 		e.ctr.requeuedLeased.Add(1)
 		if r.msg.Key != "" {
 			// The delivery ends without a verdict on the target.
@@ -119,31 +97,13 @@ func (e *Engine) Requeue(id ID) error {
 	e.ctr.requeued.Add(1)
 	// Logged before the message is visible, so that its next lease is
 	// logged after this record (see logRecord).
-	lg, err := e.logRecord(&wal.Record{Kind: wal.KindRequeue, ID: uint64(id), Time: now, Attempt: int32(r.attempts())}, true)
+	rec := requeueRecord(uint64(id), now, r.attempts(), 0)
+	lg, err := e.logRecord(&rec, true)
 	e.makeReady(slot, r, now)
 	if err != nil {
 		return err
 	}
 	return lg.wait()
-}
-
-// expireTTL dead-letters a message whose TTL ended while it was not leased.
-func (e *Engine) expireTTL(id uint64, now int64) {
-	slot, prev, found, ok := e.slab.acquireID(id, 1<<stPending|1<<stDelayed|1<<stHeld)
-	if !found || !ok {
-		return // gone, or leased: a failure later re-checks the TTL
-	}
-	r := e.slab.at(slot)
-	if !r.expired(now) {
-		r.word.Store(prev)
-		return
-	}
-	_ = e.expire(slot, r, now, false)
-}
-
-// expire dead-letters a busy record whose TTL has passed, as Expired.
-func (e *Engine) expire(slot uint32, r *rec, now int64, wait bool) error {
-	return e.deadLetter(slot, r, classify.Expired, fmt.Sprintf("ttl of %v expired", r.msg.TTL), now, wait)
 }
 
 // DeadLetters returns the dead letters matching q, ordered by dead-letter
@@ -179,26 +139,35 @@ func (e *Engine) Redrive(id ID) error {
 	if !ok {
 		return fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
 	}
-	now := e.now()
+	// From the clock itself: the TTL counts from here, and the cached
+	// clock may lag.
+	now := e.preciseNow()
 	slot, ok := e.slab.claimNear(uint64(id))
 	if !ok {
 		_ = e.dead.Add(d)
 		return fmt.Errorf("%w: no free slot near %d to redrive into", ErrFull, id)
 	}
 	r := e.slab.at(slot)
-	e.fillRedriven(r, d, now)
+	// The same message with its attempts and history reset, counted from
+	// now; its Delay is not applied again.
+	m := d.Message
+	m.Delay = 0
+	expiresAt := int64(0)
+	if m.TTL > 0 {
+		expiresAt = addSat(now, int64(m.TTL))
+	}
+	r.fill(&m, now, expiresAt, 0, 0, nil)
 	e.ctr.added.Add(1)
 	if e.log != nil {
-		r.word.Store(withState(r.word.Load(), stCommitting))
+		r.commit()
 		// Redrive then the whole message: the log alone can rebuild it even
 		// if a checkpoint saw it in neither the slab nor the DLQ.
 		recs := make([]wal.Record, 2)
-		recs[0] = wal.Record{Kind: wal.KindRedrive, ID: uint64(id), Time: now}
-		e.enqueueRecord(&recs[1], r, uint64(id))
-		recs[1].NotBefore = 0
+		recs[0] = redriveRecord(uint64(id), now)
+		enqueueRecord(&recs[1], r, uint64(id))
 		if err := e.log.AppendBatch(recs); err != nil {
 			_ = e.dead.Add(d) // before the record goes: Get finds one or the other
-			r.word.Store(withState(r.word.Load(), stBusy))
+			r.uncommit()
 			r.free()
 			e.ctr.added.Add(-1)
 			return fmt.Errorf("ringwal: redrive %d: %w", id, mapWALError(err))
@@ -210,27 +179,6 @@ func (e *Engine) Redrive(id ID) error {
 	}
 	e.makeReady(slot, r, now)
 	return nil
-}
-
-// fillRedriven fills a claimed record from a dead letter: same message,
-// attempts reset, TTL counted afresh from now.
-func (e *Engine) fillRedriven(r *rec, d DeadLetter, now int64) {
-	r.msg = d.Message
-	r.msg.Delay = 0
-	r.tier.Store(uint32(d.Message.Priority.tier()))
-	r.enqueuedAt = now
-	r.expiresAt = 0
-	if d.Message.TTL > 0 {
-		r.expiresAt = addSat(e.preciseNow(), int64(d.Message.TTL))
-	}
-	r.deadline = 0
-	if !d.Message.Deadline.IsZero() {
-		r.deadline = d.Message.Deadline.UnixNano()
-	}
-	r.setAttempts(0)
-	r.crashes.Store(0)
-	r.prevDelay.Store(0)
-	r.hist.Store(nil)
 }
 
 // MarkReviewed flags a dead letter as seen by an operator, with a note
@@ -245,7 +193,8 @@ func (e *Engine) MarkReviewed(id ID, note string) error {
 	if err := e.dead.MarkReviewed(uint64(id), note, time.Unix(0, now)); err != nil {
 		return fmt.Errorf("%w: dead letter %d: %w", ErrNotFound, id, err)
 	}
-	return e.appendRecord(&wal.Record{Kind: wal.KindReview, ID: uint64(id), Time: now, Text: note}, true)
+	rec := reviewRecord(uint64(id), now, note)
+	return e.appendRecord(&rec, true)
 }
 
 // PurgeDeadLetters deletes the dead letters matching q (an empty q
@@ -265,7 +214,7 @@ func (e *Engine) PurgeDeadLetters(q dlq.Query) (int, error) {
 		now := e.now()
 		recs := make([]wal.Record, len(gone))
 		for i, d := range gone {
-			recs[i] = wal.Record{Kind: wal.KindPurge, ID: d.ID, Time: now}
+			recs[i] = purgeRecord(d.ID, now)
 		}
 		if err := e.log.AppendBatch(recs); err != nil {
 			return len(gone), fmt.Errorf("ringwal: purge: %w", mapWALError(err))
@@ -293,15 +242,15 @@ func (e *Engine) Peek(n int) []Info {
 	now := e.now()
 	slack := now + int64(e.opts.DeadlineSlack)
 	e.slab.each(func(_ uint32, r *rec) {
-		if wordState(r.word.Load()) != stPending {
+		if r.load().state() != stPending {
 			return
 		}
-		prev, ok := r.acquireAny(1 << stPending)
+		prev, ok := r.ownAny(1 << stPending)
 		if !ok {
 			return
 		}
-		c := cand{info: e.infoOf(r, stPending), readyAt: r.readyAt, deadline: r.deadline}
-		r.word.Store(prev)
+		c := cand{info: r.info(stPending), readyAt: r.readyAt, deadline: r.deadline}
+		r.putBack(prev)
 		if c.deadline != 0 && c.deadline <= slack {
 			urgent = append(urgent, c)
 			return

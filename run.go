@@ -82,13 +82,13 @@ func (e *Engine) work(ctx, handlerBase context.Context, h Handler) {
 		hctx, cancel := context.WithCancel(handlerBase)
 		r := e.slab.at(d.Lease.slot)
 		// Lease expiry (or a Requeue) cancels the handler through r.cancel.
-		// Set it while owning the record: a reader holding it stBusy for a
+		// Set it while owning the record: a reader owning it for a
 		// moment, or an expiry in progress, must not make the handler miss
 		// its cancellation. A lease already gone starts it cancelled.
 		cancelFn := context.CancelFunc(cancel)
-		if r.acquire(d.Lease.gen, stLeased) {
+		if r.own(d.Lease.gen, stLeased) {
 			r.cancel.Store(&cancelFn)
-			r.word.Store(withState(r.word.Load(), stLeased)) // same generation: the lease holds
+			r.keep(stLeased) // the lease holds
 		} else {
 			cancel()
 		}

@@ -78,34 +78,31 @@ type RecoveryStats struct {
 // oldest pending message. It reads only atomics, so it is safe alongside
 // every other operation; counts are a moment's snapshot.
 type stateCounts struct {
-	byState     [stHeld + 1]int
-	byTier      [stHeld + 1][ring.NumTiers]int
+	byState     [Dead]int
+	byTier      [Dead][ring.NumTiers]int
 	oldestReady int64
 }
 
 func (e *Engine) scan() stateCounts {
 	var c stateCounts
 	e.slab.each(func(_ uint32, r *rec) {
-		// A reader (Get, Peek, a checkpoint) holds a record stBusy for a
+		// A reader (Get, Peek, a checkpoint) owns a record for a
 		// moment without moving it: wait for a stable state rather than
 		// miss the message (the lease scan does the same).
-		st := wordState(r.stableWord())
-		switch st {
-		case stFree, stBusy:
+		st, live := publicState(r.stable().state())
+		if !live {
 			return
-		case stCommitting:
-			st = stPending
 		}
 		c.byState[st]++
 		if t := r.tier.Load(); t < ring.NumTiers {
 			c.byTier[st][t]++
 		}
-		if st == stPending {
-			if w, ok := r.acquireAny(1 << stPending); ok {
+		if st == Pending {
+			if w, ok := r.ownAny(1 << stPending); ok {
 				if at := r.readyAt; at != 0 && (c.oldestReady == 0 || at < c.oldestReady) {
 					c.oldestReady = at
 				}
-				r.word.Store(w)
+				r.putBack(w)
 			}
 		}
 	})
@@ -165,13 +162,13 @@ func (e *Engine) Stats() Stats {
 		s.Acked = freed - s.DeadLettered
 	}
 	c := e.scan()
-	s.Pending, s.Delayed, s.Leased, s.Held = c.byState[stPending], c.byState[stDelayed], c.byState[stLeased], c.byState[stHeld]
+	s.Pending, s.Delayed, s.Leased, s.Held = c.byState[Pending], c.byState[Delayed], c.byState[Leased], c.byState[Held]
 	for t := 0; t < ring.NumTiers; t++ {
 		p := priorityOfTier(t)
-		s.PendingByPriority[p] = c.byTier[stPending][t]
-		s.DelayedByPriority[p] = c.byTier[stDelayed][t]
-		s.LeasedByPriority[p] = c.byTier[stLeased][t]
-		s.HeldByPriority[p] = c.byTier[stHeld][t]
+		s.PendingByPriority[p] = c.byTier[Pending][t]
+		s.DelayedByPriority[p] = c.byTier[Delayed][t]
+		s.LeasedByPriority[p] = c.byTier[Leased][t]
+		s.HeldByPriority[p] = c.byTier[Held][t]
 	}
 	s.Dequeued = s.Acked + s.Nacked + s.LeaseExpiries + requeuedLeased + uint64(s.Leased)
 	s.Enqueued = e.metrics.enqueued.atLeast(s.Enqueued)

@@ -25,10 +25,22 @@ const (
 	ownerIdle = math.MaxInt64 // waiting with nothing pending: any entry wakes it
 )
 
+// DefaultCompactAbove is the wheel size below which Timers does not
+// compact when TimerOptions leaves CompactAbove at zero.
+const DefaultCompactAbove = 1 << 16
+
 // TimerOptions configures Timers; the zero value is ready to use.
 type TimerOptions struct {
 	Tick     time.Duration // wheel resolution; 0 = DefaultTick
 	Capacity int           // feed ring capacity (rounded up to a power of two); 0 = DefaultTimerCapacity
+	// Live, if set, tells entries that can still matter from those whose
+	// subject moved on (cancellation is lazy). Once the wheel holds more
+	// than CompactAbove entries and twice as many as after the last
+	// compaction, the owner drops the entries Live rejects (Wheel.Compact),
+	// so that a stream of cancelled timers cannot grow the wheel without
+	// bound. It runs on the owner goroutine.
+	Live         func(Entry) bool
+	CompactAbove int // 0 = DefaultCompactAbove
 }
 
 // timerRequest is what producers hand to the owner through the feed.
@@ -72,10 +84,14 @@ type Timers struct {
 	stop    chan struct{}
 	done    chan struct{}
 
+	live         func(Entry) bool
+	compactAbove int
+
 	// Owned by the goroutine once started.
-	wheel *Wheel
-	batch []timerRequest
-	spare []timerRequest
+	wheel     *Wheel
+	batch     []timerRequest
+	spare     []timerRequest
+	compacted int // wheel length after the last compaction
 }
 
 // NewTimers returns stopped Timers that call fire, on their own goroutine,
@@ -91,6 +107,9 @@ func NewTimers(c clock.Clock, o TimerOptions, fire func(at time.Time, e Entry)) 
 	if fire == nil {
 		fire = func(time.Time, Entry) {}
 	}
+	if o.CompactAbove <= 0 {
+		o.CompactAbove = DefaultCompactAbove
+	}
 	w := NewWheel(o.Tick, c.Now())
 	t := &Timers{
 		clock: c,
@@ -101,6 +120,9 @@ func NewTimers(c clock.Clock, o TimerOptions, fire func(at time.Time, e Entry)) 
 		done:  make(chan struct{}),
 		wheel: w,
 		batch: make([]timerRequest, drainBatch),
+
+		live:         o.Live,
+		compactAbove: o.CompactAbove,
 	}
 	t.sleepUntil.Store(ownerBusy)
 	return t
@@ -193,6 +215,7 @@ func (t *Timers) run() {
 		t.sleepUntil.Store(ownerBusy)
 		t.drain()
 		t.wheel.Advance(t.clock.Now(), t.fire)
+		t.compact()
 		t.wheelLen.Store(int64(t.wheel.Len()))
 
 		next, pending := t.wheel.NextAt()
@@ -239,6 +262,15 @@ func (t *Timers) run() {
 		case <-timerC:
 			armed = false
 		}
+	}
+}
+
+// compact drops dead entries once the wheel has grown well past its size
+// after the last compaction (see TimerOptions.Live).
+func (t *Timers) compact() {
+	if n := t.wheel.Len(); t.live != nil && n > t.compactAbove && n > 2*t.compacted {
+		t.wheel.Compact(t.live)
+		t.compacted = t.wheel.Len()
 	}
 }
 

@@ -1,0 +1,199 @@
+package ringwal
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/ringwal/ringwal/breaker"
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/sched"
+)
+
+// This file is the failure path: what happens to a delivery that failed
+// (a Nack, an expired lease, a crash loop, a TTL): classification has
+// happened; here the key's breaker is told, the retry policy decides
+// between a retry after backoff and the dead-letter store, held messages
+// wait out an open breaker, and TTLs expire.
+
+// fail handles a failed delivery of a busy, formerly leased record.
+func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, now int64, wait bool) error {
+	if r.msg.Key != "" {
+		e.settleBreaker(r, cat)
+	}
+	if sampled(r.id.Load()) {
+		e.metrics.observeHandling(e.preciseNow() - r.leasedAt.Load())
+	}
+	text := cause.Error()
+	f := dlq.Failure{At: time.Unix(0, now), Category: cat, Error: text}
+	r.hist.Store(r.hist.Load().with(f))
+	r.crashes.Store(0)
+	attempts := int(r.attempts())
+	p := e.categoryPolicy(cat, r.msg.MaxAttempts)
+	if !p.ShouldRetry(attempts, time.Duration(now-r.enqueuedAt)) {
+		return e.deadLetter(slot, r, cat, text, now, wait)
+	}
+	if r.expired(now) {
+		// The TTL ended during this delivery (its timer found the message
+		// leased and left it to this failure): no retry may go out.
+		return e.expire(slot, r, now, wait)
+	}
+	delay := p.Delay(cause, attempts, time.Duration(r.prevDelay.Load()))
+	r.prevDelay.Store(int64(delay))
+	id := r.id.Load()
+	e.ctr.retried.Add(1)
+	// From the clock itself: the cached one may lag, and a retry must not
+	// go out before its delay (classify.After promises exactly d).
+	until := addSat(e.preciseNow(), int64(delay))
+	rec := nackRecord(id, f, uint32(attempts), until)
+	lg, err := e.logRecord(&rec, wait)
+	e.delay(slot, r, until)
+	if err != nil {
+		return err
+	}
+	return lg.wait()
+}
+
+// deadLetter moves a busy record to the dead-letter store under cat.
+func (e *Engine) deadLetter(slot uint32, r *rec, cat classify.Category, text string, now int64, wait bool) error {
+	f := dlq.Failure{At: time.Unix(0, now), Category: cat, Error: text}
+	h := r.hist.Load().ending(f)
+	id := r.id.Load()
+	entry := h.deadLetter(id, cat, r.msg, int(r.attempts()), now)
+	// Logged before the dead letter is visible: an operator's Review,
+	// Purge or Redrive of it must follow it in the log.
+	rec := deadLetterRecord(id, f, entry.Attempts, "")
+	lg, logErr := e.logRecord(&rec, wait)
+	if err := e.dead.Add(entry); err != nil {
+		// Only a duplicate ID can fail, which would be an engine bug; keep
+		// the message rather than lose it.
+		e.opts.Logger.Error("ringwal: dead-letter store refused a message", "id", id, "err", err)
+		e.delay(slot, r, now+int64(time.Minute))
+		return err
+	}
+	e.ctr.deadLettered[categoryIndex(cat)].Add(1)
+	if cat == classify.Expired {
+		e.ctr.expired.Add(1)
+	}
+	e.release(r)
+	e.hk.deadLettered(entry)
+	e.opts.Logger.Debug("ringwal: dead-lettered", "id", id, "category", cat.String(), "key", entry.Key, "attempts", entry.Attempts)
+	if logErr != nil {
+		return logErr
+	}
+	return lg.wait()
+}
+
+// hold sets a busy record aside while its key's breaker is open.
+func (e *Engine) hold(slot uint32, r *rec) {
+	key := r.msg.Key
+	rf := r.publish(slot, stHeld)
+	keyID, first := e.held.add(key, rf)
+	if first {
+		e.scheduleRecheck(key, keyID)
+	}
+}
+
+// holdRecheckMin spaces out rechecks of a key whose breaker is half-open
+// with its probes out, so that held messages do not spin.
+const holdRecheckMin = 50 * time.Millisecond
+
+func (e *Engine) scheduleRecheck(key string, keyID uint64) {
+	now := e.now()
+	at := e.breakers.ReadyAt(key).UnixNano()
+	if at < now+int64(holdRecheckMin) {
+		at = now + int64(holdRecheckMin)
+	}
+	e.hk.schedule(at, sched.Entry{ID: keyID, Kind: timerRecheck})
+}
+
+// releaseHeld makes every held message of a key pending again, in the
+// order they were held.
+func (e *Engine) releaseHeld(keyID uint64) {
+	refs := e.held.take(keyID)
+	now := e.now()
+	for _, rf := range refs {
+		r := e.slab.at(rf.slot)
+		if r.own(rf.gen, stHeld) {
+			e.makeReady(rf.slot, r, now)
+		}
+	}
+}
+
+// settleBreaker reports a failed delivery's outcome to its key's breaker:
+// categories that speak of the target's health count as failures, a
+// Permanent error means the target answered (a success for the breaker),
+// and the rest (Poison, Unknown, Expired) say nothing about the target.
+func (e *Engine) settleBreaker(r *rec, cat classify.Category) {
+	switch {
+	case classify.CountsAgainstBreaker(cat):
+		e.breakers.Done(r.ticket, false)
+	case cat == classify.Permanent:
+		e.breakers.Done(r.ticket, true)
+	default:
+		e.breakers.Release(r.ticket)
+	}
+}
+
+// onBreakerChange releases a key's held messages once its breaker closes.
+func (e *Engine) onBreakerChange(key string, from, to breaker.State) {
+	e.opts.Logger.Info("ringwal: breaker state changed", "key", key, "from", from.String(), "to", to.String())
+	if id, ok := e.held.idOf(key); ok && to == breaker.Closed {
+		e.hk.schedule(e.now(), sched.Entry{ID: id, Kind: timerRecheck})
+	}
+}
+
+// expireLease is the housekeeper's handling of a lease-expiry timer.
+func (e *Engine) expireLease(en sched.Entry, now int64) {
+	slot := uint32(en.ID)
+	r := e.slab.at(slot)
+	if !r.own(en.Gen, stLeased) {
+		return // settled, or Extend is running and will reschedule
+	}
+	if r.leaseExpiry > now {
+		r.keep(stLeased) // extended: its own timer fires later
+		return
+	}
+	e.expireBusyLease(slot, r, now)
+}
+
+// expireBusyLease fails a record whose lease ended; the caller owns it.
+func (e *Engine) expireBusyLease(slot uint32, r *rec, now int64) {
+	if c := r.cancel.Load(); c != nil {
+		(*c)()
+	}
+	e.ctr.leaseExpiries.Add(1)
+	cause := fmt.Errorf("lease expired (LeaseTimeout %v)", e.opts.LeaseTimeout)
+	if err := e.fail(slot, r, classify.Timeout, cause, now, false); err != nil {
+		e.opts.Logger.Warn("ringwal: logging a lease expiry failed", "err", err)
+	}
+}
+
+// expireTTL dead-letters a message whose TTL ended while it was not leased.
+func (e *Engine) expireTTL(id uint64, now int64) {
+	slot, prev, found, ok := e.slab.ownID(id, 1<<stPending|1<<stDelayed|1<<stHeld)
+	if !found || !ok {
+		return // gone, or leased: a failure later re-checks the TTL
+	}
+	r := e.slab.at(slot)
+	if !r.expired(now) {
+		r.putBack(prev)
+		return
+	}
+	_ = e.expire(slot, r, now, false)
+}
+
+// expire dead-letters a busy record whose TTL has passed, as Expired.
+func (e *Engine) expire(slot uint32, r *rec, now int64, wait bool) error {
+	return e.deadLetter(slot, r, classify.Expired, fmt.Sprintf("ttl of %v expired", r.msg.TTL), now, wait)
+}
+
+// addSat is a+b for due times (unix ns), saturating instead of wrapping:
+// a duration of hundreds of years must not make something due at once.
+func addSat(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}

@@ -1,0 +1,382 @@
+package ringwal
+
+import (
+	"fmt"
+	"math/bits"
+	"sort"
+	"time"
+
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/wal"
+)
+
+// This file is the engine's journal: for each kind of log record, the
+// constructor the engine logs beside the replay case that applies it, the
+// one mapping between a Message and a record, and the helpers that append
+// records. Every record states an absolute fact (attempts so far, the new
+// state), so replaying a record whose effect a snapshot already holds is
+// harmless. Replay (replay.go) feeds records to apply; restore.go then
+// places what apply rebuilt.
+
+// logRecord appends rec without waiting and returns what to wait for: the
+// caller's mutation logs its record first, then makes its change visible,
+// then waits (logged.wait). Another goroutine that acts on the change (a
+// Redrive of a fresh dead letter, a Dequeue of a requeued message) then
+// logs its record after this one, so replay sees them in the order they
+// happened. wait=false (the housekeeper's records, leases, extends) never
+// waits, so that timers do not stall on the disk.
+func (e *Engine) logRecord(rec *wal.Record, wait bool) (logged, error) {
+	if e.log == nil {
+		return logged{}, nil
+	}
+	lg := logged{kind: rec.Kind, id: rec.ID}
+	var err error
+	if wait {
+		lg.commit, err = e.log.AppendCommit(rec)
+	} else {
+		err = e.log.AppendNoWait(rec)
+	}
+	if err != nil {
+		return logged{}, lg.wrap(err)
+	}
+	return lg, nil
+}
+
+// appendRecord is logRecord then wait, for a mutation already visible.
+func (e *Engine) appendRecord(rec *wal.Record, wait bool) error {
+	lg, err := e.logRecord(rec, wait)
+	if err != nil {
+		return err
+	}
+	return lg.wait()
+}
+
+// logged is a record appended by logRecord, not yet waited for.
+type logged struct {
+	commit wal.Commit
+	kind   wal.Kind
+	id     uint64
+}
+
+func (lg logged) wait() error {
+	if err := lg.commit.Wait(); err != nil {
+		return lg.wrap(err)
+	}
+	return nil
+}
+
+func (lg logged) wrap(err error) error {
+	return fmt.Errorf("ringwal: logging %v of %d: %w", lg.kind, lg.id, mapWALError(err))
+}
+
+// apply replays one record into rs (live messages) and the engine's
+// dead-letter store and dedup index.
+func (e *Engine) apply(rs *replayState, r *wal.Record) {
+	if r.ID > rs.maxID && r.Kind != wal.KindCheckpoint {
+		rs.maxID = r.ID
+	}
+	m := rs.get(r.ID)
+	switch r.Kind {
+	case wal.KindEnqueue:
+		e.applyEnqueue(rs, r, m)
+	case wal.KindLease:
+		applyLease(r, m)
+	case wal.KindExtend:
+		// A lease is not durable: after a restart the message is pending.
+	case wal.KindAck:
+		rs.remove(r.ID)
+	case wal.KindNack:
+		applyNack(r, m)
+	case wal.KindRequeue:
+		applyRequeue(r, m)
+	case wal.KindFailure:
+		applyFailure(r, m)
+	case wal.KindDeadLetter:
+		e.applyDeadLetter(rs, r, m)
+	case wal.KindRedrive:
+		e.applyRedrive(rs, r, m)
+	case wal.KindPurge:
+		e.applyPurge(rs, r, m)
+	case wal.KindReview:
+		e.applyReview(rs, r, m)
+	case wal.KindDedup:
+		e.dedup.restore(r.DedupID, r.ID, r.Time)
+	case wal.KindCheckpoint:
+		applyCheckpoint(rs, r)
+	}
+}
+
+// --- the Message mapping
+
+// putMessage writes m into dst's message fields; Delay and TTL become
+// absolute times counted from at (the record's Time), which messageOf
+// reads back.
+func putMessage(dst *wal.Record, m *Message, at int64) {
+	dst.Priority = int8(m.Priority)
+	dst.Key = m.Key
+	dst.DedupID = m.DedupID
+	dst.Payload = m.Payload
+	dst.MaxAttempts = int32(m.MaxAttempts)
+	dst.Headers = nil
+	if len(m.Headers) > 0 {
+		dst.Headers = flattenHeaders(m.Headers)
+	}
+	dst.Deadline = 0
+	if !m.Deadline.IsZero() {
+		dst.Deadline = m.Deadline.UnixNano()
+	}
+	dst.NotBefore = 0
+	if m.Delay > 0 {
+		dst.NotBefore = addSat(at, int64(m.Delay))
+	}
+	dst.ExpiresAt = 0
+	if m.TTL > 0 {
+		dst.ExpiresAt = addSat(at, int64(m.TTL))
+	}
+}
+
+// messageOf is putMessage's inverse; it copies the payload out of the
+// log's buffers (into arena).
+func messageOf(r *wal.Record, arena *payloadArena) Message {
+	m := Message{
+		DedupID:     r.DedupID,
+		Key:         r.Key,
+		Priority:    Priority(r.Priority),
+		MaxAttempts: int(r.MaxAttempts),
+	}
+	if r.Payload != nil {
+		m.Payload = arena.clone(r.Payload)
+	}
+	if len(r.Headers) > 0 {
+		m.Headers = make(map[string]string, len(r.Headers)/2)
+		for i := 0; i+1 < len(r.Headers); i += 2 {
+			m.Headers[r.Headers[i]] = r.Headers[i+1]
+		}
+	}
+	if r.NotBefore > 0 {
+		m.Delay = time.Duration(r.NotBefore - r.Time)
+	}
+	if r.Deadline != 0 {
+		m.Deadline = time.Unix(0, r.Deadline)
+	}
+	if r.ExpiresAt != 0 {
+		m.TTL = time.Duration(r.ExpiresAt - r.Time)
+	}
+	return m
+}
+
+func flattenHeaders(h map[string]string) []string {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, 0, 2*len(h))
+	for _, k := range keys {
+		out = append(out, k, h[k])
+	}
+	return out
+}
+
+// --- KindEnqueue: a message entered the slab (in a snapshot: every live
+// message, with its state).
+
+// enqueueRecord fills dst with r's full state: the enqueue record of the
+// log, and the record a snapshot carries for a live message. The caller
+// owns r.
+func enqueueRecord(dst *wal.Record, r *rec, id uint64) {
+	*dst = wal.Record{Kind: wal.KindEnqueue, ID: id, Time: r.enqueuedAt, Attempt: int32(r.attempts())}
+	putMessage(dst, &r.msg, r.enqueuedAt)
+	// The TTL counts from when the message was enqueued or redriven; the
+	// record keeps the exact end rather than recompute it.
+	dst.ExpiresAt = r.expiresAt
+}
+
+func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, m *recovered) {
+	// A snapshot newer than this record may have had it dead; the
+	// records that follow this one say what became of it.
+	if e.dead.Len() > 0 {
+		e.dead.Remove(r.ID)
+	}
+	if m == nil {
+		m = rs.add(r.ID)
+	}
+	*m = recovered{id: r.ID, msg: messageOf(r, &rs.arena), enqueuedAt: r.Time, expiresAt: r.ExpiresAt,
+		attempts: r.Attempt, crashes: r.Crashes, state: stPending}
+	switch {
+	case r.Until > 0:
+		m.state, m.nextAt = stDelayed, r.Until
+	case r.NotBefore > 0:
+		m.state, m.nextAt = stDelayed, r.NotBefore
+	}
+	if r.DedupID != "" && rs.redriven != r.ID {
+		e.dedup.restore(r.DedupID, r.ID, r.Time)
+	}
+	rs.redriven = 0
+}
+
+// --- KindLease: a delivery began; Attempt counts it.
+
+func leaseRecord(id uint64, now int64, attempt uint32, until int64) wal.Record {
+	return wal.Record{Kind: wal.KindLease, ID: id, Time: now, Attempt: int32(attempt), Until: until}
+}
+
+func applyLease(r *wal.Record, m *recovered) {
+	if m != nil {
+		m.attempts, m.state = r.Attempt, stLeased
+	}
+}
+
+// --- KindExtend: a lease ends later. Never durable; replay ignores it.
+
+func extendRecord(id uint64, now, until int64) wal.Record {
+	return wal.Record{Kind: wal.KindExtend, ID: id, Time: now, Until: until}
+}
+
+// --- KindAck: the message is done and forgotten.
+
+func ackRecord(id uint64, now int64) wal.Record {
+	return wal.Record{Kind: wal.KindAck, ID: id, Time: now}
+}
+
+// --- KindNack: a delivery failed and will be retried at until.
+
+func nackRecord(id uint64, f dlq.Failure, attempts uint32, until int64) wal.Record {
+	return wal.Record{Kind: wal.KindNack, ID: id, Time: f.At.UnixNano(), Attempt: int32(attempts),
+		Category: uint8(f.Category), Text: f.Error, Until: until}
+}
+
+func applyNack(r *wal.Record, m *recovered) {
+	if m != nil {
+		m.attempts, m.state, m.nextAt, m.crashes = r.Attempt, stDelayed, r.Until, 0
+		m.hist = m.hist.with(failureOf(r))
+	}
+}
+
+// --- KindRequeue: the message is pending now (an operator's Requeue, a
+// lease given back at Close or found at a crash).
+
+func requeueRecord(id uint64, now int64, attempts uint32, crashes int32) wal.Record {
+	return wal.Record{Kind: wal.KindRequeue, ID: id, Time: now, Attempt: int32(attempts), Crashes: crashes}
+}
+
+func applyRequeue(r *wal.Record, m *recovered) {
+	if m != nil {
+		m.attempts, m.state, m.crashes = r.Attempt, stPending, r.Crashes
+	}
+}
+
+// --- KindFailure (snapshots only): one entry of a message's failure
+// history.
+
+func failureRecord(id uint64, f dlq.Failure) wal.Record {
+	return wal.Record{Kind: wal.KindFailure, ID: id, Time: f.At.UnixNano(), Category: uint8(f.Category), Text: f.Error}
+}
+
+func failureOf(r *wal.Record) dlq.Failure {
+	return dlq.Failure{At: time.Unix(0, r.Time), Category: classify.Category(r.Category), Error: r.Text}
+}
+
+func applyFailure(r *wal.Record, m *recovered) {
+	if m != nil {
+		m.hist = m.hist.with(failureOf(r))
+	}
+}
+
+// --- KindDeadLetter: the message moved to the dead-letter store. Text is
+// the last failure's; a snapshot's record also carries the DedupID (its
+// enqueue record does not, see snapshotDead).
+
+func deadLetterRecord(id uint64, f dlq.Failure, attempts int, dedupID string) wal.Record {
+	return wal.Record{Kind: wal.KindDeadLetter, ID: id, Time: f.At.UnixNano(), Attempt: int32(attempts),
+		Category: uint8(f.Category), Text: f.Error, DedupID: dedupID}
+}
+
+func (e *Engine) applyDeadLetter(rs *replayState, r *wal.Record, m *recovered) {
+	if m == nil {
+		return
+	}
+	l, isLate := rs.late[r.ID]
+	if isLate {
+		delete(rs.late, r.ID)
+		if l.redriven {
+			return
+		}
+	}
+	if r.DedupID != "" { // a snapshot's
+		m.msg.DedupID = r.DedupID
+	}
+	f := failureOf(r)
+	h := m.hist.ending(f)
+	entry := h.deadLetter(r.ID, f.Category, m.msg, int(r.Attempt), r.Time)
+	if l.reviewed {
+		entry.Reviewed, entry.Note, entry.ReviewedAt = true, l.note, time.Unix(0, l.reviewedAt)
+	}
+	rs.remove(r.ID)
+	_, _ = e.dead.Remove(r.ID)
+	_ = e.dead.Add(entry)
+}
+
+// --- KindRedrive: a dead letter is live again; the enqueue record logged
+// right after it re-creates the message.
+
+func redriveRecord(id uint64, now int64) wal.Record {
+	return wal.Record{Kind: wal.KindRedrive, ID: id, Time: now}
+}
+
+func (e *Engine) applyRedrive(rs *replayState, r *wal.Record, m *recovered) {
+	rs.redriven = r.ID
+	if _, ok := e.dead.Remove(r.ID); !ok && m != nil {
+		rs.setLate(r.ID, lateDead{redriven: true})
+	}
+}
+
+// --- KindPurge: a dead letter is gone for good.
+
+func purgeRecord(id uint64, now int64) wal.Record {
+	return wal.Record{Kind: wal.KindPurge, ID: id, Time: now}
+}
+
+func (e *Engine) applyPurge(rs *replayState, r *wal.Record, m *recovered) {
+	if _, ok := e.dead.Remove(r.ID); !ok && m != nil {
+		// Purged before its dead-letter record was logged: gone for good.
+		rs.remove(r.ID)
+		delete(rs.late, r.ID)
+	}
+}
+
+// --- KindReview: an operator marked a dead letter reviewed, with a note.
+
+func reviewRecord(id uint64, at int64, note string) wal.Record {
+	return wal.Record{Kind: wal.KindReview, ID: id, Time: at, Text: note}
+}
+
+func (e *Engine) applyReview(rs *replayState, r *wal.Record, m *recovered) {
+	if err := e.dead.MarkReviewed(r.ID, r.Text, time.Unix(0, r.Time)); err != nil && m != nil {
+		rs.setLate(r.ID, lateDead{reviewed: true, note: r.Text, reviewedAt: r.Time})
+	}
+}
+
+// --- KindDedup (snapshots only): a DedupID seen at Time names ID.
+
+func dedupRecord(dedupID string, id uint64, at int64) wal.Record {
+	return wal.Record{Kind: wal.KindDedup, ID: id, Time: at, DedupID: dedupID}
+}
+
+// --- KindCheckpoint: a snapshot's first record: the next ID to assign and
+// the slab's size, so that a reopen places every message in a slab at
+// least as large.
+
+func checkpointRecord(nextID uint64, now int64, s *slab) wal.Record {
+	return wal.Record{Kind: wal.KindCheckpoint, ID: nextID, Time: now, Attempt: int32(bits.Len64(s.mask))}
+}
+
+func applyCheckpoint(rs *replayState, r *wal.Record) {
+	if r.ID > rs.maxID+1 {
+		rs.maxID = r.ID - 1
+	}
+	if b := uint(r.Attempt); b > rs.slabBits && b <= maxSlabBits {
+		rs.slabBits = b
+	}
+}

@@ -1,0 +1,115 @@
+package ringwal
+
+import (
+	"sync"
+
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/sched"
+)
+
+// This file puts owned records where consumers or timers find them:
+// Delayed in the timing wheel, Pending in their tier's ring (or the
+// tier's spill queue when the ring is full).
+
+// spillQueue holds ready messages of a tier whose ring was full (a retry,
+// a recovered backlog): rare, so a mutex is fine. While it is not empty new
+// messages of that tier go behind it, to keep FIFO order.
+type spillQueue struct {
+	mu   sync.Mutex
+	refs []ref
+	head int // refs[:head] have moved to the ring
+}
+
+// delay moves a busy record to Delayed until at.
+func (e *Engine) delay(slot uint32, r *rec, at int64) {
+	r.nextAt.Store(at)
+	rf := r.publish(slot, stDelayed)
+	e.hk.schedule(at, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen, Kind: timerDue})
+}
+
+// becomeDue makes a delayed record (its due timer fired) pending, or
+// dead-letters it when its TTL ended meanwhile.
+func (e *Engine) becomeDue(slot, gen uint32, now int64) {
+	r := e.slab.at(slot)
+	if !r.own(gen, stDelayed) {
+		return // moved on: requeued, expired, cancelled
+	}
+	if r.expired(now) {
+		_ = e.deadLetter(slot, r, classify.Expired, "ttl expired while delayed", now, false)
+		return
+	}
+	e.makeReady(slot, r, now)
+}
+
+// makeReady moves a busy record to Pending and into its tier.
+func (e *Engine) makeReady(slot uint32, r *rec, now int64) {
+	if sampled(r.id.Load()) {
+		now = e.preciseNow()
+	}
+	r.readyAt = now
+	rf := r.publish(slot, stPending)
+	tier := r.msg.Priority.tier()
+	if r.deadline != 0 {
+		e.sched.Deadlines().Push(r.deadline, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen})
+	}
+	e.pushTier(tier, rf)
+	e.waiting.signalReady()
+}
+
+// pushTier appends rf to its tier's ring, or to the tier's spill queue when
+// the ring is full or the spill queue already holds older messages.
+func (e *Engine) pushTier(tier int, rf ref) {
+	if e.spilled.Load()&(1<<tier) == 0 && e.tiers.TryPush(tier, rf) {
+		return
+	}
+	q := &e.spill[tier]
+	q.mu.Lock()
+	if q.head == len(q.refs) && e.tiers.TryPush(tier, rf) {
+		q.mu.Unlock()
+		return
+	}
+	if q.head > 0 && q.head == len(q.refs) {
+		q.refs, q.head = q.refs[:0], 0
+	}
+	q.refs = append(q.refs, rf)
+	e.setSpilled(tier, true)
+	q.mu.Unlock()
+}
+
+func (e *Engine) setSpilled(tier int, on bool) {
+	for {
+		old := e.spilled.Load()
+		nw := old &^ (1 << tier)
+		if on {
+			nw = old | 1<<tier
+		}
+		if old == nw || e.spilled.CompareAndSwap(old, nw) {
+			return
+		}
+	}
+}
+
+// refill moves spilled refs of tier into its ring while there is room.
+func (e *Engine) refill(tier int) {
+	q := &e.spill[tier]
+	if !q.mu.TryLock() {
+		return // someone else is refilling
+	}
+	// Advance a head index rather than shift the slice: a refill runs after
+	// every pop from a spilled tier, and shifting would make draining a
+	// large spill quadratic.
+	for q.head < len(q.refs) && e.tiers.TryPush(tier, q.refs[q.head]) {
+		q.refs[q.head] = ref{}
+		q.head++
+	}
+	switch {
+	case q.head == len(q.refs):
+		q.refs, q.head = nil, 0
+		e.setSpilled(tier, false)
+	case q.head > len(q.refs)/2 && q.head >= 1024:
+		// Reclaim the consumed half now and then.
+		q.refs = append(q.refs[:0], q.refs[q.head:]...)
+		q.head = 0
+	}
+	q.mu.Unlock()
+}

@@ -1,0 +1,316 @@
+package ringwal
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringwal/ringwal/breaker"
+)
+
+// This file owns a record's life: its state word, the closed set of verbs
+// that move it (claim, own, put back, keep, publish, commit, free), how
+// its fields are filled, and the one mapping from internal states to the
+// public State. No other file reads or writes a record's word directly.
+//
+// The protocol: every change goes through stBusy. A goroutine owns a
+// record once it has moved the word to stBusy with a CAS (claim, own,
+// ownAny); while it owns it, it alone writes the record's plain fields.
+// It gives the record up in one of three ways:
+//
+//   - publish: a new state at the next generation. Every ring entry, timer
+//     entry or Lease taken at the old generation is stale from then on,
+//     recognised in O(1) without a map.
+//   - keep: a state at the same generation (an Extend, installing a Run
+//     handler's cancel func): the lease the caller holds stays valid.
+//   - putBack: the word exactly as it was (a read: Get, Peek, a snapshot).
+//
+// Readers that must not miss a record in some state wait out stBusy
+// (stable, ownAny); nobody else spins on it.
+
+// Internal record states. Dead messages leave the slab for the dead-letter
+// store, so there is no slot state for them.
+const (
+	stFree       uint32 = iota
+	stBusy              // one goroutine owns the record; others wait or skip
+	stCommitting        // fields complete, waiting for its enqueue record to be durable
+	stPending
+	stDelayed
+	stLeased
+	stHeld
+)
+
+// liveStates is the set (1<<state) of states a published message can be in.
+const liveStates = 1<<stPending | 1<<stDelayed | 1<<stLeased | 1<<stHeld
+
+// publicStates maps the internal states of a published message to State.
+var publicStates = [...]State{stPending: Pending, stDelayed: Delayed, stLeased: Leased, stHeld: Held}
+
+// publicState is the State of a message whose record is in st; a
+// committing record counts as Pending (its enqueue is being logged), and
+// ok is false for a free or busy slot.
+func publicState(st uint32) (s State, ok bool) {
+	switch st {
+	case stCommitting:
+		return Pending, true
+	case stPending, stDelayed, stLeased, stHeld:
+		return publicStates[st], true
+	}
+	return 0, false
+}
+
+// word is a record's packed state: a generation (high 32 bits), the
+// message's attempts (bits 8-31) and a state (low 8 bits). Keeping
+// attempts in the word saves the hot path an atomic of its own.
+type word uint64
+
+func makeWord(gen, attempts, state uint32) word {
+	return word(uint64(gen)<<32 | uint64(min(attempts, maxAttempts))<<8 | uint64(state))
+}
+func (w word) gen() uint32               { return uint32(w >> 32) }
+func (w word) state() uint32             { return uint32(w & 0xff) }
+func (w word) attempts() uint32          { return uint32(w>>8) & maxAttempts }
+func (w word) with(state uint32) word    { return w&^0xff | word(state) }
+func (w word) allowed(set uint32) bool   { return set&(1<<w.state()) != 0 }
+func (w word) names(gen, st uint32) bool { return w.gen() == gen && w.state() == st }
+
+// maxAttempts is the most attempts the word counts (it saturates there).
+const maxAttempts = 1<<24 - 1
+
+// ref names a record at a generation: what the tier rings, the deadline heap
+// and the timing wheel hold.
+type ref struct {
+	slot uint32
+	gen  uint32
+}
+
+// rec is one live message. Fields without atomics are written only while the
+// writer owns the record (stBusy, or before it is published) and are
+// immutable while it is live, except as noted.
+type rec struct {
+	word atomic.Uint64 // a word; only this file touches it
+	id   atomic.Uint64 // kept after free: check the state too (find does)
+
+	msg        Message
+	enqueuedAt int64 // unix ns
+	expiresAt  int64 // unix ns; 0 = no TTL
+	deadline   int64 // unix ns; 0 = none
+
+	tier    atomic.Uint32 // msg.Priority's tier, readable by scans
+	crashes atomic.Int32  // consecutive crashes while leased
+	nextAt  atomic.Int64  // Delayed: when due
+	// Plain fields, read and written only by the record's owner (stBusy):
+	// an atomic store is a full barrier on amd64, and the hot path sets both.
+	readyAt     int64 // when it last became pending (Peek order, wait time)
+	leaseExpiry int64
+	leasedAt    atomic.Int64
+	prevDelay   atomic.Int64 // last backoff, for decorrelated jitter
+
+	// Written by the goroutine that leased the record, read by whoever
+	// settles that lease (ordered by the word's CAS).
+	ticket breaker.Ticket
+	cancel atomic.Pointer[context.CancelFunc] // Run's handler context
+	hist   atomic.Pointer[history]
+}
+
+// load returns the record's word for a look that takes nothing: whether a
+// ring or timer entry is still current, a scan's first filter.
+func (r *rec) load() word { return word(r.word.Load()) }
+
+// claim takes a free record for a new message with this id; the record is
+// then owned (stBusy) and unpublished.
+func (r *rec) claim(id uint64) bool {
+	w := r.load()
+	if w.state() != stFree || !r.word.CompareAndSwap(uint64(w), uint64(w.with(stBusy))) {
+		return false
+	}
+	r.id.Store(id)
+	return true
+}
+
+// own takes the record from state from at generation gen; false if it is
+// elsewhere (the caller's reference is stale). A reader (Get, Peek, a
+// checkpoint) may own the record for a moment without changing its
+// generation, so own waits that out rather than take the reference for
+// stale and drop it.
+func (r *rec) own(gen, from uint32) bool {
+	for spins := 0; ; spins++ {
+		w := r.load()
+		if w.gen() != gen {
+			return false
+		}
+		switch w.state() {
+		case from:
+			if r.word.CompareAndSwap(uint64(w), uint64(w.with(stBusy))) {
+				return true
+			}
+		case stBusy:
+			backoff(spins)
+		default:
+			return false
+		}
+	}
+}
+
+// ownAny takes the record from any of the states in allowed (a set of
+// 1<<state), waiting out a concurrent owner or commit. It returns the word
+// it replaced (for putBack, and to tell which state it was in); ok is
+// false when the record is in a state outside allowed.
+func (r *rec) ownAny(allowed uint32) (prev word, ok bool) {
+	for spins := 0; ; spins++ {
+		w := r.load()
+		st := w.state()
+		if st == stBusy || st == stCommitting {
+			backoff(spins)
+			continue
+		}
+		if !w.allowed(allowed) {
+			return w, false
+		}
+		if r.word.CompareAndSwap(uint64(w), uint64(w.with(stBusy))) {
+			return w, true
+		}
+	}
+}
+
+// stable returns the record's word once no one owns it. Scans that must
+// not miss a record in a given state (lease expiry, Stats) use it instead
+// of load, since readers own records for a moment.
+func (r *rec) stable() word {
+	for spins := 0; ; spins++ {
+		w := r.load()
+		if w.state() != stBusy {
+			return w
+		}
+		backoff(spins)
+	}
+}
+
+func backoff(spins int) {
+	if spins > 100 {
+		runtime.Gosched()
+	}
+}
+
+// putBack gives an owned record back exactly as ownAny found it: a read,
+// or a change that did not happen.
+func (r *rec) putBack(prev word) { r.word.Store(uint64(prev)) }
+
+// keep gives an owned record back in state at the same generation, so
+// that the caller's lease (or entry) stays valid: an Extend, a lease found
+// not yet due, a Run handler's cancel func installed.
+func (r *rec) keep(state uint32) { r.word.Store(uint64(r.load().with(state))) }
+
+// publish gives an owned record back in state at the next generation and
+// returns the ref naming that generation.
+func (r *rec) publish(slot uint32, state uint32) ref {
+	return r.publishAttempts(slot, state, r.attempts())
+}
+
+// publishAttempts is publish with the attempts count set.
+func (r *rec) publishAttempts(slot uint32, state, attempts uint32) ref {
+	gen := r.load().gen() + 1
+	r.word.Store(uint64(makeWord(gen, attempts, state)))
+	return ref{slot: slot, gen: gen}
+}
+
+// commit marks an owned, filled record as waiting for its enqueue record
+// to be logged: readers may look at it but wait for it to be published.
+func (r *rec) commit() { r.keep(stCommitting) }
+
+// uncommit takes a committing record back, when its enqueue record could
+// not be logged.
+func (r *rec) uncommit() { r.keep(stBusy) }
+
+// attempts is the message's delivery count; the caller owns the record.
+func (r *rec) attempts() uint32 { return r.load().attempts() }
+
+// setAttempts sets the count while the caller owns the record.
+func (r *rec) setAttempts(n uint32) {
+	r.word.Store(uint64(makeWord(r.load().gen(), n, stBusy)))
+}
+
+// free clears an owned record and returns its slot to the free pool.
+// Message fields are cleared so the slab keeps no payload alive.
+func (r *rec) free() {
+	r.msg = Message{}
+	// Most records never fail or run under Run: a load is cheaper than an
+	// atomic pointer store with its write barrier.
+	if r.hist.Load() != nil {
+		r.hist.Store(nil)
+	}
+	if r.cancel.Load() != nil {
+		r.cancel.Store(nil)
+	}
+	r.ticket = breaker.Ticket{}
+	// id stays: find may still meet it, and every caller checks the state.
+	r.word.Store(uint64(makeWord(r.load().gen()+1, 0, stFree)))
+}
+
+// fill sets every field of an owned record for a message entering the
+// slab: a new enqueue (enqueuedAt now, no attempts), a redrive, or a
+// message recovered from the log. expiresAt is the TTL's end (0: none).
+func (r *rec) fill(m *Message, enqueuedAt, expiresAt int64, attempts uint32, crashes int32, hist *history) {
+	r.msg = *m
+	r.enqueuedAt = enqueuedAt
+	r.expiresAt = expiresAt
+	r.deadline = 0
+	if !m.Deadline.IsZero() {
+		r.deadline = m.Deadline.UnixNano()
+	}
+	// Atomic stores are full barriers on amd64; on the enqueue path most
+	// of these fields are already zero, and a load is a plain move.
+	storeIfChanged32(&r.tier, uint32(m.Priority.tier()))
+	storeIfChangedI32(&r.crashes, crashes)
+	storeIfChanged64(&r.prevDelay, 0)
+	storeIfChanged64(&r.nextAt, 0)
+	if r.hist.Load() != hist {
+		r.hist.Store(hist)
+	}
+	if attempts != r.attempts() {
+		r.setAttempts(attempts)
+	}
+}
+
+// expired reports whether the message's TTL has passed at now; the caller
+// owns the record.
+func (r *rec) expired(now int64) bool { return r.expiresAt != 0 && now >= r.expiresAt }
+
+// info describes an owned record that was in state st.
+func (r *rec) info(st uint32) Info {
+	state, _ := publicState(st)
+	info := Info{
+		ID:         ID(r.id.Load()),
+		State:      state,
+		Message:    r.msg,
+		Attempts:   int(r.attempts()),
+		EnqueuedAt: time.Unix(0, r.enqueuedAt),
+	}
+	if st == stDelayed {
+		info.NextAt = time.Unix(0, r.nextAt.Load())
+	}
+	info.LastError, info.LastCategory = r.hist.Load().last()
+	return info
+}
+
+// storeIfChanged* skip the atomic store (a full barrier on amd64) when the
+// field already holds v; only the record's owner writes these fields, so
+// the load-compare cannot race with another writer.
+func storeIfChanged32(a *atomic.Uint32, v uint32) {
+	if a.Load() != v {
+		a.Store(v)
+	}
+}
+
+func storeIfChangedI32(a *atomic.Int32, v int32) {
+	if a.Load() != v {
+		a.Store(v)
+	}
+}
+
+func storeIfChanged64(a *atomic.Int64, v int64) {
+	if a.Load() != v {
+		a.Store(v)
+	}
+}
