@@ -72,6 +72,8 @@ func (rs *replayState) setLate(id uint64, l lateDead) {
 	rs.late[id] = l
 }
 
+func newReplayState() *replayState { return &replayState{index: make(map[uint64]int32)} }
+
 const replayChunkBits = 12
 
 func (rs *replayState) at(i int32) *recovered {
@@ -168,7 +170,7 @@ func (a *payloadArena) clone(b []byte) []byte {
 // replay rebuilds the engine's state from the newest snapshot and the log
 // after it, applying each record (journal.go); restore then places it.
 func (e *Engine) replay() (*replayState, error) {
-	rs := &replayState{index: make(map[uint64]int32)}
+	rs := newReplayState()
 	stats, err := e.log.Replay(func(r *wal.Record) error {
 		e.apply(rs, r)
 		return nil
