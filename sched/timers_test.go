@@ -207,3 +207,26 @@ func TestTimersLifecycle(t *testing.T) {
 		})
 	}
 }
+
+func TestTimersCompactDropsEntriesLiveRejects(t *testing.T) {
+	const above = 64
+	tm, fake, fired := newTestTimers(t, TimerOptions{
+		CompactAbove: above,
+		Live:         func(e Entry) bool { return e.Gen != 0 }, // generation 0: cancelled
+	})
+	// Queued before Start, so that one pass drains them all: compaction is
+	// amortised, and a pass that sees fewer than CompactAbove leaves them.
+	far := fake.Now().Add(time.Hour)
+	for i := range 3 * above {
+		tm.Schedule(far, Entry{ID: uint64(i)}) // all cancelled
+	}
+	tm.Schedule(far, Entry{ID: 1, Gen: 1})
+	// The nearer entry tells when that pass has run.
+	tm.Schedule(fake.Now(), Entry{ID: 2, Gen: 1})
+	tm.Start()
+	recv(t, fired)
+	require.Eventually(t, func() bool { return tm.Len() == 1 }, failsafe, time.Millisecond,
+		"only the live far entry is left (have %d)", tm.Len())
+	fake.Advance(time.Hour)
+	assert.Equal(t, Entry{ID: 1, Gen: 1}, recv(t, fired).e)
+}
