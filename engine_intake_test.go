@@ -1,6 +1,6 @@
 package ringwal_test
 
-// Review tests of the intake side: Enqueue, TryEnqueue, EnqueueBatch,
+// Tests of the intake side: Enqueue, TryEnqueue, EnqueueBatch,
 // capacity, dedup, options and Close racing producers.
 
 import (
@@ -24,7 +24,7 @@ import (
 // A TierCapacity no machine can hold is bad input: Open must say so, not
 // die allocating five rings of it (it used to be a fatal out-of-memory).
 // A TierCapacity merely above MaxMessages still works.
-func TestReviewTierCapacityTooLargeIsInvalid(t *testing.T) {
+func TestTierCapacityTooLargeIsInvalid(t *testing.T) {
 	for _, c := range []int{1 << 40, 1<<63 - 1} {
 		var e *ringwal.Engine
 		var err error
@@ -45,7 +45,7 @@ func TestReviewTierCapacityTooLargeIsInvalid(t *testing.T) {
 
 // Producers racing Close get either an ID (and the message is there after
 // a reopen) or an error that matches ErrClosed, never some other error.
-func TestReviewEnqueueRacingCloseReportsErrClosed(t *testing.T) {
+func TestEnqueueRacingCloseReportsErrClosed(t *testing.T) {
 	for round := 0; round < 5; round++ {
 		dir := t.TempDir()
 		e, err := ringwal.Open(dir, ringwal.Options{})
@@ -96,7 +96,7 @@ func TestReviewEnqueueRacingCloseReportsErrClosed(t *testing.T) {
 // A repeat of a DedupID is answered as a duplicate even when the engine is
 // full: it needs no space, so TryEnqueue must not say ErrFull and Enqueue
 // must not wait for room it will never use.
-func TestReviewDuplicateWhileFull(t *testing.T) {
+func TestDuplicateWhileFull(t *testing.T) {
 	e, _ := memEngine(t, ringwal.Options{MaxMessages: 1, DedupWindow: time.Minute})
 	first, err := e.Enqueue(ctxBG, ringwal.Message{DedupID: "order-7"})
 	require.NoError(t, err)
@@ -129,7 +129,7 @@ func TestReviewDuplicateWhileFull(t *testing.T) {
 // Breaker options are checked by Open: a FailureRate above 1 (a
 // percentage, say) or NaN silently never tripped, and a huge Buckets was
 // a fatal out-of-memory at the first message with a Key.
-func TestReviewBreakerOptionsValidated(t *testing.T) {
+func TestBreakerOptionsValidated(t *testing.T) {
 	for name, b := range map[string]breaker.Options{
 		"rate as percent": {FailureRate: 50},
 		"rate NaN":        {FailureRate: math.NaN()},
@@ -147,7 +147,7 @@ func TestReviewBreakerOptionsValidated(t *testing.T) {
 
 // Odd but valid options open an engine that works: no panic anywhere on
 // the way of a message through enqueue, lease, nack, retry and ack.
-func TestReviewOddOptionsWork(t *testing.T) {
+func TestOddOptionsWork(t *testing.T) {
 	for name, o := range map[string]ringwal.Options{
 		"huge weights":      {Weights: [5]int{1 << 62, 1 << 62, 1 << 62, 1 << 62, 1 << 62}},
 		"one weight":        {Weights: [5]int{0, 0, 0, 0, 1}},
@@ -177,7 +177,7 @@ func TestReviewOddOptionsWork(t *testing.T) {
 // full for good: TryEnqueue said ErrFull and Enqueue waited with not one
 // live message in the engine. The room is real once they are gone, up to
 // the ring's size in live messages, and order holds.
-func TestReviewExpiredMessagesLeaveRoomInTheirTier(t *testing.T) {
+func TestExpiredMessagesLeaveRoomInTheirTier(t *testing.T) {
 	e, fake := memEngine(t, ringwal.Options{TierCapacity: 4, MaxMessages: 64})
 	for i := 0; i < 4; i++ {
 		enqueue(t, e, ringwal.Message{TTL: time.Second})
@@ -211,7 +211,7 @@ func TestReviewExpiredMessagesLeaveRoomInTheirTier(t *testing.T) {
 // Close and Run for good: Close waited for the handler, which waited for
 // Close. Close now returns after the grace and one more; the message,
 // leased when the engine closed, is pending after a reopen.
-func TestReviewCloseFromHandlerReturns(t *testing.T) {
+func TestCloseFromHandlerReturns(t *testing.T) {
 	dir := t.TempDir()
 	e, err := ringwal.Open(dir, ringwal.Options{CloseGrace: 30 * time.Millisecond})
 	require.NoError(t, err)
@@ -246,7 +246,7 @@ func TestReviewCloseFromHandlerReturns(t *testing.T) {
 // Get of a message being redriven finds it, dead or pending: it used to
 // answer ErrNotFound in the moment between its leaving the dead-letter
 // store and its landing in the slab.
-func TestReviewGetDuringRedriveFindsTheMessage(t *testing.T) {
+func TestGetDuringRedriveFindsTheMessage(t *testing.T) {
 	for _, dir := range []string{"", t.TempDir()} {
 		e := open(t, dir, ringwal.Options{})
 		id := enqueue(t, e, ringwal.Message{})
@@ -290,7 +290,7 @@ func TestReviewGetDuringRedriveFindsTheMessage(t *testing.T) {
 // A batch bigger than its tier's ring goes partly to the spill queue;
 // single enqueues made meanwhile (waiting for the tier) come out after it,
 // and everything comes out once, in ID order.
-func TestReviewBatchSpillThenSinglesKeepFIFO(t *testing.T) {
+func TestBatchSpillThenSinglesKeepFIFO(t *testing.T) {
 	e, _ := memEngine(t, ringwal.Options{TierCapacity: 4, MaxMessages: 256})
 	batch := make([]ringwal.Message, 100)
 	ids, err := e.EnqueueBatch(ctxBG, batch)

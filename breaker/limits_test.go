@@ -9,11 +9,11 @@ import (
 	"time"
 )
 
-// TestReviewHugeOpenTimeout: an open timeout near the largest Duration
+// TestHugeOpenTimeout: an open timeout near the largest Duration
 // ("stay open until Reset") must neither wrap the open timeout negative
 // when it doubles nor wrap ReadyAt into the past, either of which lets
 // calls through at once.
-func TestReviewHugeOpenTimeout(t *testing.T) {
+func TestHugeOpenTimeout(t *testing.T) {
 	tests := []struct {
 		name   string
 		o      Options
@@ -54,7 +54,7 @@ func TestReviewHugeOpenTimeout(t *testing.T) {
 	}
 }
 
-func TestReviewOpenTimeoutSaturates(t *testing.T) {
+func TestOpenTimeoutSaturates(t *testing.T) {
 	o := Options{OpenTimeout: time.Second, MaxOpenTimeout: math.MaxInt64}.withDefaults()
 	prev := time.Duration(0)
 	for streak := 1; streak < 200; streak++ {
@@ -66,11 +66,11 @@ func TestReviewOpenTimeoutSaturates(t *testing.T) {
 	}
 }
 
-// TestReviewConcurrentProbeBound hammers one key from many goroutines on
+// TestConcurrentProbeBound hammers one key from many goroutines on
 // the real clock, with a short open timeout so that it cycles through
 // every state, and checks that no half-open period ever has more than
 // MaxProbes probes out at once, and that Keys never reports more.
-func TestReviewConcurrentProbeBound(t *testing.T) {
+func TestConcurrentProbeBound(t *testing.T) {
 	const maxProbes = 3
 	s := New(Options{
 		ConsecutiveFailures: 2, FailureRate: 0.5, MinCalls: 4, Window: 20 * time.Millisecond,

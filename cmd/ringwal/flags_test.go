@@ -11,7 +11,7 @@ import (
 // A --reviewed value that means "any" (in any case, or empty) is no filter:
 // purge, redrive and review must still refuse to act on every dead letter
 // without --all.
-func TestReviewReviewedAnyIsNoFilter(t *testing.T) {
+func TestReviewedAnyIsNoFilter(t *testing.T) {
 	for _, flag := range []string{"--reviewed=ANY", "--reviewed=Any", "--reviewed="} {
 		f := newFixture(t)
 		r := runBin(t, 30*time.Second, "dlq", "purge", flag, f.dir)
@@ -23,7 +23,7 @@ func TestReviewReviewedAnyIsNoFilter(t *testing.T) {
 
 // Bad flag values the engine refuses are usage errors (exit status 2),
 // not failures.
-func TestReviewListBadFlagValuesAreUsageErrors(t *testing.T) {
+func TestListBadFlagValuesAreUsageErrors(t *testing.T) {
 	f := newFixture(t)
 	for _, args := range [][]string{
 		{"dlq", "list", "--limit", "-1", f.dir},
@@ -38,7 +38,7 @@ func TestReviewListBadFlagValuesAreUsageErrors(t *testing.T) {
 
 // A huge --next lists what is pending instead of allocating for the
 // number asked (Engine.Peek sizes its slice by n).
-func TestReviewInspectHugeNext(t *testing.T) {
+func TestInspectHugeNext(t *testing.T) {
 	f := newFixture(t)
 	r := runBin(t, 30*time.Second, "inspect", "--next", "1000000000000", "--json", f.dir)
 	require.Equal(t, 0, r.code, "stderr %q", firstLine(r.stderr, 200))

@@ -1,8 +1,7 @@
 package ringwal_test
 
 // Black-box checks of claims made by the root package's doc comments and
-// README.md, written during a review of the documentation against the
-// code. Each test names the claim it pins down.
+// README.md. Each test names the claim it pins down.
 
 import (
 	"context"

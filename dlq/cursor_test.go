@@ -9,11 +9,11 @@ import (
 	"github.com/ringwal/ringwal/classify"
 )
 
-// TestReviewSmallCursorMemory checks cursor resolution against a model of
+// TestSmallCursorMemory checks cursor resolution against a model of
 // "the last CursorMemory removals" while IDs are removed, re-added at a
 // new DeadAt and removed again, so that stale FIFO slots of an ID
 // coexist with its newer ghost or its live entry.
-func TestReviewSmallCursorMemory(t *testing.T) {
+func TestSmallCursorMemory(t *testing.T) {
 	for _, memory := range []int{1, 2, 3, 5} {
 		r := rand.New(rand.NewPCG(uint64(memory), 3))
 		s := New[string](Options{CursorMemory: memory})

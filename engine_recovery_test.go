@@ -1,6 +1,6 @@
 package ringwal_test
 
-// Crash recovery review: what a reopened engine rebuilds when records were
+// Crash recovery: what a reopened engine rebuilds when records were
 // appended in another order than the state changes they describe, or when
 // a checkpoint carried the state.
 

@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// TestReviewBackoffNeverNegative: a zero Base times an infinite growth
+// TestBackoffNeverNegative: a zero Base times an infinite growth
 // factor (a huge attempt, or Multiplier +Inf, which Normalize keeps) is
 // NaN in float64; the delay must still be 0, never a negative duration.
-func TestReviewBackoffNeverNegative(t *testing.T) {
+func TestBackoffNeverNegative(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	tests := []struct {
 		name    string

@@ -8,13 +8,13 @@ import (
 	"time"
 )
 
-// TestReviewWheelEdges is a model test over odd ticks (not dividing a
+// TestWheelEdges is a model test over odd ticks (not dividing a
 // second, coarser than MinHorizon, 1ns), due times before the start, at
 // the saturated far end and on level boundaries, jumps of any size, and
 // Compact. After every Advance(now): nothing fired early, every entry
 // added before it and due by now has fired, and NextAt (a lower bound)
 // is after now and not after the earliest pending due time.
-func TestReviewWheelEdges(t *testing.T) {
+func TestWheelEdges(t *testing.T) {
 	ticks := []time.Duration{time.Nanosecond, 7 * time.Millisecond, time.Hour, 45 * 24 * time.Hour, 1<<40 + 3}
 	for _, tick := range ticks {
 		for seed := range uint64(8) {
@@ -153,10 +153,10 @@ func satMul(a, b int64) int64 {
 	return a * b
 }
 
-// TestReviewPreviewAnyN: Preview takes any n: a negative one returns
+// TestPreviewAnyN: Preview takes any n: a negative one returns
 // nothing and a huge one (Peek(math.MaxInt)) returns the whole backlog
 // instead of panicking on a make of that capacity.
-func TestReviewPreviewAnyN(t *testing.T) {
+func TestPreviewAnyN(t *testing.T) {
 	p := NewPicker(PickerOptions{})
 	backlog := [NumTiers]int{2, 0, 1, 0, 3}
 	for _, n := range []int{-1, math.MinInt, 0, 3, 6, 7, math.MaxInt} {
@@ -175,12 +175,12 @@ func TestReviewPreviewAnyN(t *testing.T) {
 	}
 }
 
-// TestReviewAgingFromTimeZero: now is any int64 time scale; a caller
+// TestAgingFromTimeZero: now is any int64 time scale; a caller
 // whose clock starts at 0 (nanoseconds since its own start, as a fake
 // clock or a monotonic counter gives) must get the same starvation bound.
 // 0 used to double as "not yet seeded", so a tier first seen at now 0 and
 // never served was never aged: Strict starved Background for good.
-func TestReviewAgingFromTimeZero(t *testing.T) {
+func TestAgingFromTimeZero(t *testing.T) {
 	const aging = int64(50 * time.Millisecond)
 	const pick = int64(time.Millisecond)
 	for _, pol := range []Policy{Strict, Weighted} {
@@ -206,11 +206,11 @@ func TestReviewAgingFromTimeZero(t *testing.T) {
 	}
 }
 
-// TestReviewWeightedShares: for random weights (clamped ones included)
+// TestWeightedShares: for random weights (clamped ones included)
 // and every backlogged set, a fresh Picker's first pick is the set's
 // highest tier and every run of sum-of-weights consecutive picks gives
 // each tier exactly its weight.
-func TestReviewWeightedShares(t *testing.T) {
+func TestWeightedShares(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
 	for trial := range 40 {
 		var w [NumTiers]int

@@ -1,6 +1,6 @@
 package ringwal_test
 
-// Concurrency review: settling, leases and their expiry, held messages,
+// Concurrency: settling, leases and their expiry, held messages,
 // dequeue and Run, under concurrent callers.
 
 import (
@@ -26,7 +26,7 @@ import (
 
 // Run must return soon after its ctx ends even when messages keep being
 // ready: a worker must not go on taking deliveries with an ended ctx.
-func TestReviewRunReturnsWhenCtxEndsWithBacklog(t *testing.T) {
+func TestRunReturnsWhenCtxEndsWithBacklog(t *testing.T) {
 	e, _ := memEngine(t, ringwal.Options{})
 	const n = 3000
 	for i := 0; i < n; i++ {
@@ -58,7 +58,7 @@ func TestReviewRunReturnsWhenCtxEndsWithBacklog(t *testing.T) {
 // TryDequeue reports false only when nothing is ready: stale tier entries
 // (messages whose TTL expired while pending) in front of a ready message
 // must not make it give up.
-func TestReviewTryDequeueSkipsStaleEntries(t *testing.T) {
+func TestTryDequeueSkipsStaleEntries(t *testing.T) {
 	e, fake := memEngine(t, ringwal.Options{})
 	const n = 200
 	for i := 0; i < n; i++ {
@@ -74,7 +74,7 @@ func TestReviewTryDequeueSkipsStaleEntries(t *testing.T) {
 
 // Messages set aside (held) while TryDequeue looks for a deliverable one
 // must not make it give up either.
-func TestReviewTryDequeuePastHeldMessages(t *testing.T) {
+func TestTryDequeuePastHeldMessages(t *testing.T) {
 	e, _ := memEngine(t, ringwal.Options{
 		Breaker:    breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Hour},
 		AgingAfter: noAging,
@@ -94,7 +94,7 @@ func TestReviewTryDequeuePastHeldMessages(t *testing.T) {
 
 // A Run handler's ctx ends when its lease expires, even if a reader (Get)
 // happens to look at the record just as the worker starts the handler.
-func TestReviewRunCtxEndsOnExpiryDespiteReaders(t *testing.T) {
+func TestRunCtxEndsOnExpiryDespiteReaders(t *testing.T) {
 	e, fake := memEngine(t, ringwal.Options{
 		LeaseTimeout: 100 * time.Millisecond,
 		Policies:     map[classify.Category]classify.RetryPolicy{classify.Timeout: fastPolicy(1)},
@@ -161,7 +161,7 @@ func TestReviewRunCtxEndsOnExpiryDespiteReaders(t *testing.T) {
 }
 
 // Stats counts a message that sits still, whatever readers do meanwhile.
-func TestReviewStatsCountsStableMessagesUnderReaders(t *testing.T) {
+func TestStatsCountsStableMessagesUnderReaders(t *testing.T) {
 	e, _ := memEngine(t, ringwal.Options{})
 	pending := enqueueP(t, e, ringwal.Normal, "p")
 	leased := enqueueP(t, e, ringwal.Normal, "l")
@@ -193,7 +193,7 @@ func TestReviewStatsCountsStableMessagesUnderReaders(t *testing.T) {
 }
 
 // Extend by a huge duration keeps the lease, it does not end it at once.
-func TestReviewExtendHugeDuration(t *testing.T) {
+func TestExtendHugeDuration(t *testing.T) {
 	e, fake := memEngine(t, ringwal.Options{
 		LeaseTimeout: 100 * time.Millisecond,
 		Policies:     fastPolicies(5),
@@ -209,7 +209,7 @@ func TestReviewExtendHugeDuration(t *testing.T) {
 }
 
 // A nack whose retry delay is huge retries much later, not at once.
-func TestReviewNackHugeDelay(t *testing.T) {
+func TestNackHugeDelay(t *testing.T) {
 	e, fake := memEngine(t, ringwal.Options{Policies: fastPolicies(5)})
 	id := enqueueP(t, e, ringwal.Normal, "x")
 	d := dequeue(t, e)
@@ -223,7 +223,7 @@ func TestReviewNackHugeDelay(t *testing.T) {
 
 // A short Extend under the real (coarse) clock ends the lease about then,
 // not at the next periodic lease scan (LeaseTimeout later).
-func TestReviewShortExtendExpiresOnTimeRealClock(t *testing.T) {
+func TestShortExtendExpiresOnTimeRealClock(t *testing.T) {
 	e, err := ringwal.Open("", ringwal.Options{
 		LeaseTimeout: 5 * time.Second,
 		Policies:     fastPolicies(5),
@@ -255,7 +255,7 @@ func TestReviewShortExtendExpiresOnTimeRealClock(t *testing.T) {
 
 // A short TTL under the real (coarse) clock dead-letters the message about
 // then, with no consumer: the TTL is eager.
-func TestReviewShortTTLExpiresEagerlyRealClock(t *testing.T) {
+func TestShortTTLExpiresEagerlyRealClock(t *testing.T) {
 	e, err := ringwal.Open("", ringwal.Options{})
 	require.NoError(t, err)
 	defer e.Close()
@@ -280,7 +280,7 @@ func TestReviewShortTTLExpiresEagerlyRealClock(t *testing.T) {
 // Many producers and consumers acking, nacking, extending and abandoning
 // leases while time moves and a breaker trips and recovers: every message
 // ends acked exactly once or dead, and Stats agrees.
-func TestReviewStressNothingLostOrAckedTwice(t *testing.T) {
+func TestStressNothingLostOrAckedTwice(t *testing.T) {
 	e, fake := memEngine(t, ringwal.Options{
 		LeaseTimeout: 50 * time.Millisecond,
 		Policies:     fastPolicies(4),
