@@ -232,6 +232,6 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 		_ = e.log.AppendNoWait(&rec)
 	}
 	rf := r.publishAttempts(slot, stLeased, attempt)
-	d.Lease = Lease{slot: rf.slot, gen: rf.gen}
+	d.Lease = Lease(rf)
 	return true
 }

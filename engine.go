@@ -77,7 +77,6 @@ type Engine struct {
 	closeMu  sync.Mutex
 	closeErr error
 	runs     sync.WaitGroup // Run calls in progress
-	runMu    sync.Mutex     // guards graceCancel
 	graceEnd chan struct{}  // closed when Close's grace ends
 
 	metrics   *metrics

@@ -58,7 +58,7 @@ func (e *Engine) Enqueue(ctx context.Context, m Message) (ID, error) {
 // (It still waits for the log as the durability mode promises.) Safe for
 // concurrent use.
 func (e *Engine) TryEnqueue(m Message) (ID, error) {
-	return e.enqueue(nil, m, false)
+	return e.enqueue(context.Background(), m, false)
 }
 
 func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) {

@@ -26,7 +26,8 @@ func (e *Engine) Get(id ID) (Info, error) {
 	// store to the slab. Wait those out, then look once more (misses are
 	// rare, so this lock is too).
 	e.redriveMu.Lock()
-	e.redriveMu.Unlock() //nolint:staticcheck // a barrier, not a critical section
+	//lint:ignore SA2001 a barrier, not a critical section
+	e.redriveMu.Unlock()
 	if info, ok := e.lookup(id); ok {
 		return info, nil
 	}
