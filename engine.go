@@ -1,28 +1,3 @@
-// Package ringwal is a durable, in-process message and job engine: priority
-// tiers on lock-free rings, a segmented write-ahead log replayed on start-up,
-// leases, retries with backoff, per-key circuit breakers and per-category
-// dead-letter queues. See the README for a tour and DESIGN.md for the
-// architecture.
-//
-// # Goroutines
-//
-// An Engine starts exactly these goroutines, and Close stops all of them:
-//
-//   - the housekeeper (housekeeper.go): owns the timing wheel, fed through
-//     an MPSC ring; makes delayed and retried messages ready, expires TTLs,
-//     expires leases (by scanning the records when the earliest lease is
-//     due: a timer per lease would cost more than the delivery), releases
-//     held messages when their breaker half-opens, sweeps the dedup index
-//     and the dead-letter retention, calls OnDeadLetter, logs a dead-letter
-//     summary, and runs automatic checkpoints;
-//   - the clock ticker (coarseclock.go), which caches the wall clock every
-//     millisecond for the hot path, unless Options.Clock is set;
-//   - the WAL writer (package wal), unless the engine is memory-only;
-//   - Run's workers and one watcher per Run call that ends the handlers'
-//     contexts when Close's grace runs out, while Run is running (Run owns
-//     and waits for them).
-//
-// Every other piece of work runs on the caller's goroutine.
 package ringwal
 
 import (

@@ -1,0 +1,35 @@
+// Package ringwal is a durable, in-process message and job engine: priority
+// tiers on lock-free rings, a segmented write-ahead log replayed on start-up,
+// leases, retries with backoff, per-key circuit breakers and per-category
+// dead-letter queues.
+//
+// The root package owns the public API (Engine, Message, Options), the
+// record lifecycle, the journal (log records and their replay), recovery,
+// checkpoints and Stats. It does not own the data structures below it
+// (ring, sched, wal, classify, breaker, dlq, clock) nor any adapter: the
+// HTTP admin API and web console live in package admin, the Prometheus
+// collector in package prom, and the root imports neither net/http nor
+// client_golang. README.md is the tour; ARCHITECTURE.md maps each
+// mechanism to the one file that owns it.
+//
+// # Goroutines
+//
+// An Engine starts exactly these goroutines, and Close stops all of them:
+//
+//   - the housekeeper (housekeeper.go): the sched.Timers goroutine that owns
+//     the timing wheel, fed through an MPSC ring; it makes delayed and
+//     retried messages ready, expires TTLs and leases (by scanning the
+//     records when the earliest lease is due: a timer per lease would cost
+//     more than the delivery), releases held messages when their breaker
+//     half-opens, calls OnDeadLetter, and runs the maintenance pass
+//     (maintenance.go: dedup and retention sweeps, a dead-letter summary,
+//     automatic checkpoints). With nothing due it sleeps;
+//   - the clock ticker (coarseclock.go), which caches the wall clock every
+//     millisecond for the hot path, unless Options.Clock is set;
+//   - the WAL writer (package wal), unless the engine is memory-only;
+//   - Run's workers and one watcher per Run call that ends the handlers'
+//     contexts when Close's grace runs out, while Run is running (Run owns
+//     and waits for them).
+//
+// Every other piece of work runs on the caller's goroutine.
+package ringwal
