@@ -25,6 +25,12 @@
 //     (format.go);
 //   - offline tools for the CLI (verify.go): Verify and Dump.
 //
+// One record field has a meaning the log defines: a snapshot opens with a
+// KindCheckpoint record (CheckpointRecord) whose Attempt field carries the
+// engine's record-slab size as log2 of its slot count (Record.SlabBits), so
+// that a restart allocates a slab large enough for every live record
+// before replaying them.
+//
 // It does not own what records mean: the engine decides which records to
 // write, makes each one absolute and idempotent (so a snapshot a little newer
 // than its index is harmless), and rebuilds its state from Replay. It knows
