@@ -38,6 +38,10 @@ type Log struct {
 	appended bool     // an Append happened (Replay must come first)
 	wake     chan struct{}
 	stopped  chan struct{}
+	// wakeups counts the writer's returns from a wait (set by the writer
+	// under mu). Nothing reads it but a test that checks an idle log
+	// sleeps: the writer has no periodic timer, and must not grow one.
+	wakeups uint64
 
 	// Owned by the writer goroutine (and by Open before it starts).
 	tw       *twal.Log

@@ -313,6 +313,7 @@ func (l *Log) run() {
 				<-l.wake
 				l.mu.Lock()
 				l.wstate = writerBusy
+				l.wakeups++
 				continue
 			}
 			if l.opt.Mode == Buffered && !p.urgent && !l.closing {
@@ -327,6 +328,7 @@ func (l *Log) run() {
 					timer.Stop()
 					l.mu.Lock()
 					l.wstate = writerBusy
+					l.wakeups++
 					continue
 				}
 			}
