@@ -72,9 +72,10 @@ type Log struct {
 // It takes the directory lock (ErrLocked if this or another process has it
 // open), checks the format version (ErrVersion), finishes an interrupted
 // truncation, reads every segment to check every batch's header and
-// checksum, cuts a torn tail (see Repair), refuses damage before the tail
-// unless o.RepairCorrupt, picks the newest valid snapshot the log covers,
-// and opens tidwall/wal with NoSync (the writer does its own fsyncs).
+// checksum, cuts a torn tail after keeping a copy of it (see Repair),
+// refuses damage before the tail unless o.RepairCorrupt, picks the newest
+// valid snapshot the log covers, and opens tidwall/wal with NoSync (the
+// writer does its own fsyncs).
 func Open(dir string, o Options) (*Log, error) {
 	o = o.withDefaults()
 	if o.Mode > Buffered {
@@ -264,8 +265,9 @@ func (l *Log) openTidwall(initial bool) error {
 }
 
 // Repair reports what Open cut from the log: a torn tail, or damage when
-// Options.RepairCorrupt was set. Zero if nothing was cut. Safe for
-// concurrent use (it never changes after Open).
+// Options.RepairCorrupt was set, and where it kept a copy of the cut bytes
+// (RepairReport.BrokenFiles). Zero if nothing was cut. Safe for concurrent
+// use (it never changes after Open).
 func (l *Log) Repair() RepairReport { return l.repair }
 
 // Dir returns the log's directory (absolute). Safe for concurrent use.
