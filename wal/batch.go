@@ -192,14 +192,3 @@ func decodeBatch(e []byte, scratch []byte, r *Record, fn func(*Record) error) (k
 	}
 	return scratch, forEachRecord(body, h.count, r, fn)
 }
-
-// nextEntry parses one tidwall/wal binary entry (uvarint length, bytes) at
-// the front of data. ok is false when the length is malformed or runs past
-// the end, which is exactly when tidwall/wal's loader fails.
-func nextEntry(data []byte) (entry []byte, n int, ok bool) {
-	size, k := uvarint(data)
-	if k <= 0 || size > uint64(len(data)-k) {
-		return nil, 0, false
-	}
-	return data[k : k+int(size)], k + int(size), true
-}

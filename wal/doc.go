@@ -20,10 +20,19 @@
 //   - repair (repair.go, over the segment listing of segment.go): a torn
 //     final batch left by a crash is cut on Open and reported; damage
 //     anywhere else is an error naming the segment file unless
-//     Options.RepairCorrupt is set;
+//     Options.RepairCorrupt is set; what is cut is first kept as .broken
+//     files;
+//   - what it relies on in tidwall/wal's private behaviour (segment.go,
+//     checked by tidwall_compat_test.go);
 //   - the directory lock (lock.go) and the on-disk format version
 //     (format.go);
 //   - offline tools for the CLI (verify.go): Verify and Dump.
+//
+// One record field has a meaning the log defines: a snapshot opens with a
+// KindCheckpoint record (CheckpointRecord) whose Attempt field carries the
+// engine's record-slab size as log2 of its slot count (Record.SlabBits), so
+// that a restart allocates a slab large enough for every live record
+// before replaying them.
 //
 // It does not own what records mean: the engine decides which records to
 // write, makes each one absolute and idempotent (so a snapshot a little newer
@@ -35,5 +44,7 @@
 //	dir/LOCK                    flock(2) target, held while a Log is open
 //	dir/FORMAT                  on-disk format version
 //	dir/log/<20-digit index>    tidwall/wal segments, one entry per batch
+//	dir/log/<segment>.<UTC time>[-n].broken  bytes a repair cut, kept for
+//	                            the operator (see RepairReport.BrokenFiles)
 //	dir/snap-<20-digit index>.zst  newest checkpoint (older ones are deleted)
 package wal

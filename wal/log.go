@@ -38,6 +38,10 @@ type Log struct {
 	appended bool     // an Append happened (Replay must come first)
 	wake     chan struct{}
 	stopped  chan struct{}
+	// wakeups counts the writer's returns from a wait (set by the writer
+	// under mu). Nothing reads it but a test that checks an idle log
+	// sleeps: the writer has no periodic timer, and must not grow one.
+	wakeups uint64
 
 	// Owned by the writer goroutine (and by Open before it starts).
 	tw       *twal.Log
@@ -68,9 +72,10 @@ type Log struct {
 // It takes the directory lock (ErrLocked if this or another process has it
 // open), checks the format version (ErrVersion), finishes an interrupted
 // truncation, reads every segment to check every batch's header and
-// checksum, cuts a torn tail (see Repair), refuses damage before the tail
-// unless o.RepairCorrupt, picks the newest valid snapshot the log covers,
-// and opens tidwall/wal with NoSync (the writer does its own fsyncs).
+// checksum, cuts a torn tail after keeping a copy of it (see Repair),
+// refuses damage before the tail unless o.RepairCorrupt, picks the newest
+// valid snapshot the log covers, and opens tidwall/wal with NoSync (the
+// writer does its own fsyncs).
 func Open(dir string, o Options) (*Log, error) {
 	o = o.withDefaults()
 	if o.Mode > Buffered {
@@ -127,16 +132,19 @@ func (l *Log) recover() error {
 			return fmt.Errorf("%s offset %d (batch %d): %s; %d later bytes (%d batches) follow (Options.RepairCorrupt cuts from here on): %w",
 				c.path, c.off, c.index, c.reason, c.bytes, c.batches, ErrCorrupt)
 		}
-		if err := applyCut(segs, c); err != nil {
+		kept, err := applyCut(segs, c)
+		if err != nil {
 			return fmt.Errorf("ringwal/wal: cutting %s at %d: %w", c.path, c.off, err)
 		}
 		l.repair = c.report()
+		l.repair.BrokenFiles = kept
 		what := "cut damaged log"
 		if c.torn {
 			what = "cut torn tail"
 		}
 		l.opt.Logger.Warn("ringwal/wal: "+what, "segment", c.path, "offset", c.off, "index", c.index,
-			"bytes", c.bytes, "batches", c.batches, "records", c.records, "reason", c.reason)
+			"bytes", c.bytes, "batches", c.batches, "records", c.records, "reason", c.reason,
+			"kept", kept)
 		sc.last = c.index - 1
 		sc.segs = segs[:c.seg+1]
 	}
@@ -195,17 +203,26 @@ func resetLog(logDir string, segs []segment, next uint64) error {
 	return syncDir(logDir)
 }
 
-// openTidwall opens tidwall/wal on the (checked) log directory and sets the
-// writer's mirrors of it. Called by Open and by the writer's repair path.
-func (l *Log) openTidwall(initial bool) error {
-	tw, err := twal.Open(l.logDir, &twal.Options{
+// tidwallOptions are the options every tidwall/wal open uses (the
+// compatibility test opens it the same way): NoSync, because the writer
+// decides when to fsync; AllowEmpty, because a checkpoint may truncate
+// every entry; a one-segment cache, because only the tail is written and
+// replay reads the files directly.
+func tidwallOptions(segmentSize int) *twal.Options {
+	return &twal.Options{
 		NoSync:           true,
-		SegmentSize:      l.opt.SegmentSize,
+		SegmentSize:      segmentSize,
 		SegmentCacheSize: 1,
 		AllowEmpty:       true,
 		DirPerms:         0o755,
 		FilePerms:        0o640,
-	})
+	}
+}
+
+// openTidwall opens tidwall/wal on the (checked) log directory and sets the
+// writer's mirrors of it. Called by Open and by the writer's repair path.
+func (l *Log) openTidwall(initial bool) error {
+	tw, err := twal.Open(l.logDir, tidwallOptions(l.opt.SegmentSize))
 	if err != nil {
 		return fmt.Errorf("ringwal/wal: opening %s: %w", l.logDir, err)
 	}
@@ -248,8 +265,9 @@ func (l *Log) openTidwall(initial bool) error {
 }
 
 // Repair reports what Open cut from the log: a torn tail, or damage when
-// Options.RepairCorrupt was set. Zero if nothing was cut. Safe for
-// concurrent use (it never changes after Open).
+// Options.RepairCorrupt was set, and where it kept a copy of the cut bytes
+// (RepairReport.BrokenFiles). Zero if nothing was cut. Safe for concurrent
+// use (it never changes after Open).
 func (l *Log) Repair() RepairReport { return l.repair }
 
 // Dir returns the log's directory (absolute). Safe for concurrent use.

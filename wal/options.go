@@ -147,6 +147,12 @@ type RepairReport struct {
 	Index   uint64 // index of the first cut batch
 	Torn    bool   // a torn tail (crash mid-write) rather than damage before it
 	Reason  string // what was wrong with the first cut batch
+	// BrokenFiles are the copies of the cut bytes kept in the log
+	// directory before the cut, in log order: the tail of Segment from
+	// Offset, then each later segment removed whole. Named
+	// <segment>.<UTC time>[-n].broken, never overwritten by a later
+	// repair, and never read back: delete them once inspected.
+	BrokenFiles []string
 	// SkippedSnapshots lists damaged snapshot files that were passed over in
 	// favour of an older one the log still covers.
 	SkippedSnapshots []string

@@ -24,7 +24,14 @@ const (
 	KindRequeue                    // ID pending now (from leased, held or delayed), Time
 	KindFailure                    // snapshot only: one entry of ID's failure history: Category, Text, Time
 	KindDedup                      // snapshot only: DedupID -> ID seen at Time
-	KindCheckpoint                 // marker: ID = the next ID the engine will assign, Time
+	// KindCheckpoint is a snapshot's marker record: ID = the next ID the
+	// engine will assign, Time = when the snapshot was taken, and the slab
+	// size (SlabBits: log2 of the engine's record-slab slot count, so a
+	// restart sizes the slab to hold every live record). The slab size is
+	// stored in the Attempt field, which checkpoints do not otherwise use;
+	// build and read it with CheckpointRecord and Record.SlabBits rather
+	// than through Attempt.
+	KindCheckpoint
 
 	kindMax = KindCheckpoint
 )
@@ -71,6 +78,33 @@ type Record struct {
 	Category uint8  // classify.Category
 	Text     string // Nack/DeadLetter/Failure: error text; Review: note
 	Crashes  int32  // Requeue and snapshot Enqueue: consecutive crashes the message was leased at
+}
+
+// CheckpointRecord returns the KindCheckpoint record that opens a snapshot:
+// nextID is the next ID the engine will assign, at the snapshot's time (unix
+// nanoseconds), slabBits the log2 of the record slab's slot count (0 =
+// unknown; the engine then sizes the slab from its options).
+//
+// slabBits is encoded in the Attempt field (the on-disk form predates this
+// constructor and is unchanged); it must be at most 64, the log2 of the
+// largest slot count a uint64 can hold, and a larger value panics as a
+// programming error.
+func CheckpointRecord(nextID uint64, at int64, slabBits uint) Record {
+	if slabBits > 64 {
+		panic(fmt.Sprintf("ringwal/wal: CheckpointRecord slabBits %d above 64", slabBits))
+	}
+	return Record{Kind: KindCheckpoint, ID: nextID, Time: at, Attempt: int32(slabBits)}
+}
+
+// SlabBits returns a KindCheckpoint record's slab size (log2 of the slot
+// count; see CheckpointRecord), and 0 for every other kind or for a
+// checkpoint that carries none. A damaged negative value also reads as 0;
+// the caller still bounds the result by what it can allocate.
+func (r *Record) SlabBits() uint {
+	if r.Kind != KindCheckpoint || r.Attempt < 0 {
+		return 0
+	}
+	return uint(r.Attempt)
 }
 
 // Field presence bits, in encoding order. Part of the on-disk format.

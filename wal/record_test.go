@@ -238,3 +238,26 @@ func FuzzDecodeBatch(f *testing.F) {
 		_ = validBatchAfter(e, 0)
 	})
 }
+
+// CheckpointRecord names the slab-size field without changing the bytes:
+// its encoding must equal the record the engine wrote by hand before
+// (the slab bits in Attempt), and SlabBits must read it back after a
+// round trip. Other kinds report 0 whatever their Attempt.
+func TestCheckpointRecordSlabBits(t *testing.T) {
+	for _, bits := range []uint{0, 1, 10, 26, 64} {
+		r := CheckpointRecord(1234, t0, bits)
+		legacy := Record{Kind: KindCheckpoint, ID: 1234, Time: t0, Attempt: int32(bits)}
+		require.Equal(t, AppendRecord(nil, &legacy), AppendRecord(nil, &r), "on-disk form changed for slabBits %d", bits)
+		var got Record
+		_, err := DecodeRecord(AppendRecord(nil, &r), &got)
+		require.NoError(t, err)
+		assert.Equal(t, bits, got.SlabBits())
+		assert.Equal(t, uint64(1234), got.ID)
+		assert.Equal(t, t0, got.Time)
+	}
+	lease := Record{Kind: KindLease, ID: 4, Attempt: 7}
+	assert.Zero(t, lease.SlabBits(), "SlabBits of a non-checkpoint record")
+	damaged := Record{Kind: KindCheckpoint, Attempt: -3}
+	assert.Zero(t, damaged.SlabBits(), "a negative slab size reads as none")
+	assert.Panics(t, func() { CheckpointRecord(1, t0, 65) })
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // Repair: telling a torn tail from damage, and cutting either.
@@ -191,10 +192,112 @@ func validBatchAfter(data []byte, from int) bool {
 	return false
 }
 
-// applyCut truncates the cut's segment at its offset and removes every
-// later segment, then makes that durable. What remains is a valid log whose
-// last index is c.index-1.
-func applyCut(segs []segment, c *cut) error {
+// Keeping what a repair cuts: before a cut removes anything, the bytes go
+// to .broken files in the log directory (etcd's WAL repair keeps
+// <file>.broken the same way), so that an operator can still look at, or
+// salvage, what a crash or a bad disk left. The tail of the segment where
+// the cut starts is copied; every later segment, which the cut removes
+// whole, is renamed. Names carry the segment, the time and if needed a
+// counter (brokenName), so no repair overwrites an older copy, and
+// tidwall/wal and this package ignore them (they are not segment names).
+
+// keepCut saves what c removes from segs as .broken files and makes them
+// durable. It returns their paths in log order; on error, the paths of the
+// copies completed so far.
+func keepCut(segs []segment, c *cut, now time.Time) ([]string, error) {
+	var kept []string
+	src := segs[c.seg].path
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > c.off {
+		p, err := writeBroken(src, data[c.off:], now)
+		if err != nil {
+			return nil, err
+		}
+		kept = append(kept, p)
+	}
+	// Later segments go last first, as cutFiles removes them: a failure
+	// half way leaves the log a prefix of itself, never with a gap.
+	later := make([]string, len(segs)-c.seg-1)
+	for i := len(segs) - 1; i > c.seg; i-- {
+		p, err := freeBrokenPath(segs[i].path, now)
+		if err == nil {
+			err = os.Rename(segs[i].path, p)
+		}
+		if err != nil {
+			for _, p := range later {
+				if p != "" {
+					kept = append(kept, p)
+				}
+			}
+			return kept, err
+		}
+		later[i-c.seg-1] = p
+	}
+	kept = append(kept, later...)
+	if len(kept) == 0 {
+		return nil, nil
+	}
+	return kept, syncDir(filepath.Dir(src))
+}
+
+// writeBroken writes data to a new .broken file for segment file seg and
+// fsyncs it. O_EXCL: an existing copy is never overwritten.
+func writeBroken(seg string, data []byte, now time.Time) (string, error) {
+	for n := 0; ; n++ {
+		p := filepath.Join(filepath.Dir(seg), brokenName(filepath.Base(seg), now, n))
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		_, err = f.Write(data)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(p)
+			return "", err
+		}
+		return p, nil
+	}
+}
+
+// freeBrokenPath returns an unused .broken path for segment file seg. The
+// caller holds the directory lock, so nobody else creates one meanwhile.
+func freeBrokenPath(seg string, now time.Time) (string, error) {
+	for n := 0; ; n++ {
+		p := filepath.Join(filepath.Dir(seg), brokenName(filepath.Base(seg), now, n))
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			return p, nil
+		} else if err != nil {
+			return "", err
+		}
+	}
+}
+
+// applyCut keeps what the cut removes (keepCut), then truncates the cut's
+// segment at its offset and removes every later segment, and makes that
+// durable. What remains is a valid log whose last index is c.index-1. If
+// the bytes cannot be kept, nothing is cut.
+func applyCut(segs []segment, c *cut) (kept []string, err error) {
+	kept, err = keepCut(segs, c, time.Now())
+	if err != nil {
+		return kept, fmt.Errorf("keeping a copy of the bytes to cut: %w", err)
+	}
+	return kept, cutFiles(segs, c)
+}
+
+// cutFiles truncates the cut's segment and removes every later segment (or
+// what is left of them: keepCut renamed them away).
+func cutFiles(segs []segment, c *cut) error {
 	for i := len(segs) - 1; i > c.seg; i-- {
 		if err := os.Remove(segs[i].path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
@@ -209,10 +312,16 @@ func applyCut(segs []segment, c *cut) error {
 // cutAfter removes every entry after index last from the log in logDir. The
 // writer uses it after a failed write, when the file may hold part (or all)
 // of a batch it has reported as failed.
-func cutAfter(logDir string, last uint64) error {
+//
+// Unlike Open's repair it cuts even if keeping a copy fails: the bytes are
+// a batch no producer was told was written, and the failure is often a
+// full disk, where no copy can be written and refusing to cut would leave
+// the log unusable for good. It returns the copies made, and keepErr for
+// the writer to log.
+func cutAfter(logDir string, last uint64) (kept []string, keepErr, err error) {
 	segs, _, err := logView(logDir)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	// The segment that holds (or would hold) index last+1.
 	k := -1
@@ -222,19 +331,21 @@ func cutAfter(logDir string, last uint64) error {
 		}
 	}
 	if k == -1 {
-		return fmt.Errorf("no segment holds index %d: %w", last+1, ErrCorrupt)
+		return nil, nil, fmt.Errorf("no segment holds index %d: %w", last+1, ErrCorrupt)
 	}
 	data, err := os.ReadFile(segs[k].path)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	off := 0
 	for idx := segs[k].index; idx <= last; idx++ {
 		_, n, ok := nextEntry(data[off:])
 		if !ok {
-			return fmt.Errorf("%s ends before index %d, which was written: %w", segs[k].path, last, ErrCorrupt)
+			return nil, nil, fmt.Errorf("%s ends before index %d, which was written: %w", segs[k].path, last, ErrCorrupt)
 		}
 		off += n
 	}
-	return applyCut(segs, &cut{seg: k, off: int64(off)})
+	c := &cut{seg: k, off: int64(off)}
+	kept, keepErr = keepCut(segs, c, time.Now())
+	return kept, keepErr, cutFiles(segs, c)
 }

@@ -91,7 +91,9 @@ func Verify(dir string, repair bool) (VerifyReport, error) {
 		}
 		rep.Torn = c.report()
 		if repair {
-			if err := applyCut(segs, c); err != nil {
+			kept, err := applyCut(segs, c)
+			rep.Torn.BrokenFiles = kept
+			if err != nil {
 				return rep, err
 			}
 			rep.Repaired = true

@@ -313,6 +313,7 @@ func (l *Log) run() {
 				<-l.wake
 				l.mu.Lock()
 				l.wstate = writerBusy
+				l.wakeups++
 				continue
 			}
 			if l.opt.Mode == Buffered && !p.urgent && !l.closing {
@@ -327,6 +328,7 @@ func (l *Log) run() {
 					timer.Stop()
 					l.mu.Lock()
 					l.wstate = writerBusy
+					l.wakeups++
 					continue
 				}
 			}
@@ -429,7 +431,7 @@ func (l *Log) writeBatch(b *pending, info *BatchInfo) error {
 		l.repairAfterFailure(err)
 		return err
 	}
-	n := uvarintLen(uint64(len(entry))) + len(entry)
+	n := framedLen(len(entry))
 	l.last = idx
 	l.noteEntry(n)
 	l.written += int64(n)
@@ -441,17 +443,14 @@ func (l *Log) writeBatch(b *pending, info *BatchInfo) error {
 	return nil
 }
 
-// noteEntry mirrors tidwall/wal's segment switching (wal.go, writeBatch:
-// switch before a write if the tail is over SegmentSize, and after an entry
-// that brings it to SegmentSize), so the writer knows when a new segment
-// file exists whose directory entry needs an fsync.
+// noteEntry follows tidwall/wal's segment switching (afterEntry) so the
+// writer knows when a new segment file exists whose directory entry needs
+// an fsync.
 func (l *Log) noteEntry(n int) {
-	if l.tailSize > l.opt.SegmentSize {
-		l.tailSize, l.dirDirty = 0, true
-	}
-	l.tailSize += n
-	if l.tailSize >= l.opt.SegmentSize {
-		l.tailSize, l.dirDirty = 0, true
+	var created int
+	l.tailSize, created = afterEntry(l.tailSize, n, l.opt.SegmentSize)
+	if created > 0 {
+		l.dirDirty = true
 	}
 }
 
@@ -486,7 +485,15 @@ func (l *Log) repairAfterFailure(cause error) {
 	want := l.last
 	err := normalizeLogDir(l.logDir)
 	if err == nil {
-		err = cutAfter(l.logDir, want)
+		var kept []string
+		var keepErr error
+		kept, keepErr, err = cutAfter(l.logDir, want)
+		if keepErr != nil {
+			l.opt.Logger.Warn("ringwal/wal: could not keep a copy of the failed write's bytes; cutting them anyway",
+				"err", keepErr, "kept", kept)
+		} else if len(kept) > 0 {
+			l.opt.Logger.Warn("ringwal/wal: cut the failed write's bytes", "after", want, "kept", kept)
+		}
 	}
 	if err == nil {
 		err = l.openTidwall(false)

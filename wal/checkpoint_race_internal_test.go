@@ -15,7 +15,7 @@ import (
 // survive the truncation even when fn leaves it out. Here such a record is
 // forced into the same batch as Checkpoint's own fsync request (the writer
 // is held in OnBatch while both are queued).
-func TestReviewCheckpointKeepsRecordsAppendedDuringIt(t *testing.T) {
+func TestCheckpointKeepsRecordsAppendedDuringIt(t *testing.T) {
 	dir := t.TempDir()
 	var block atomic.Bool
 	var done atomic.Uint64 // OnBatch calls finished
