@@ -20,7 +20,7 @@ import (
 var (
 	ErrUnauthorized = errors.New("admin: unauthorized")       // 401: missing or wrong token
 	ErrForbidden    = errors.New("admin: forbidden")          // 403: cross-origin request refused
-	ErrProtocol     = errors.New("admin: unexpected answer")  // a success answer that is not the API's JSON
+	ErrProtocol     = errors.New("admin: unexpected answer")  // an answer that is not the API's JSON
 	ErrUnavailable  = errors.New("admin: server error")       // any other 5xx
 	errMethod       = errors.New("admin: method not allowed") // 405, a client bug
 	errOther        = errors.New("admin: request failed")     // any other 4xx
@@ -30,7 +30,9 @@ var (
 // status calls for, so errors.Is works across the wire as it does on the
 // engine: 404 is ringwal.ErrNotFound; 400 and 413 ringwal.ErrInvalid; 503
 // ringwal.ErrFull when it carries Retry-After, else ringwal.ErrClosed; 401
-// ErrUnauthorized; 403 ErrForbidden; other 5xx ErrUnavailable.
+// ErrUnauthorized; 403 ErrForbidden; other 5xx ErrUnavailable. An error
+// answer that is not the API's JSON (a wrong base URL, a proxy's page)
+// wraps ErrProtocol whatever its status.
 type Error struct {
 	Status  int    // the HTTP status
 	Message string // the server's error text
@@ -195,10 +197,14 @@ func answerError(resp *http.Response, raw []byte) error {
 	if json.Unmarshal(raw, &body) == nil && body.Error != "" {
 		e.Message, e.Purged = body.Error, body.Purged
 	} else {
+		// Not the API's answer (a wrong base URL, a proxy): the status
+		// says nothing about the engine.
 		e.Message = strings.TrimSpace(string(raw))
 		if len(e.Message) > 200 {
 			e.Message = e.Message[:200] + "…"
 		}
+		e.err = ErrProtocol
+		return e
 	}
 	switch code := resp.StatusCode; {
 	case code == http.StatusNotFound:
