@@ -17,7 +17,7 @@ import (
 	"github.com/ringwal/ringwal/dlq"
 )
 
-// metrics.go: ringwal_backpressure_waits_total counts "enqueues that found
+// prom (the collector): ringwal_backpressure_waits_total counts "enqueues that found
 // no room (waited or got ErrFull)"; README: "enqueues that found their
 // tier or the engine full". A TryEnqueue refused with ErrFull is one.
 func TestDocsBackpressureCountsTryEnqueueErrFull(t *testing.T) {

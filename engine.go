@@ -154,12 +154,6 @@ func Open(dir string, o Options) (*Engine, error) {
 		}
 	}
 	e.recovered.duration = o.Clock.Now().Sub(start)
-	if o.Registerer != nil {
-		if err := o.Registerer.Register(e.metrics); err != nil {
-			e.openFailed()
-			return nil, fmt.Errorf("ringwal: registering metrics: %w", err)
-		}
-	}
 	e.hk.start()
 	if e.log != nil {
 		o.Logger.Info("ringwal: opened", "dir", dir, "durability", o.Durability.String(),
@@ -231,9 +225,6 @@ func (e *Engine) Close() error {
 	e.hk.stop()
 	if e.coarse != nil {
 		e.coarse.close()
-	}
-	if e.opts.Registerer != nil {
-		e.opts.Registerer.Unregister(e.metrics)
 	}
 	var err error
 	if e.log != nil {

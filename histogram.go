@@ -1,6 +1,7 @@
 package ringwal
 
 import (
+	"math"
 	"math/bits"
 	"sync/atomic"
 	"time"
@@ -60,11 +61,11 @@ func (h *histogram) snapshot() (counts [latencyBuckets]uint64, total uint64, sum
 }
 
 // latency estimates the mean and percentiles, interpolating linearly
-// inside a bucket.
+// inside a bucket, and copies the buckets out (cumulative).
 func (h *histogram) latency() Latency {
 	counts, total, sum := h.snapshot()
 	if total == 0 {
-		return Latency{}
+		return Latency{Buckets: cumulativeBuckets(counts)}
 	}
 	quantile := func(q float64) time.Duration {
 		rank := q * float64(total)
@@ -87,10 +88,25 @@ func (h *histogram) latency() Latency {
 		return time.Duration(bucketUpperSeconds(latencyBuckets-1) * 1e9)
 	}
 	return Latency{
-		Count: total,
-		Mean:  time.Duration(sum / float64(total) * 1e9),
-		P50:   quantile(0.50),
-		P95:   quantile(0.95),
-		P99:   quantile(0.99),
+		Count:   total,
+		Mean:    time.Duration(sum / float64(total) * 1e9),
+		P50:     quantile(0.50),
+		P95:     quantile(0.95),
+		P99:     quantile(0.99),
+		Sum:     time.Duration(sum * 1e9),
+		Buckets: cumulativeBuckets(counts),
 	}
+}
+
+// cumulativeBuckets turns bucket counts into Latency.Buckets: cumulative,
+// the last one unbounded.
+func cumulativeBuckets(counts [latencyBuckets]uint64) []LatencyBucket {
+	out := make([]LatencyBucket, latencyBuckets)
+	var cum uint64
+	for i, n := range counts {
+		cum += n
+		out[i] = LatencyBucket{UpperBound: time.Duration(uint64(1)<<i) * time.Microsecond, Count: cum}
+	}
+	out[latencyBuckets-1].UpperBound = math.MaxInt64
+	return out
 }

@@ -7,8 +7,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/clock"
@@ -122,9 +120,6 @@ type Options struct {
 	// goroutine (never the caller's); it must not block for long. Default
 	// nil: no callback.
 	OnDeadLetter func(DeadLetter)
-	// Registerer receives the engine's Prometheus collector; nil registers
-	// nothing.
-	Registerer prometheus.Registerer
 	// Logger receives recovery summaries, repairs, breaker transitions and
 	// dead letters; nothing per message at Info. Nil discards.
 	Logger *slog.Logger

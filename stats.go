@@ -47,6 +47,11 @@ type Stats struct {
 	Breakers []breaker.KeyState
 	// WAL describes the write-ahead log's batches (zero when memory-only).
 	WAL WALStats
+	// Durable is true when the engine has a write-ahead log (Open with a
+	// directory); WAL and Recovery only mean something then.
+	Durable bool
+	// Closed is true once Close has begun; Stats still answers then.
+	Closed bool
 }
 
 // WALStats describes the write-ahead log's batches since Open.
@@ -54,6 +59,16 @@ type WALStats struct {
 	Batches, Records, Bytes, FailedBatches uint64
 	// Write is the time in write(2) per batch, Fsync per fsync.
 	Write, Fsync Latency
+	// BatchRecords is the histogram of records per batch, cumulative:
+	// bucket i counts the batches of at most 2^i records; the last one's
+	// UpperBound is math.MaxInt (no bound) and its Count is every batch.
+	BatchRecords []BatchBucket
+}
+
+// BatchBucket is one bucket of WALStats.BatchRecords.
+type BatchBucket struct {
+	UpperBound int    // records
+	Count      uint64 // batches of at most UpperBound records (cumulative)
 }
 
 // Latency summarises a latency distribution. Count is the number of
@@ -62,6 +77,19 @@ type WALStats struct {
 type Latency struct {
 	Count               uint64
 	Mean, P50, P95, P99 time.Duration
+	// Sum is the total of the observations.
+	Sum time.Duration
+	// Buckets is the histogram itself, cumulative: bucket i counts the
+	// observations of at most 2^i µs (1µs, 2µs, ... 2^26µs ≈ 67s); the
+	// last bucket's UpperBound is math.MaxInt64 (no bound) and its Count
+	// equals Count. Always the same bounds, zero counts included.
+	Buckets []LatencyBucket
+}
+
+// LatencyBucket is one bucket of a Latency histogram.
+type LatencyBucket struct {
+	UpperBound time.Duration // inclusive
+	Count      uint64        // observations of at most UpperBound (cumulative)
 }
 
 // RecoveryStats describes the replay Open did.
@@ -145,11 +173,11 @@ func (e *Engine) Stats() Stats {
 			Crashed: e.recovered.crashed, Poisoned: e.recovered.poisoned, Duration: e.recovered.duration,
 		},
 		Breakers: e.breakers.Keys(),
-		WAL: WALStats{
-			Batches: e.metrics.walBatches.Load(), Records: e.metrics.walRecords.Load(),
-			Bytes: e.metrics.walBytes.Load(), FailedBatches: e.metrics.walFailed.Load(),
-			Write: e.metrics.walWrite.latency(), Fsync: e.metrics.walFsync.latency(),
-		},
+		Durable:  e.log != nil,
+		Closed:   e.closed.Load(),
+	}
+	if s.Durable {
+		s.WAL = e.metrics.walStats()
 	}
 	requeuedLeased := e.ctr.requeuedLeased.Load()
 	for _, cat := range classify.Categories() {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/admin"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
 )
@@ -24,16 +26,19 @@ func newDLQCmd() *cobra.Command {
 		Long: `The dlq commands work on the dead-letter queues of a data directory that no
 running engine holds (for a live one, use the admin API of ` + "`ringwal serve`" + `).
 
-Filters, shared by every subcommand:
+Filters, shared by every subcommand (the admin API's query grammar, see
+package admin's ParseDeadLetterQuery):
   --category C   only category C (repeatable, or comma-separated): transient,
                  timeout, rate_limited, resource, permanent, poison, expired,
                  unknown
   --key K        only messages whose breaker key is K
-  --since T      only dead-lettered at or after T (RFC 3339 time, a date
-                 2006-01-02, or a duration back from now: 90m, 24h)
+  --since T      only dead-lettered at or after T (an RFC 3339 time, or a
+                 duration back from now: 90m, 24h; a date 2006-01-02 is read
+                 as local midnight)
   --until T      only dead-lettered before T
-  --reviewed[=yes|no|any]
-                 only reviewed (bare flag or yes), only unreviewed (no)
+  --reviewed[=true|false]
+                 only reviewed (bare flag or true), only unreviewed (false);
+                 yes, no and any are accepted too
 
 redrive, review and purge act on the IDs given, or on every dead letter the
 filters match; with neither they refuse unless --all is passed.`,
@@ -57,68 +62,67 @@ func (f *dlqFilter) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.categories, "category", nil, "only this failure category (repeatable, or comma-separated)")
 	fl.StringVar(&f.key, "key", "", "only this breaker key")
-	fl.StringVar(&f.since, "since", "", "only dead-lettered at or after this time (RFC 3339, 2006-01-02, or a duration ago: 24h)")
+	fl.StringVar(&f.since, "since", "", "only dead-lettered at or after this time (RFC 3339, or a duration ago: 24h)")
 	fl.StringVar(&f.until, "until", "", "only dead-lettered before this time (same forms as --since)")
-	fl.StringVar(&f.reviewed, "reviewed", "any", "review state: yes (the bare flag), no or any")
-	fl.Lookup("reviewed").NoOptDefVal = "yes"
+	fl.StringVar(&f.reviewed, "reviewed", "", "review state: true (the bare flag) or false; unset: either")
+	fl.Lookup("reviewed").NoOptDefVal = "true"
 }
 
 // set reports whether any filter was given. A --reviewed value that
-// query reads as "any" (any case, or empty) is no filter.
+// means either state (any, in any case, or empty) is no filter.
 func (f *dlqFilter) set() bool {
 	r := strings.ToLower(f.reviewed)
 	return len(f.categories) > 0 || f.key != "" || f.since != "" || f.until != "" || (r != "any" && r != "")
 }
 
-// query turns the flags into a dlq.Query; a bad value is a usage error.
-func (f *dlqFilter) query(now time.Time) (dlq.Query, error) {
-	var q dlq.Query
-	for _, name := range f.categories {
-		c, err := classify.ParseCategory(strings.TrimSpace(name))
-		if err != nil {
-			return q, usagef("--category: %v", err)
+// values turns the flags into the admin API's query parameters: yes, no
+// and any become true, false and nothing; a date or a local time without
+// a zone becomes RFC 3339.
+func (f *dlqFilter) values() url.Values {
+	v := url.Values{}
+	for _, c := range f.categories {
+		v.Add("category", c)
+	}
+	if f.key != "" {
+		v.Set("key", f.key)
+	}
+	for name, s := range map[string]string{"since": f.since, "until": f.until} {
+		if s != "" {
+			v.Set(name, localTime(s))
 		}
-		q.Categories = append(q.Categories, c)
 	}
-	q.Key = f.key
-	var err error
-	if q.Since, err = parseWhen(f.since, now); err != nil {
-		return q, usagef("--since: %v", err)
-	}
-	if q.Until, err = parseWhen(f.until, now); err != nil {
-		return q, usagef("--until: %v", err)
-	}
-	if !q.Since.IsZero() && !q.Until.IsZero() && q.Since.After(q.Until) {
-		return q, usagef("--since %s is after --until %s", f.since, f.until)
-	}
-	switch strings.ToLower(f.reviewed) {
+	switch r := strings.ToLower(f.reviewed); r {
 	case "any", "":
-		q.Reviewed = dlq.Any
-	case "yes", "true", "reviewed":
-		q.Reviewed = dlq.OnlyReviewed
-	case "no", "false", "unreviewed":
-		q.Reviewed = dlq.OnlyUnreviewed
+	case "yes", "reviewed":
+		v.Set("reviewed", "true")
+	case "no", "unreviewed":
+		v.Set("reviewed", "false")
 	default:
-		return q, usagef("--reviewed: %q is not yes, no or any", f.reviewed)
+		v.Set("reviewed", r)
+	}
+	return v
+}
+
+// query turns the flags into a dlq.Query through admin's grammar; a bad
+// value is a usage error.
+func (f *dlqFilter) query(now time.Time) (dlq.Query, error) {
+	q, err := admin.ParseDeadLetterQuery(f.values(), now)
+	if err != nil {
+		return q, usagef("%v", err)
 	}
 	return q, nil
 }
 
-// parseWhen parses an RFC 3339 time, a date, or a duration back from now;
-// "" is the zero time (unbounded).
-func parseWhen(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil {
-		return now.Add(-d), nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02"} {
+// localTime rewrites a date (2006-01-02) or a time without a zone
+// (2006-01-02T15:04:05, 2006-01-02 15:04:05), read in local time, as RFC
+// 3339; anything else is returned as is for the grammar to judge.
+func localTime(s string) string {
+	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02"} {
 		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
-			return t, nil
+			return t.Format(time.RFC3339)
 		}
 	}
-	return time.Time{}, fmt.Errorf("%q is neither a time (RFC 3339 or 2006-01-02) nor a duration (24h)", s)
+	return s
 }
 
 // parseIDs parses message IDs given as arguments.
@@ -166,13 +170,13 @@ func newDLQListCmd() *cobra.Command {
 				return fmt.Errorf("listing dead letters: %w", err)
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), entriesJSON(ds))
+				return writeJSON(cmd.OutOrStdout(), admin.NewDeadLetterViews(ds))
 			}
 			return printDLQTable(cmd.OutOrStdout(), ds)
 		}),
 	}
 	f.add(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of entries, with their failure history")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of entries (admin.DeadLetterView), with their failure history")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many entries (0 = all)")
 	cmd.Flags().Uint64Var(&after, "after", 0, "page on: only entries after the entry with this ID")
 	return cmd
@@ -198,7 +202,7 @@ func newDLQShowCmd() *cobra.Command {
 			}
 			defer closeEngine(e, &err)
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), entriesJSON(ds))
+				return writeJSON(cmd.OutOrStdout(), admin.NewDeadLetterViews(ds))
 			}
 			for i, d := range ds {
 				if i > 0 {
@@ -545,58 +549,4 @@ func lastError(d ringwal.DeadLetter) string {
 		return d.Failures[n-1].Error
 	}
 	return ""
-}
-
-// deadLetterJSON is the JSON form of a dead letter.
-type deadLetterJSON struct {
-	ID            uint64            `json:"id"`
-	Category      string            `json:"category"`
-	Key           string            `json:"key"`
-	Priority      string            `json:"priority"`
-	DedupID       string            `json:"dedup_id,omitempty"`
-	Headers       map[string]string `json:"headers,omitempty"`
-	Payload       *string           `json:"payload,omitempty"`
-	PayloadBinary []byte            `json:"payload_base64,omitempty"`
-	Attempts      int               `json:"attempts"`
-	FirstFailedAt time.Time         `json:"first_failed_at"`
-	DeadAt        time.Time         `json:"dead_at"`
-	Reviewed      bool              `json:"reviewed"`
-	ReviewedAt    *time.Time        `json:"reviewed_at,omitempty"`
-	Note          string            `json:"note,omitempty"`
-	LastError     string            `json:"last_error"`
-	Failures      []failureJSON     `json:"failures"`
-}
-
-// failureJSON is the JSON form of one failed delivery.
-type failureJSON struct {
-	At       time.Time `json:"at"`
-	Category string    `json:"category"`
-	Error    string    `json:"error"`
-}
-
-// entriesJSON converts dead letters to their JSON form.
-func entriesJSON(ds []ringwal.DeadLetter) []deadLetterJSON {
-	out := make([]deadLetterJSON, 0, len(ds))
-	for _, d := range ds {
-		j := deadLetterJSON{
-			ID: d.ID, Category: d.Category.String(), Key: d.Key, Priority: d.Message.Priority.String(),
-			DedupID: d.Message.DedupID, Headers: d.Message.Headers, Attempts: d.Attempts,
-			FirstFailedAt: d.FirstFailedAt, DeadAt: d.DeadAt, Reviewed: d.Reviewed, Note: d.Note,
-			LastError: lastError(d), Failures: make([]failureJSON, 0, len(d.Failures)),
-		}
-		if text, ok := payloadText(d.Message.Payload); ok {
-			j.Payload = &text
-		} else {
-			j.PayloadBinary = d.Message.Payload
-		}
-		if d.Reviewed {
-			at := d.ReviewedAt
-			j.ReviewedAt = &at
-		}
-		for _, f := range d.Failures {
-			j.Failures = append(j.Failures, failureJSON{At: f.At, Category: f.Category.String(), Error: f.Error})
-		}
-		out = append(out, j)
-	}
-	return out
 }

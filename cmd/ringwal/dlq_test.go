@@ -9,20 +9,23 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/classify"
 )
 
 // listJSON runs `dlq list --json` with extra arguments.
-func listJSON(t *testing.T, dir string, args ...string) []deadLetterJSON {
+func listJSON(t *testing.T, dir string, args ...string) []admin.DeadLetterView {
 	t.Helper()
-	var out []deadLetterJSON
+	var out []admin.DeadLetterView
 	require.NoError(t, json.Unmarshal([]byte(ok(t, append([]string{"dlq", "list", "--json", dir}, args...)...)), &out))
 	return out
 }
 
-func ids(ds []deadLetterJSON) []uint64 {
+func ids(ds []admin.DeadLetterView) []uint64 {
 	out := make([]uint64, len(ds))
 	for i, d := range ds {
-		out[i] = d.ID
+		out[i] = uint64(d.ID)
 	}
 	return out
 }
@@ -42,10 +45,10 @@ func TestDLQListAndShow(t *testing.T) {
 
 	all := listJSON(t, f.dir)
 	assert.Equal(t, []uint64{p1, p2, poison}, ids(all), "dead-letter order")
-	assert.Equal(t, "permanent", all[0].Category)
+	assert.Equal(t, classify.Permanent, all[0].Category)
 	assert.Equal(t, "api", all[0].Key)
-	require.NotNil(t, all[0].Payload)
-	assert.Equal(t, "order-1", *all[0].Payload)
+	assert.Equal(t, "order-1", all[0].Message.Payload)
+	assert.Equal(t, admin.PayloadText, all[0].Message.PayloadEncoding)
 	assert.Equal(t, "HTTP 400: bad request", all[0].LastError)
 	require.Len(t, all[0].Failures, 1)
 	assert.Equal(t, 1, all[0].Attempts)
@@ -81,10 +84,12 @@ func TestDLQReviewRedrivePurge(t *testing.T) {
 	assert.Contains(t, out, fmt.Sprintf("reviewed 1 dead letter: %d", poison))
 	rev := listJSON(t, f.dir, "--reviewed")
 	require.Len(t, rev, 1)
-	assert.Equal(t, poison, rev[0].ID)
+	assert.Equal(t, poison, uint64(rev[0].ID))
 	assert.Equal(t, "decoder bug, ticket 12", rev[0].Note)
-	assert.NotNil(t, rev[0].ReviewedAt)
+	assert.False(t, rev[0].ReviewedAt.IsZero())
 	assert.Equal(t, []uint64{p1, p2}, ids(listJSON(t, f.dir, "--reviewed=no")))
+	assert.Equal(t, []uint64{p1, p2}, ids(listJSON(t, f.dir, "--reviewed=false")))
+	assert.Equal(t, []uint64{poison}, ids(listJSON(t, f.dir, "--reviewed=true")))
 
 	out = ok(t, "dlq", "redrive", f.dir, fmt.Sprint(p2))
 	assert.Contains(t, out, fmt.Sprintf("redriven 1 dead letter: %d", p2))

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/admin"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/wal"
 )
@@ -56,40 +57,16 @@ inspect says so. Use the admin API of ` + "`ringwal serve`" + ` for a live one.`
 	return cmd
 }
 
-// inspectReport is what inspect found; its JSON form is --json's output.
+// inspectReport is what inspect found; its JSON form is --json's output:
+// the engine's Stats as the admin API shows them (admin.StatsView, its
+// fields at the top level), the next messages in line as admin.InfoView,
+// and what the log files hold.
 type inspectReport struct {
-	Dir               string           `json:"dir"`
-	Pending           int              `json:"pending"`
-	Delayed           int              `json:"delayed"`
-	Leased            int              `json:"leased"`
-	Held              int              `json:"held"`
-	Dead              int              `json:"dead"`
-	PendingByPriority map[string]int   `json:"pending_by_priority"`
-	DeadByCategory    map[string]int   `json:"dead_by_category"`
-	OldestPending     time.Duration    `json:"oldest_pending_ns"`
-	Next              []nextMessage    `json:"next"`
-	Recovery          recoveryReport   `json:"recovery"`
-	WAL               walReport        `json:"wal"`
-	Checkpoint        *checkpointEntry `json:"checkpoint"`
-}
-
-// nextMessage is one message Peek says is next in line.
-type nextMessage struct {
-	ID       uint64 `json:"id"`
-	Priority string `json:"priority"`
-	Key      string `json:"key"`
-	Attempts int    `json:"attempts"`
-	Payload  string `json:"payload"`
-}
-
-// recoveryReport is what Open replayed.
-type recoveryReport struct {
-	Records   uint64        `json:"records"`
-	Bytes     int64         `json:"bytes"`
-	TornBytes int64         `json:"torn_bytes"`
-	Crashed   int           `json:"leased_at_crash"`
-	Poisoned  int           `json:"crash_loop_poisoned"`
-	Duration  time.Duration `json:"duration_ns"`
+	Dir string `json:"dir"`
+	admin.StatsView
+	Next       []admin.InfoView `json:"next"`
+	LogFiles   walReport        `json:"log_files"`
+	Checkpoint *checkpointEntry `json:"checkpoint"`
 }
 
 // walReport describes the log files.
@@ -120,33 +97,10 @@ func inspect(dir string, next int) (rep inspectReport, err error) {
 		return rep, err
 	}
 	s := e.Stats()
-	rep = inspectReport{
-		Dir: dir, Pending: s.Pending, Delayed: s.Delayed, Leased: s.Leased, Held: s.Held, Dead: s.Dead,
-		PendingByPriority: map[string]int{},
-		DeadByCategory:    map[string]int{},
-		OldestPending:     s.OldestPending,
-		Next:              []nextMessage{},
-		Recovery: recoveryReport{
-			Records: s.Recovery.Records, Bytes: s.Recovery.Bytes, TornBytes: s.Recovery.TornBytes,
-			Crashed: s.Recovery.Crashed, Poisoned: s.Recovery.Poisoned, Duration: s.Recovery.Duration,
-		},
-	}
-	for _, p := range priorities {
-		rep.PendingByPriority[p.String()] = s.PendingByPriority[p]
-	}
-	for _, c := range classify.Categories() {
-		rep.DeadByCategory[c.String()] = s.DeadByCategory[c]
-	}
+	rep = inspectReport{Dir: dir, StatsView: admin.NewStatsView(s), Next: []admin.InfoView{}}
 	// No more than are pending: Peek sizes its answer by what it is asked.
 	for _, in := range e.Peek(min(next, s.Pending)) {
-		text, ok := payloadText(in.Message.Payload)
-		if !ok {
-			text = fmt.Sprintf("(%d bytes of binary)", len(in.Message.Payload))
-		}
-		rep.Next = append(rep.Next, nextMessage{
-			ID: uint64(in.ID), Priority: in.Message.Priority.String(), Key: in.Message.Key,
-			Attempts: in.Attempts, Payload: text,
-		})
+		rep.Next = append(rep.Next, admin.NewInfoView(in))
 	}
 	if err := e.Close(); err != nil {
 		return rep, fmt.Errorf("closing the engine: %w", err)
@@ -157,7 +111,7 @@ func inspect(dir string, next int) (rep inspectReport, err error) {
 	if err != nil {
 		return rep, fmt.Errorf("reading the log: %w", err)
 	}
-	rep.WAL = walReport{
+	rep.LogFiles = walReport{
 		Segments: vr.Segments, FirstIndex: vr.FirstIndex, LastIndex: vr.LastIndex,
 		Batches: vr.Batches, Records: vr.Records, LogBytes: vr.Bytes, DiskBytes: diskUsage(dir),
 	}
@@ -198,31 +152,32 @@ func (r inspectReport) print(w io.Writer) error {
 	fmt.Fprintf(tw, "data directory\t%s\n", r.Dir)
 	fmt.Fprintf(tw, "messages\tpending %s · delayed %s · leased %s · held %s · dead %s\n",
 		count(r.Pending), count(r.Delayed), count(r.Leased), count(r.Held), count(r.Dead))
-	fmt.Fprintf(tw, "oldest pending\t%s\n", orDash(durOrZero(r.OldestPending)))
+	fmt.Fprintf(tw, "oldest pending\t%s\n", orDash(durOrZero(seconds(r.OldestPendingSeconds))))
 	fmt.Fprintln(tw, "\t")
 	fmt.Fprintln(tw, "PENDING BY TIER\t")
 	for _, p := range priorities {
-		fmt.Fprintf(tw, "  %s\t%s\n", p, count(r.PendingByPriority[p.String()]))
+		fmt.Fprintf(tw, "  %s\t%s\n", p, count(r.ByPriority[ringwal.Pending.String()][p.String()]))
 	}
 	fmt.Fprintln(tw, "\t")
 	fmt.Fprintln(tw, "DEAD LETTERS BY CATEGORY\t")
 	for _, c := range classify.Categories() {
-		fmt.Fprintf(tw, "  %s\t%s\n", c, count(r.DeadByCategory[c.String()]))
+		fmt.Fprintf(tw, "  %s\t%s\n", c, count(r.DeadByCategory[c]))
 	}
 	fmt.Fprintln(tw, "\t")
 	fmt.Fprintln(tw, "WRITE-AHEAD LOG\t")
 	fmt.Fprintf(tw, "  segments\t%d (batches %d..%d: %s batches, %s records, %s)\n",
-		r.WAL.Segments, r.WAL.FirstIndex, r.WAL.LastIndex, count(r.WAL.Batches), count(r.WAL.Records), bytesize(r.WAL.LogBytes))
-	fmt.Fprintf(tw, "  on disk\t%s (log, snapshot and lock files)\n", bytesize(r.WAL.DiskBytes))
+		r.LogFiles.Segments, r.LogFiles.FirstIndex, r.LogFiles.LastIndex, count(r.LogFiles.Batches), count(r.LogFiles.Records), bytesize(r.LogFiles.LogBytes))
+	fmt.Fprintf(tw, "  on disk\t%s (log, snapshot and lock files)\n", bytesize(r.LogFiles.DiskBytes))
 	if c := r.Checkpoint; c != nil {
 		fmt.Fprintf(tw, "  last checkpoint\t%s (%s ago), covers batches up to %d: %s records, %s\n",
 			timestamp(c.Time), dur(time.Since(c.Time).Round(time.Second)), c.Index, count(c.Records), bytesize(c.Bytes))
 	} else {
 		fmt.Fprintf(tw, "  last checkpoint\tnone (recovery replays the whole log)\n")
 	}
-	rc := r.Recovery
-	fmt.Fprintf(tw, "  replayed on open\t%s records (%s) in %s; torn tail cut: %s; leased at a crash: %d (requeued), crash-looping: %d (dead-lettered)\n",
-		count(rc.Records), bytesize(rc.Bytes), dur(rc.Duration), bytesize(rc.TornBytes), rc.Crashed, rc.Poisoned)
+	if rc := r.Recovery; rc != nil {
+		fmt.Fprintf(tw, "  replayed on open\t%s records (%s) in %s; torn tail cut: %s; leased at a crash: %d (requeued), crash-looping: %d (dead-lettered)\n",
+			count(rc.Records), bytesize(rc.Bytes), dur(seconds(rc.DurationSeconds)), bytesize(rc.TornBytes), rc.Crashed, rc.Poisoned)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -232,11 +187,19 @@ func (r inspectReport) print(w io.Writer) error {
 	fmt.Fprintln(w, "\nNEXT IN LINE")
 	tw = newTable(w)
 	fmt.Fprintln(tw, "ID\tPRIORITY\tKEY\tATTEMPTS\tPAYLOAD")
-	for _, m := range r.Next {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\n", m.ID, m.Priority, orDash(m.Key), m.Attempts, firstLine(m.Payload, 40))
+	for _, in := range r.Next {
+		m := in.Message
+		payload := m.Payload
+		if m.PayloadEncoding != admin.PayloadText {
+			payload = "(binary, base64: " + payload + ")"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\n", in.ID, m.Priority, orDash(m.Key), in.Attempts, firstLine(payload, 40))
 	}
 	return tw.Flush()
 }
+
+// seconds turns a view's _seconds field back into a duration.
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // durOrZero formats d, "" for zero.
 func durOrZero(d time.Duration) string {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/classify"
 )
 
 func TestInspect(t *testing.T) {
@@ -21,17 +22,26 @@ func TestInspect(t *testing.T) {
 	assert.Equal(t, 0, rep.Leased)
 	assert.Equal(t, 0, rep.Held)
 	assert.Equal(t, 3, rep.Dead)
-	assert.Equal(t, map[string]int{"critical": 1, "high": 0, "normal": 2, "low": 0, "background": 0}, rep.PendingByPriority)
-	assert.Equal(t, 2, rep.DeadByCategory["permanent"])
-	assert.Equal(t, 1, rep.DeadByCategory["poison"])
-	assert.Equal(t, 0, rep.DeadByCategory["transient"])
-	assert.GreaterOrEqual(t, rep.WAL.Segments, 1)
-	assert.Positive(t, rep.WAL.Records)
-	assert.Positive(t, rep.WAL.DiskBytes)
+	assert.Equal(t, map[string]int{"critical": 1, "high": 0, "normal": 2, "low": 0, "background": 0}, rep.ByPriority["pending"])
+	assert.Equal(t, 2, rep.DeadByCategory[classify.Permanent])
+	assert.Equal(t, 1, rep.DeadByCategory[classify.Poison])
+	assert.Equal(t, 0, rep.DeadByCategory[classify.Transient])
+	assert.GreaterOrEqual(t, rep.LogFiles.Segments, 1)
+	assert.Positive(t, rep.LogFiles.Records)
+	assert.Positive(t, rep.LogFiles.DiskBytes)
+	require.NotNil(t, rep.Recovery)
 	assert.Positive(t, rep.Recovery.Records)
+	assert.True(t, rep.Durable)
 	require.Len(t, rep.Next, 3)
-	assert.Equal(t, "critical", rep.Next[0].Priority, "the critical message is next in line")
-	assert.Equal(t, "urgent-1", rep.Next[0].Payload)
+	assert.Equal(t, "critical", rep.Next[0].Message.Priority, "the critical message is next in line")
+	assert.Equal(t, "urgent-1", rep.Next[0].Message.Payload)
+	assert.Equal(t, "text", rep.Next[0].Message.PayloadEncoding)
+
+	// The admin API's vocabulary: durations in _seconds, no _ns.
+	raw := ok(t, "inspect", "--json", f.dir)
+	assert.Contains(t, raw, `"oldest_pending_seconds"`)
+	assert.Contains(t, raw, `"duration_seconds"`)
+	assert.NotContains(t, raw, `_ns"`)
 
 	text := ok(t, "inspect", f.dir)
 	for _, want := range []string{

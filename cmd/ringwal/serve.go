@@ -14,10 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/prom"
 )
-
-// adminPrefix is where the admin API is mounted.
-const adminPrefix = "/admin"
 
 // newServeCmd builds `ringwal serve DIR`.
 func newServeCmd() *cobra.Command {
@@ -29,10 +28,11 @@ func newServeCmd() *cobra.Command {
 		Long: `Serve opens the engine over DIR (creating the directory if needed) and serves
 over HTTP:
 
-  /metrics   the engine's Prometheus metrics (ringwal_*), plus the Go runtime
-             and process collectors, from a registry of its own
-  /admin/    the JSON admin API (ringwal.AdminHandler), mounted with its
-             prefix stripped: the handler's route /x is served at /admin/x
+  /metrics   the engine's Prometheus metrics (ringwal_*, prom.NewCollector),
+             plus the Go runtime and process collectors, from a registry of
+             its own
+  /api/      the JSON admin API (admin.NewHandler): /api/stats,
+             /api/dead-letters, ... (see the admin package's doc)
 
 It holds the directory's lock while it runs, so the offline commands
 (inspect, dlq) refuse it then: use the admin API instead. The engine
@@ -63,7 +63,7 @@ func serve(ctx context.Context, cmd *cobra.Command, dir, addr string, grace time
 	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return fmt.Errorf("registering the process collector: %w", err)
 	}
-	e, err := ringwal.Open(dir, ringwal.Options{Registerer: reg})
+	e, err := ringwal.Open(dir, ringwal.Options{})
 	if errors.Is(err, ringwal.ErrLocked) {
 		return fmt.Errorf("%s is in use by another engine: %w", dir, err)
 	}
@@ -71,6 +71,9 @@ func serve(ctx context.Context, cmd *cobra.Command, dir, addr string, grace time
 		return fmt.Errorf("opening %s: %w", dir, err)
 	}
 	defer closeEngine(e, &err)
+	if err := reg.Register(prom.NewCollector(e)); err != nil {
+		return fmt.Errorf("registering the engine's collector: %w", err)
+	}
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -78,16 +81,16 @@ func serve(ctx context.Context, cmd *cobra.Command, dir, addr string, grace time
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.Handle(adminPrefix+"/", http.StripPrefix(adminPrefix, ringwal.AdminHandler(e)))
+	mux.Handle("/api/", admin.NewHandler(e, admin.Options{}))
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintf(w, "ringwal serving %s\n\n/metrics  Prometheus metrics\n%s/   JSON admin API\n", dir, adminPrefix)
+		fmt.Fprintf(w, "ringwal serving %s\n\n/metrics  Prometheus metrics\n/api/     JSON admin API\n", dir)
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "listening on http://%s\n", ln.Addr())
-	fmt.Fprintf(out, "serving %s: metrics at /metrics, admin API at %s/ (stop with Ctrl-C)\n", dir, adminPrefix)
+	fmt.Fprintf(out, "serving %s: metrics at /metrics, admin API at /api/ (stop with Ctrl-C)\n", dir)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -132,9 +132,9 @@ func TestServe(t *testing.T) {
 	assert.Equal(t, 1.0, value(t, mfs, "ringwal_messages", "state", "delayed"))
 	assert.Contains(t, mfs, "go_goroutines", "the Go collector is registered too")
 
-	// Redrive through the admin API, mounted under /admin/.
+	// Redrive through the admin API, under /api/.
 	id := f.permanent[0]
-	resp, err := http.Post(fmt.Sprintf("%s/admin/dead-letters/%d/redrive", base, id), "application/json", nil)
+	resp, err := http.Post(fmt.Sprintf("%s/api/dead-letters/%d/redrive", base, id), "application/json", nil)
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -147,7 +147,7 @@ func TestServe(t *testing.T) {
 	assert.Equal(t, uint64(id), action.ID)
 	assert.Equal(t, "redriven", action.Status)
 
-	resp, err = http.Get(base + "/admin/dead-letters?category=permanent")
+	resp, err = http.Get(base + "/api/dead-letters?category=permanent")
 	require.NoError(t, err)
 	var page struct {
 		Entries []struct {

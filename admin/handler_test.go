@@ -1,6 +1,6 @@
-package ringwal_test
+package admin_test
 
-// Tests of AdminHandler (admin.go) through httptest servers: every
+// Tests of the admin API (NewHandler) through httptest servers: every
 // endpoint, under a prefix (http.StripPrefix) and at the root, with bad
 // input, oversized bodies, unknown IDs and a closed engine.
 
@@ -22,26 +22,52 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/admin"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/clock"
 )
 
-// adminClient talks to an AdminHandler mounted under prefix.
+func openEngine(t testing.TB, dir string, o ringwal.Options) *ringwal.Engine {
+	t.Helper()
+	e, err := ringwal.Open(dir, o)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+func dequeueOne(t testing.TB, e *ringwal.Engine) ringwal.Delivery {
+	t.Helper()
+	var d ringwal.Delivery
+	require.Eventually(t, func() bool {
+		var ok bool
+		d, ok = e.TryDequeue()
+		return ok
+	}, 5*time.Second, time.Millisecond, "nothing became ready")
+	return d
+}
+
+// adminClient talks to the admin API at prefix (paths are relative to
+// the API's /api/).
 type adminClient struct {
 	t      *testing.T
 	srv    *httptest.Server
 	prefix string
+	header http.Header // sent with every request
 }
 
 // newAdmin serves e's admin API under /admin (through http.StripPrefix,
-// as the doc comment shows) and closes the server when the test ends.
+// as the package doc shows) and closes the server when the test ends.
 func newAdmin(t *testing.T, e *ringwal.Engine) adminClient {
+	return newAdminWith(t, e, admin.Options{})
+}
+
+func newAdminWith(t *testing.T, e *ringwal.Engine, o admin.Options) adminClient {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle("/admin/", http.StripPrefix("/admin", ringwal.AdminHandler(e)))
+	mux.Handle("/admin/", http.StripPrefix("/admin", admin.NewHandler(e, o)))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return adminClient{t: t, srv: srv, prefix: "/admin"}
+	return adminClient{t: t, srv: srv, prefix: "/admin/api"}
 }
 
 // adminEngine opens a memory engine on a fake clock with its admin API.
@@ -49,7 +75,7 @@ func adminEngine(t *testing.T, o ringwal.Options) (*ringwal.Engine, *clock.Fake,
 	t.Helper()
 	fake := clock.NewFake(time.Time{})
 	o.Clock = fake
-	e := metricsEngine(t, "", o)
+	e := openEngine(t, "", o)
 	return e, fake, newAdmin(t, e)
 }
 
@@ -80,6 +106,9 @@ func (c adminClient) do(method, path string, body any) adminReply {
 	require.NoError(c.t, err)
 	if r != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, vs := range c.header {
+		req.Header[k] = vs
 	}
 	resp, err := c.srv.Client().Do(req)
 	require.NoError(c.t, err)
@@ -147,7 +176,10 @@ func makeDeadLetters(t *testing.T, e *ringwal.Engine, fake *clock.Fake, keys []s
 	return ids
 }
 
-var errPoison = classify.Mark(errors.New("handler panicked"), classify.Poison)
+var (
+	errPoison    = classify.Mark(errors.New("handler panicked"), classify.Poison)
+	errPermanent = classify.Mark(errors.New("bad request"), classify.Permanent)
+)
 
 // fiveDeadLetters: three Permanent under key "a", then two Poison under "b".
 func fiveDeadLetters(t *testing.T, e *ringwal.Engine, fake *clock.Fake) []ringwal.ID {
@@ -191,7 +223,7 @@ func TestAdminStats(t *testing.T) {
 	assert.Equal(t, "no-store", r.header.Get("Cache-Control"))
 
 	// A disk engine adds its log and its recovery.
-	d := metricsEngine(t, t.TempDir(), ringwal.Options{})
+	d := openEngine(t, t.TempDir(), ringwal.Options{})
 	_, err = d.Enqueue(context.Background(), ringwal.Message{})
 	require.NoError(t, err)
 	dc := newAdmin(t, d)
@@ -224,7 +256,8 @@ func TestAdminGetMessage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, fake.Now().Add(2*time.Second), next)
 	m := b["message"].(map[string]any)
-	assert.Equal(t, base64.StdEncoding.EncodeToString([]byte("hello")), m["payload"], "payload is base64")
+	assert.Equal(t, "hello", m["payload"], "a UTF-8 payload is text")
+	assert.Equal(t, "text", m["payload_encoding"])
 	assert.Equal(t, "high", m["priority"])
 	assert.Equal(t, "api", m["key"])
 	assert.Equal(t, "dd", m["dedup_id"])
@@ -235,6 +268,13 @@ func TestAdminGetMessage(t *testing.T) {
 	assert.Equal(t, map[string]any{"h": "v"}, m["headers"])
 	assert.NotContains(t, b, "last_error")
 	assert.NotContains(t, b, "dead_letter")
+
+	// A payload that is not UTF-8 is base64, and says so.
+	bin, err := e.Enqueue(context.Background(), ringwal.Message{Payload: []byte{0xff, 0x00, 'x'}, Delay: time.Hour})
+	require.NoError(t, err)
+	m = c.do("GET", fmt.Sprintf("/messages/%d", bin), nil).expect(t, http.StatusOK, "binary").body["message"].(map[string]any)
+	assert.Equal(t, base64.StdEncoding.EncodeToString([]byte{0xff, 0x00, 'x'}), m["payload"])
+	assert.Equal(t, "base64", m["payload_encoding"])
 
 	// A dead message carries its dead letter.
 	dead := makeDeadLetters(t, e, fake, []string{""}, []error{errPoison})[0]
@@ -267,7 +307,9 @@ func TestAdminListDeadLetters(t *testing.T) {
 	first := all[0]
 	assert.Equal(t, "permanent", first["category"])
 	assert.Equal(t, "a", first["key"])
-	assert.Equal(t, base64.StdEncoding.EncodeToString([]byte("m0")), first["message"].(map[string]any)["payload"])
+	assert.Equal(t, "m0", first["message"].(map[string]any)["payload"])
+	assert.Equal(t, "permanent", first["category"])
+	assert.Equal(t, "bad request", first["last_error"])
 	assert.Equal(t, start.Format(time.RFC3339), first["dead_at"])
 	assert.Equal(t, 1.0, first["attempts"])
 
@@ -362,7 +404,7 @@ func TestAdminReview(t *testing.T) {
 		r := c.do("POST", path, body).expect(t, http.StatusBadRequest, name)
 		assert.Contains(t, r.errorText(), "malformed JSON body", name)
 	}
-	big := `{"note": "` + strings.Repeat("x", ringwal.AdminMaxBody) + `"}`
+	big := `{"note": "` + strings.Repeat("x", admin.MaxBody) + `"}`
 	r := c.do("POST", path, big).expect(t, http.StatusRequestEntityTooLarge, "oversized")
 	assert.Contains(t, r.errorText(), "larger than")
 
@@ -433,7 +475,7 @@ func TestAdminPurge(t *testing.T) {
 	} {
 		c.do("POST", "/dead-letters/purge", body).expect(t, http.StatusBadRequest, name)
 	}
-	big := `{"key": "` + strings.Repeat("k", 2*ringwal.AdminMaxBody) + `"}`
+	big := `{"key": "` + strings.Repeat("k", 2*admin.MaxBody) + `"}`
 	c.do("POST", "/dead-letters/purge", big).expect(t, http.StatusRequestEntityTooLarge, "oversized")
 	require.Equal(t, 5, e.Stats().Dead, "nothing purged by bad requests")
 
@@ -488,9 +530,10 @@ func TestAdminRouting(t *testing.T) {
 	assert.Equal(t, "POST", r.header.Get("Allow"))
 	c.do("POST", "/stats", `{}`).expect(t, http.StatusMethodNotAllowed, "POST /stats")
 
-	srv := httptest.NewServer(ringwal.AdminHandler(e))
+	srv := httptest.NewServer(admin.NewHandler(e, admin.Options{}))
 	t.Cleanup(srv.Close)
 	root := adminClient{t: t, srv: srv}
-	root.do("GET", "/stats", nil).expect(t, http.StatusOK, "at the root")
-	root.do("GET", "/admin/stats", nil).expect(t, http.StatusNotFound, "no prefix at the root")
+	root.do("GET", "/api/stats", nil).expect(t, http.StatusOK, "at the root")
+	root.do("GET", "/stats", nil).expect(t, http.StatusNotFound, "the API is under /api/")
+	root.do("GET", "/", nil).expect(t, http.StatusNotFound, "the root is left for a console")
 }

@@ -1,0 +1,234 @@
+package prom
+
+import (
+	"math"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/breaker"
+	"github.com/ringwal/ringwal/classify"
+)
+
+// MaxBreakerKeys caps the keys exported one by one in
+// ringwal_breaker_state; the rest are summed under key="_other".
+const MaxBreakerKeys = 50
+
+// OtherBreakerKey labels the sum of the breakers not exported one by one.
+const OtherBreakerKey = "_other"
+
+// NewCollector returns a Prometheus collector of e's statistics (see the
+// package doc for the metrics). The caller registers it, and unregisters
+// it if the registry outlives the engine. Each scrape calls e.Stats once.
+func NewCollector(e *ringwal.Engine) prometheus.Collector {
+	return &collector{e: e}
+}
+
+type collector struct{ e *ringwal.Engine }
+
+// descs are the collector's descriptors, shared by every collector.
+type descSet struct {
+	enqueued, dequeued, acked, nacked, retried, expired, deadLettered *prometheus.Desc
+	leaseExpiries, duplicates, backpressure, breakerTrips             *prometheus.Desc
+	redriven, requeued, walBytes, walFailed                           *prometheus.Desc
+
+	messages, deadLetters, tierUtilization, breakerState, breakers *prometheus.Desc
+	oldestPending, recoveryDuration, recoveryRecords, recoveryTorn *prometheus.Desc
+
+	wait, handling, walBatchRecords, walWrite, walFsync *prometheus.Desc
+
+	all []*prometheus.Desc
+}
+
+var descs = newDescs()
+
+func newDescs() *descSet {
+	d := &descSet{}
+	nd := func(name, help string, labels ...string) *prometheus.Desc {
+		desc := prometheus.NewDesc("ringwal_"+name, help, labels, nil)
+		d.all = append(d.all, desc)
+		return desc
+	}
+	d.enqueued = nd("enqueued_total", "Messages enqueued since the engine opened (duplicates not included).")
+	d.dequeued = nd("dequeued_total", "Deliveries handed out (leases granted).")
+	d.acked = nd("acked_total", "Deliveries acknowledged.")
+	d.nacked = nd("nacked_total", "Deliveries negatively acknowledged by consumers (lease expiries not included).")
+	d.retried = nd("retried_total", "Failed deliveries scheduled for another attempt.")
+	d.expired = nd("expired_total", "Messages dead-lettered because their TTL passed.")
+	d.deadLettered = nd("dead_lettered_total", "Messages moved to a dead-letter queue, by failure category.", "category")
+	d.leaseExpiries = nd("lease_expiries_total", "Leases that expired before an ack or nack.")
+	d.duplicates = nd("duplicates_refused_total", "Enqueues refused as repeats of a DedupID within the dedup window.")
+	d.backpressure = nd("backpressure_waits_total", "Enqueues that found their tier or the engine full (waited, or got ErrFull).")
+	d.breakerTrips = nd("breaker_trips_total", "Circuit breaker trips to open, all keys.")
+	d.redriven = nd("redriven_total", "Dead letters redriven to pending.")
+	d.requeued = nd("requeued_total", "Messages requeued by an operator.")
+	d.walBytes = nd("wal_written_bytes_total", "Framed bytes handed to write(2) by the write-ahead log.")
+	d.walFailed = nd("wal_failed_batches_total", "Write-ahead-log batches whose write or fsync failed.")
+
+	d.messages = nd("messages", "Live messages by state (pending, delayed, leased, held) and priority; dead letters are in ringwal_dead_letters.", "state", "priority")
+	d.deadLetters = nd("dead_letters", "Dead letters held, by category.", "category")
+	d.tierUtilization = nd("tier_utilization_ratio", "Fill ratio (0-1) of each priority ring.", "priority")
+	d.breakerState = nd("breaker_state", "Circuit breaker state per key: 0 closed, 1 half-open, 2 open. At most 50 keys are exported (those not closed first); key=\"_other\" is the sum over the rest.", "key")
+	d.breakers = nd("breakers", "Circuit breakers by state.", "state")
+	d.oldestPending = nd("oldest_pending_age_seconds", "Age of the longest-waiting pending message (0 when none is pending).")
+	d.recoveryDuration = nd("recovery_duration_seconds", "How long Open took to load the snapshot, replay the log and rebuild the engine.")
+	d.recoveryRecords = nd("recovery_records", "Log records Open replayed.")
+	d.recoveryTorn = nd("recovery_torn_bytes", "Bytes of torn log tail Open cut off.")
+
+	// The engine measures one message in 64 (Stats.Wait, Stats.Handling).
+	const sample = "; one message in 64 is measured."
+	d.wait = nd("wait_seconds", "Time from enqueue (or from becoming due, for delayed and retried messages) to dequeue"+sample)
+	d.handling = nd("handling_seconds", "Time from dequeue to ack or nack"+sample)
+	d.walBatchRecords = nd("wal_batch_records", "Records per write-ahead-log batch (group commit).")
+	d.walWrite = nd("wal_write_seconds", "Time in write(2) per write-ahead-log batch.")
+	d.walFsync = nd("wal_fsync_seconds", "Time in fsync per write-ahead-log sync.")
+	return d
+}
+
+// Describe implements prometheus.Collector.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range descs.all {
+		ch <- d
+	}
+}
+
+// tierPriorities: Stats.TierUtilization's order (Critical first).
+var tierPriorities = [...]ringwal.Priority{ringwal.Critical, ringwal.High, ringwal.Normal, ringwal.Low, ringwal.Background}
+
+// Collect implements prometheus.Collector: one Stats call per scrape.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	d := descs
+	s := c.e.Stats()
+	counter := func(desc *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(desc *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
+	}
+	counter(d.enqueued, s.Enqueued)
+	counter(d.dequeued, s.Dequeued)
+	counter(d.acked, s.Acked)
+	counter(d.nacked, s.Nacked)
+	counter(d.retried, s.Retried)
+	counter(d.expired, s.Expired)
+	counter(d.leaseExpiries, s.LeaseExpiries)
+	counter(d.duplicates, s.Duplicates)
+	counter(d.backpressure, s.BackpressureWaits)
+	counter(d.breakerTrips, s.BreakerTrips)
+	counter(d.redriven, s.Redriven)
+	counter(d.requeued, s.Requeued)
+	for _, cat := range classify.Categories() {
+		counter(d.deadLettered, s.DeadLetteredByCategory[cat], cat.String())
+		gauge(d.deadLetters, float64(s.DeadByCategory[cat]), cat.String())
+	}
+	states := [...]struct {
+		name string
+		byP  map[ringwal.Priority]int
+	}{{"pending", s.PendingByPriority}, {"delayed", s.DelayedByPriority},
+		{"leased", s.LeasedByPriority}, {"held", s.HeldByPriority}}
+	for t, p := range tierPriorities {
+		for _, st := range states {
+			gauge(d.messages, float64(st.byP[p]), st.name, p.String())
+		}
+		if t < len(s.TierUtilization) {
+			gauge(d.tierUtilization, s.TierUtilization[t], p.String())
+		}
+	}
+	gauge(d.oldestPending, s.OldestPending.Seconds())
+	collectBreakers(ch, s.Breakers)
+	ch <- latencyHistogram(d.wait, s.Wait)
+	ch <- latencyHistogram(d.handling, s.Handling)
+
+	if !s.Durable {
+		return // memory only: no log, no recovery
+	}
+	counter(d.walBytes, s.WAL.Bytes)
+	counter(d.walFailed, s.WAL.FailedBatches)
+	ch <- batchHistogram(s.WAL)
+	ch <- latencyHistogram(d.walWrite, s.WAL.Write)
+	ch <- latencyHistogram(d.walFsync, s.WAL.Fsync)
+	gauge(d.recoveryDuration, s.Recovery.Duration.Seconds())
+	gauge(d.recoveryRecords, float64(s.Recovery.Records))
+	gauge(d.recoveryTorn, float64(s.Recovery.TornBytes))
+}
+
+// batchHistogram exports the batch sizes; the last bucket, which also
+// holds the larger batches, is left to +Inf.
+func batchHistogram(w ringwal.WALStats) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(w.BatchRecords))
+	var count uint64
+	for i, b := range w.BatchRecords {
+		count = b.Count
+		if i < len(w.BatchRecords)-1 {
+			buckets[float64(b.UpperBound)] = b.Count
+		}
+	}
+	// The count is the buckets' total, so that it is never below the last
+	// finite bucket.
+	return prometheus.MustNewConstHistogram(descs.walBatchRecords, count, float64(w.Records), buckets)
+}
+
+// latencyHistogram exports l; its last bucket, which also holds
+// everything above, is left to +Inf.
+func latencyHistogram(d *prometheus.Desc, l ringwal.Latency) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(l.Buckets))
+	count := l.Count
+	for i, b := range l.Buckets {
+		if i < len(l.Buckets)-1 && b.UpperBound < math.MaxInt64 {
+			buckets[b.UpperBound.Seconds()] = b.Count
+		} else {
+			count = b.Count
+		}
+	}
+	return prometheus.MustNewConstHistogram(d, count, l.Sum.Seconds(), buckets)
+}
+
+// collectBreakers exports the breaker states, capped at MaxBreakerKeys
+// keys; keys is Stats.Breakers (sorted by key) and is reordered.
+func collectBreakers(ch chan<- prometheus.Metric, keys []breaker.KeyState) {
+	// Not-closed keys first, so that trouble is never hidden behind the
+	// cap; by name within each group (the sort is stable).
+	slices.SortStableFunc(keys, func(a, b breaker.KeyState) int {
+		return boolRank(a.State == breaker.Closed) - boolRank(b.State == breaker.Closed)
+	})
+	var byState [3]int
+	exported, other, folded := 0, 0.0, false
+	for _, k := range keys {
+		if int(k.State) < len(byState) {
+			byState[k.State]++
+		}
+		v := breakerValue(k.State)
+		if exported < MaxBreakerKeys && k.Key != OtherBreakerKey && utf8.ValidString(k.Key) {
+			ch <- prometheus.MustNewConstMetric(descs.breakerState, prometheus.GaugeValue, v, k.Key)
+			exported++
+			continue
+		}
+		other += v
+		folded = true
+	}
+	if folded {
+		ch <- prometheus.MustNewConstMetric(descs.breakerState, prometheus.GaugeValue, other, OtherBreakerKey)
+	}
+	for st, n := range byState {
+		ch <- prometheus.MustNewConstMetric(descs.breakers, prometheus.GaugeValue, float64(n), breaker.State(st).String())
+	}
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func breakerValue(s breaker.State) float64 {
+	switch s {
+	case breaker.HalfOpen:
+		return 1
+	case breaker.Open:
+		return 2
+	}
+	return 0
+}

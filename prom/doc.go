@@ -1,0 +1,82 @@
+// Package prom exports a ringwal engine's statistics as Prometheus
+// metrics.
+//
+// It owns the Prometheus collector (NewCollector): the metric names, their
+// labels and help texts, and the cap on per-key series. It owns nothing
+// else: the figures come from the engine's public Stats, which the engine
+// keeps with atomics and lock-free histograms of its own, so nothing from
+// client_golang runs on the engine's hot path, and the root package
+// imports neither client_golang nor net/http. It does not register the
+// collector, serve /metrics or add runtime collectors: the caller does
+// (cmd/ringwal serve shows how).
+//
+//	reg := prometheus.NewRegistry()
+//	reg.MustRegister(prom.NewCollector(e))
+//	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+//
+// Collect calls Stats once per scrape (which scans the engine's records).
+// Two engines on one registry need their own labels: register each through
+// prometheus.WrapRegistererWith(prometheus.Labels{"engine": name}, reg).
+// Unregister the collector when the engine closes if the registry
+// outlives it (a closed engine's Stats still answer, frozen).
+//
+// Every metric is prefixed ringwal_; no label is unbounded (breaker keys
+// are capped, see below). Durations are in seconds.
+//
+// Counters (since Open):
+//
+//	ringwal_enqueued_total                      messages enqueued (duplicates not included)
+//	ringwal_dequeued_total                      deliveries handed out (leases granted)
+//	ringwal_acked_total                         deliveries acknowledged
+//	ringwal_nacked_total                        deliveries nacked by consumers (not lease expiries)
+//	ringwal_retried_total                       failed deliveries scheduled for another attempt
+//	ringwal_expired_total                       messages dead-lettered because their TTL passed
+//	ringwal_dead_lettered_total{category}       messages moved to a dead-letter queue
+//	ringwal_lease_expiries_total                leases that ended without an ack or nack
+//	ringwal_duplicates_refused_total            enqueues refused as repeats of a DedupID
+//	ringwal_backpressure_waits_total            enqueues that found no room (waited or got ErrFull)
+//	ringwal_breaker_trips_total                 circuit breaker trips to open, all keys
+//	ringwal_redriven_total                      dead letters redriven
+//	ringwal_requeued_total                      messages requeued by an operator
+//	ringwal_wal_written_bytes_total             framed bytes handed to write(2) (disk engines only)
+//	ringwal_wal_failed_batches_total            WAL batches whose write or fsync failed (disk engines only)
+//
+// Gauges:
+//
+//	ringwal_messages{state,priority}            live messages; state is pending, delayed, leased or held
+//	ringwal_dead_letters{category}              dead letters held
+//	ringwal_tier_utilization_ratio{priority}    fill ratio of each priority ring
+//	ringwal_breaker_state{key}                  0 closed, 1 half-open, 2 open (see below)
+//	ringwal_breakers{state}                     breakers by state (closed, open, half-open)
+//	ringwal_oldest_pending_age_seconds          age of the longest-waiting pending message
+//	ringwal_recovery_duration_seconds           how long Open took to recover (disk engines only)
+//	ringwal_recovery_records                    log records Open replayed (disk engines only)
+//	ringwal_recovery_torn_bytes                 bytes of torn log tail Open cut (disk engines only)
+//
+// Histograms:
+//
+//	ringwal_wait_seconds                        enqueue (or becoming due) to dequeue, sampled
+//	ringwal_handling_seconds                    dequeue to ack or nack, sampled
+//	ringwal_wal_batch_records                   records per WAL batch (disk engines only)
+//	ringwal_wal_write_seconds                   time in write(2) per WAL batch (disk engines only)
+//	ringwal_wal_fsync_seconds                   time in fsync per WAL sync (disk engines only)
+//
+// "Disk engines only" is Stats.Durable: a memory-only engine has no log
+// and no recovery, and exports none of those series.
+//
+// ringwal_breaker_state exports at most MaxBreakerKeys keys one by one,
+// those not closed first, then by name; the remaining keys (and any key
+// that is not valid UTF-8 or is literally "_other") are summed under
+// key="_other", so sum(ringwal_breaker_state) does not depend on the cap
+// and key="_other" is above 0 exactly when one of them is not closed.
+//
+// The wait and handling histograms measure one message in 64 (chosen by
+// ID, so that the hot path reads the precise clock rarely): their _count
+// is that fraction of the deliveries; their quantiles are unbiased. Their
+// buckets are powers of two from 1µs; the last finite one is 2^26µs
+// (67 s).
+//
+// Enqueued, dequeued and acked are derived from other counters at scrape
+// time; a scrape racing with an enqueue or a settle may see them a little
+// behind (never ahead), and they never go backwards.
+package prom
