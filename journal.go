@@ -369,14 +369,14 @@ func dedupRecord(dedupID string, id uint64, at int64) wal.Record {
 // least as large.
 
 func checkpointRecord(nextID uint64, now int64, s *slab) wal.Record {
-	return wal.Record{Kind: wal.KindCheckpoint, ID: nextID, Time: now, Attempt: int32(bits.Len64(s.mask))}
+	return wal.CheckpointRecord(nextID, now, uint(bits.Len64(s.mask)))
 }
 
 func applyCheckpoint(rs *replayState, r *wal.Record) {
 	if r.ID > rs.maxID+1 {
 		rs.maxID = r.ID - 1
 	}
-	if b := uint(r.Attempt); b > rs.slabBits && b <= maxSlabBits {
+	if b := r.SlabBits(); b > rs.slabBits && b <= maxSlabBits {
 		rs.slabBits = b
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 // An observation above a bucket's upper bound must not be counted in it:
 // a Prometheus bucket le=x holds observations <= x.
-func TestReviewHistogramBucketUpperBound(t *testing.T) {
+func TestHistogramBucketUpperBound(t *testing.T) {
 	for _, ns := range []int64{1001, 1500, 1999, 2001, 3999, 4001, 1_000_001} {
 		var h histogram
 		h.observe(ns)
@@ -36,7 +36,7 @@ func TestReviewHistogramBucketUpperBound(t *testing.T) {
 // Acked counts acks since Open: a message whose TTL passed while the
 // engine was closed, dead-lettered on reopen, must not be subtracted from
 // the acks that follow.
-func TestReviewAckedAfterReopenWithExpiredTTL(t *testing.T) {
+func TestStatsAckedAfterReopenWithExpiredTTL(t *testing.T) {
 	dir := t.TempDir()
 	e, err := Open(dir, Options{})
 	if err != nil {
