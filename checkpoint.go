@@ -67,6 +67,9 @@ func (e *Engine) snapshot(emit func(*wal.Record) error) error {
 			return err
 		}
 	}
+	if err := e.snapshotPauses(now, emit); err != nil {
+		return err
+	}
 	if e.opts.DedupWindow > 0 {
 		return e.dedup.each(now, int64(e.opts.DedupWindow), func(dedupID string, id uint64, at int64) error {
 			rec := dedupRecord(dedupID, id, at)
@@ -139,4 +142,29 @@ func emitFailures(id uint64, fs []dlq.Failure, emit func(*wal.Record) error) err
 		}
 	}
 	return nil
+}
+
+// snapshotPauses emits the pauses in force: every key's, and all
+// delivery's.
+func (e *Engine) snapshotPauses(now int64, emit func(*wal.Record) error) error {
+	if until := e.keys.allUntil.Load(); until != 0 && now < until {
+		rec := pauseRecord("", until, now)
+		if err := emit(&rec); err != nil {
+			return err
+		}
+	}
+	var err error
+	e.keys.m.Range(func(_, v any) bool {
+		ks := v.(*keyState)
+		ks.mu.Lock()
+		until := ks.pausedUntil
+		paused := ks.pausedAt(now)
+		ks.mu.Unlock()
+		if paused {
+			rec := pauseRecord(ks.key, until, now)
+			err = emit(&rec)
+		}
+		return err == nil
+	})
+	return err
 }

@@ -17,18 +17,20 @@ type counters struct {
 	freed pad.Uint64   // on its own line: producers and consumers on other cores
 	added atomic.Int64 // messages placed without a new ID: recovery, redrive
 
-	nacked         atomic.Uint64
-	retried        atomic.Uint64
-	expired        atomic.Uint64
-	leaseExpiries  atomic.Uint64
-	duplicates     atomic.Uint64
-	backpressure   atomic.Uint64
-	redriven       atomic.Uint64
-	requeued       atomic.Uint64
-	requeuedLeased atomic.Uint64
-	deadLettered   [numCategories]atomic.Uint64
-	unused         atomic.Uint64 // IDs taken but never enqueued (duplicates, collisions, failed writes)
-	enqueuedBase   uint64        // nextID at Open: Enqueued = nextID - base - unused
+	nacked          atomic.Uint64
+	retried         atomic.Uint64
+	expired         atomic.Uint64
+	leaseExpiries   atomic.Uint64
+	duplicates      atomic.Uint64
+	backpressure    atomic.Uint64
+	redriven        atomic.Uint64
+	requeued        atomic.Uint64
+	requeuedLeased  atomic.Uint64
+	cancelled       atomic.Uint64 // Cancel calls that removed a message
+	cancelledLeased atomic.Uint64 // of which leased ones
+	deadLettered    [numCategories]atomic.Uint64
+	unused          atomic.Uint64 // IDs taken but never enqueued (duplicates, collisions, failed writes)
+	enqueuedBase    uint64        // nextID at Open: Enqueued = nextID - base - unused
 }
 
 // numCategories is the number of classify categories; a test checks it

@@ -153,6 +153,9 @@ func (e *Engine) take() (slot uint32, r *rec, ok bool, retry int) {
 		return 0, nil, false, takeEmpty
 	}
 	now := e.now()
+	if e.keys.allUntil.Load() != 0 && e.deliveryPaused(now) {
+		return 0, nil, false, takeEmpty
+	}
 	pick, ok := e.sched.Next(nonEmpty, now, e.validEntry)
 	if !ok {
 		return 0, nil, false, takeEmpty
@@ -201,9 +204,14 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 		return false
 	}
 	if key := r.msg.Key; key != "" {
+		ks, ok := e.keyGate(slot, r, now)
+		if !ok {
+			return false // set aside by its key
+		}
 		t, ok := e.breakers.Allow(key)
 		if !ok {
-			e.hold(slot, r)
+			e.unadmit(ks)
+			e.hold(slot, r, now)
 			return false
 		}
 		r.ticket = t

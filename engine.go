@@ -35,6 +35,7 @@ type Engine struct {
 	dead     *dlq.Store[Message]
 	dedup    dedupIndex
 	held     heldSet
+	keys     keys
 	hk       *housekeeper
 	// redriveMu: Redrive holds it shared while a message moves from the
 	// dead-letter store to the slab; Get takes it after missing in both.
@@ -112,7 +113,8 @@ func Open(dir string, o Options) (*Engine, error) {
 	e.breakers = breaker.New(bo)
 	e.dead = dlq.New[Message](dlq.Options{Retention: o.DeadLetterRetention})
 	e.dedup.init()
-	e.held.init()
+	e.held.init(o.MaxMessages / 4)
+	e.keys.policy = o.KeyPolicy
 
 	var rs *replayState
 	if dir != "" {

@@ -68,18 +68,28 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 	if err := e.validate(&m); err != nil {
 		return 0, err
 	}
+	var ks *keyState
+	if m.Key != "" {
+		var err error
+		if ks, err = e.keyForEnqueue(ctx, m.Key, wait); err != nil {
+			return 0, err
+		}
+	}
 	if tier := m.Priority.tier(); !e.hasSpace(tier, 1) {
 		// A repeat needs no room: answer it rather than wait or refuse.
 		if first, dup := e.knownDuplicate(&m); dup {
+			ks.unenter()
 			e.ctr.duplicates.Add(1)
 			return first, ErrDuplicate
 		}
 		if err := e.awaitSpace(ctx, tier, 1, wait); err != nil {
+			ks.unenter()
 			return 0, err
 		}
 	}
-	now, slot, id, err := e.claimWaiting(ctx, &m, wait)
+	now, slot, id, err := e.claimWaiting(ctx, &m, ks, wait)
 	if err != nil {
+		ks.unenter()
 		return 0, err
 	}
 	if first, dup := e.deduplicated(&m, slot, id, now); dup {
@@ -140,7 +150,19 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 	dups := 0
 	var now int64
 	for i := range ms {
-		t, slot, id, err := e.claimWaiting(ctx, &ms[i], true)
+		var ks *keyState
+		var err error
+		if ms[i].Key != "" {
+			ks, err = e.keyForEnqueue(ctx, ms[i].Key, true)
+		}
+		var t int64
+		var slot uint32
+		var id uint64
+		if err == nil {
+			if t, slot, id, err = e.claimWaiting(ctx, &ms[i], ks, true); err != nil {
+				ks.unenter()
+			}
+		}
 		if err != nil {
 			for _, s := range slots {
 				e.unclaim(s)
@@ -182,10 +204,10 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 // claimWaiting claims a slot for m at the engine's current time, which it
 // returns; when wait is set it waits, until ctx ends, while no slot is free
 // (see claim), else it reports ErrFull.
-func (e *Engine) claimWaiting(ctx context.Context, m *Message, wait bool) (now int64, slot uint32, id uint64, err error) {
+func (e *Engine) claimWaiting(ctx context.Context, m *Message, ks *keyState, wait bool) (now int64, slot uint32, id uint64, err error) {
 	for {
 		now = e.now()
-		slot, id, err = e.claim(now, m)
+		slot, id, err = e.claim(now, m, ks)
 		if err == nil || !wait {
 			return now, slot, id, err
 		}
@@ -297,7 +319,7 @@ func (e *Engine) hasSpace(tier, n int) bool {
 
 // claim takes a slot for a new message, fills it and counts it live; the
 // record is left owned (unpublished).
-func (e *Engine) claim(now int64, m *Message) (uint32, uint64, error) {
+func (e *Engine) claim(now int64, m *Message, ks *keyState) (uint32, uint64, error) {
 	skip := uint64(probeLimit)
 	for i := 0; i < claimAttempts; i++ {
 		id := e.nextID.Add(1)
@@ -321,7 +343,7 @@ func (e *Engine) claim(now int64, m *Message) (uint32, uint64, error) {
 				expiresAt = addSat(now, int64(m.TTL))
 			}
 		}
-		e.slab.at(slot).fill(m, now, expiresAt, 0, 0, nil)
+		e.slab.at(slot).fill(m, now, expiresAt, 0, 0, nil, ks)
 		return slot, id, nil
 	}
 	return 0, 0, errNoSlot
@@ -330,7 +352,9 @@ func (e *Engine) claim(now int64, m *Message) (uint32, uint64, error) {
 // unclaim frees a claimed record that was never published.
 func (e *Engine) unclaim(slot uint32) {
 	e.ctr.unused.Add(1)
-	e.slab.at(slot).free()
+	r := e.slab.at(slot)
+	r.ks.unenter()
+	r.free()
 	e.waiting.signalSpace()
 }
 
@@ -344,16 +368,16 @@ func (e *Engine) abortClaim(slot uint32) {
 	e.unclaim(slot)
 }
 
-// publish makes a claimed record visible: delayed or pending.
+// publish makes a claimed record visible: delayed or pending, or waiting
+// behind its ordered key's head.
 func (e *Engine) publish(slot uint32, now int64) {
 	r := e.slab.at(slot)
-	id := r.id.Load()
 	if r.expiresAt != 0 {
-		e.hk.schedule(r.expiresAt, schedTTL(id))
+		e.hk.schedule(r.expiresAt, schedTTL(r.id.Load()))
 	}
+	due := int64(0)
 	if d := r.msg.Delay; d > 0 {
-		e.delay(slot, r, addSat(r.enqueuedAt, int64(d))) // from enqueue, not from publish
-		return
+		due = addSat(r.enqueuedAt, int64(d)) // from enqueue, not from publish
 	}
-	e.makeReady(slot, r, now)
+	e.place(slot, r, due, now)
 }

@@ -19,8 +19,12 @@ import (
 
 // fail handles a failed delivery of a busy, formerly leased record.
 func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, now int64, wait bool) error {
-	if r.msg.Key != "" {
+	if key := r.msg.Key; key != "" {
 		e.settleBreaker(r, cat)
+		e.keyLeaseEnded(r.ks, now)
+		if cat == classify.RateLimited {
+			e.pauseForRetryAfter(key, cause, now)
+		}
 	}
 	if sampled(r.id.Load()) {
 		e.metrics.observeHandling(e.preciseNow() - r.leasedAt.Load())
@@ -76,6 +80,7 @@ func (e *Engine) deadLetter(slot uint32, r *rec, cat classify.Category, text str
 	if cat == classify.Expired {
 		e.ctr.expired.Add(1)
 	}
+	e.keyGone(r.ks, id, now)
 	e.release(r)
 	e.hk.deadLettered(entry)
 	e.opts.Logger.Debug("ringwal: dead-lettered", "id", id, "category", cat.String(), "key", entry.Key, "attempts", entry.Attempts)
@@ -86,12 +91,47 @@ func (e *Engine) deadLetter(slot uint32, r *rec, cat classify.Category, text str
 }
 
 // hold sets a busy record aside while its key's breaker is open.
-func (e *Engine) hold(slot uint32, r *rec) {
+func (e *Engine) hold(slot uint32, r *rec, now int64) {
 	key := r.msg.Key
+	var maxHold time.Duration
+	if r.ks != nil {
+		maxHold = r.ks.policy.MaxHold
+	}
 	rf := r.publish(slot, stHeld)
+	if maxHold > 0 {
+		e.hk.schedule(addSat(now, int64(maxHold)), sched.Entry{ID: uint64(rf.slot), Gen: rf.gen, Kind: timerMaxHold})
+	}
 	keyID, first := e.held.add(key, rf)
 	if first {
 		e.scheduleRecheck(key, keyID)
+	}
+}
+
+// expireHold dead-letters a message held past its key's MaxHold, with the
+// category of the failures that opened the breaker.
+func (e *Engine) expireHold(slot, gen uint32, now int64) {
+	r := e.slab.at(slot)
+	if !r.own(gen, stHeld) {
+		return // released, expired or cancelled meanwhile
+	}
+	cat := classify.Category(r.ks.breakerCat.Load())
+	text := fmt.Sprintf("held longer than MaxHold %v behind the open breaker of key %q", r.ks.policy.MaxHold, r.msg.Key)
+	_ = e.deadLetter(slot, r, cat, text, now, false)
+}
+
+// pauseForRetryAfter pauses a key whose RateLimited failure carries a
+// Retry-After hint, until then: every message of the key waits, spending
+// no attempts; other keys are not touched. The pause is logged, so it
+// holds across a restart.
+func (e *Engine) pauseForRetryAfter(key string, cause error, now int64) {
+	d, ok := classify.RetryAfter(cause)
+	if !ok || d <= 0 {
+		return
+	}
+	until := addSat(e.preciseNow(), int64(d))
+	if e.pauseKey(key, until, now) {
+		rec := pauseRecord(key, until, now)
+		_ = e.appendRecord(&rec, false)
 	}
 }
 
@@ -128,6 +168,9 @@ func (e *Engine) releaseHeld(keyID uint64) {
 func (e *Engine) settleBreaker(r *rec, cat classify.Category) {
 	switch {
 	case classify.CountsAgainstBreaker(cat):
+		if r.ks != nil {
+			r.ks.breakerCat.Store(uint32(cat))
+		}
 		e.breakers.Done(r.ticket, false)
 	case cat == classify.Permanent:
 		e.breakers.Done(r.ticket, true)
@@ -172,7 +215,7 @@ func (e *Engine) expireBusyLease(slot uint32, r *rec, now int64) {
 
 // expireTTL dead-letters a message whose TTL ended while it was not leased.
 func (e *Engine) expireTTL(id uint64, now int64) {
-	slot, prev, found, ok := e.slab.ownID(id, 1<<stPending|1<<stDelayed|1<<stHeld)
+	slot, prev, found, ok := e.slab.ownID(id, 1<<stPending|1<<stDelayed|1<<stHeld|1<<stWaiting)
 	if !found || !ok {
 		return // gone, or leased: a failure later re-checks the TTL
 	}

@@ -1,6 +1,6 @@
 module github.com/ringwal/ringwal
 
-go 1.25
+go 1.26.0
 
 require (
 	github.com/klauspost/compress v1.20.3
@@ -34,5 +34,6 @@ require (
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.35.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -1,12 +1,21 @@
 package ringwal
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // heldSet keeps, per breaker key, the messages set aside while the key's
-// breaker is open, in the order they were held. Keys get small numeric IDs
-// so that a timer entry can name one. Only touched when a breaker is open:
-// the mutex is off the hot path.
+// breaker is open, in the order they were held, and enforces isolation: a
+// key whose held messages reach capAt (a quarter of MaxMessages) is
+// capped, and enqueues for it fail fast until its messages are released.
+// Keys get small numeric IDs so that a timer entry can name one. Only
+// touched when a breaker is open: the mutex is off the hot path, and so is
+// everything but one atomic load (cappedKeys) on the keyed enqueue path.
 type heldSet struct {
+	capAt      int
+	cappedKeys atomic.Int32 // keys at their cap; zero means no look-up needed
+
 	mu     sync.Mutex
 	byKey  map[string]*heldList
 	byID   map[uint64]*heldList
@@ -14,12 +23,14 @@ type heldSet struct {
 }
 
 type heldList struct {
-	key  string
-	id   uint64
-	refs []ref
+	key    string
+	id     uint64
+	refs   []ref
+	capped bool
 }
 
-func (h *heldSet) init() {
+func (h *heldSet) init(capAt int) {
+	h.capAt = max(capAt, 1)
 	h.byKey = make(map[string]*heldList)
 	h.byID = make(map[uint64]*heldList)
 }
@@ -37,6 +48,10 @@ func (h *heldSet) add(key string, rf ref) (id uint64, first bool) {
 		h.byID[l.id] = l
 	}
 	l.refs = append(l.refs, rf)
+	if !l.capped && len(l.refs) >= h.capAt {
+		l.capped = true
+		h.cappedKeys.Add(1)
+	}
 	return l.id, len(l.refs) == 1
 }
 
@@ -50,6 +65,9 @@ func (h *heldSet) take(id uint64) []ref {
 	}
 	delete(h.byID, id)
 	delete(h.byKey, l.key)
+	if l.capped {
+		h.cappedKeys.Add(-1)
+	}
 	return l.refs
 }
 
@@ -61,4 +79,22 @@ func (h *heldSet) idOf(key string) (uint64, bool) {
 		return 0, false
 	}
 	return l.id, true
+}
+
+// capped reports whether key is at its isolation cap, and how many of its
+// messages are held.
+func (h *heldSet) capped(key string) (int, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	l := h.byKey[key]
+	if l == nil {
+		return 0, false
+	}
+	return len(l.refs), l.capped
+}
+
+// count returns the number of refs held for key (stale ones included).
+func (h *heldSet) count(key string) int {
+	n, _ := h.capped(key)
+	return n
 }

@@ -27,6 +27,9 @@ const (
 	timerNotify                     // new dead letters wait for Options.OnDeadLetter
 	timerMaintain                   // the periodic maintenance pass
 	timerLeaseScan                  // the lease scan
+	timerKey                        // a key's pause ended or its tokens are due (ID: the key's id)
+	timerMaxHold                    // a held message reached its key's MaxHold
+	timerResumeAll                  // a Pause of all delivery ended
 )
 
 const (
@@ -116,6 +119,12 @@ func (h *housekeeper) fire(at time.Time, en sched.Entry) {
 		h.schedule(now+int64(maintenanceEvery), en)
 	case timerLeaseScan:
 		h.schedule(e.scanLeases(now), en)
+	case timerKey:
+		e.recheckKey(en.ID, now)
+	case timerMaxHold:
+		e.expireHold(uint32(en.ID), en.Gen, now)
+	case timerResumeAll:
+		e.endPauseAll(now)
 	}
 }
 
@@ -138,7 +147,7 @@ func (h *housekeeper) liveTimer(en sched.Entry) bool {
 	case timerTTL:
 		_, ok := e.slab.find(en.ID)
 		return ok
-	case timerDue, timerLease:
+	case timerDue, timerLease, timerMaxHold:
 		return e.slab.at(uint32(en.ID)).load().gen() == en.Gen
 	}
 	return true // the key rechecks and the housekeeper's own entries

@@ -104,6 +104,13 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 		e.dedup.restore(r.DedupID, r.ID, r.Time)
 	case wal.KindCheckpoint:
 		applyCheckpoint(rs, r)
+	case wal.KindPause:
+		rs.setPause(r.Key, r.Until)
+	case wal.KindResume:
+		rs.setPause(r.Key, 0)
+	case wal.KindCancel:
+		rs.remove(r.ID)
+		delete(rs.late, r.ID)
 	}
 }
 
@@ -379,4 +386,23 @@ func applyCheckpoint(rs *replayState, r *wal.Record) {
 	if b := r.SlabBits(); b > rs.slabBits && b <= maxSlabBits {
 		rs.slabBits = b
 	}
+}
+
+// --- KindPause / KindResume: delivery of a key's messages (Key "" = all
+// delivery) is paused until Until (untilResumed: until resumed), or no
+// longer. Replay keeps the last word per key (replayState.pauses).
+
+func pauseRecord(key string, until, now int64) wal.Record {
+	return wal.Record{Kind: wal.KindPause, Key: key, Time: now, Until: until}
+}
+
+func resumeRecord(key string, now int64) wal.Record {
+	return wal.Record{Kind: wal.KindResume, Key: key, Time: now}
+}
+
+// --- KindCancel: a live message removed for good. Replay forgets it, as
+// for an ack.
+
+func cancelRecord(id uint64, now int64) wal.Record {
+	return wal.Record{Kind: wal.KindCancel, ID: id, Time: now}
 }

@@ -58,7 +58,7 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 	enqueue := func() wal.Record {
 		var r rec
 		r.id.Store(id)
-		r.fill(&m, t0, t0+int64(m.TTL), 0, 0, nil)
+		r.fill(&m, t0, t0+int64(m.TTL), 0, 0, nil, nil)
 		var out wal.Record
 		enqueueRecord(&out, &r, id)
 		return out
@@ -156,6 +156,15 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 			first, dup := e.dedup.lookup("d-1", t0+1, int64(time.Hour))
 			assert.True(t, dup)
 			assert.Equal(t, id, first)
+		}},
+		{wal.KindPause, nil, pauseRecord("k", t0+500, t0), func(t *testing.T, e *Engine, rs *replayState) {
+			assert.Equal(t, map[string]int64{"k": t0 + 500}, rs.pauses)
+		}},
+		{wal.KindResume, []wal.Record{pauseRecord("", untilResumed, t0)}, resumeRecord("", t0+1), func(t *testing.T, e *Engine, rs *replayState) {
+			assert.Equal(t, map[string]int64{"": 0}, rs.pauses, "the pause of all delivery ended")
+		}},
+		{wal.KindCancel, []wal.Record{enqueue()}, cancelRecord(id, t0+9), func(t *testing.T, e *Engine, rs *replayState) {
+			assert.Nil(t, rs.get(id), "cancelled: gone for good")
 		}},
 		{wal.KindCheckpoint, nil, checkpointRecord(1000, t0, newSlab(17)), func(t *testing.T, e *Engine, rs *replayState) {
 			assert.EqualValues(t, 999, rs.maxID, "IDs below the checkpoint's next ID are taken")

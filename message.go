@@ -144,6 +144,10 @@ type Info struct {
 	EnqueuedAt time.Time
 	// NextAt is when a Delayed message becomes due (zero otherwise).
 	NextAt time.Time
+	// Waiting says why a Pending message is kept aside by its key (ordered
+	// behind its key's head, at its key's MaxInFlight, out of tokens,
+	// paused); NotWaiting when it waits in its tier.
+	Waiting WaitReason
 	// LastError is the last failure's cause text, LastCategory its
 	// category; "" and Unknown before any failure.
 	LastError    string

@@ -79,6 +79,7 @@ func (e *Engine) Requeue(id ID) error {
 	}
 	r := e.slab.at(slot)
 	if prev.state() == stLeased {
+		e.keyLeaseEnded(r.ks, e.now())
 		e.ctr.requeuedLeased.Add(1)
 		if r.msg.Key != "" {
 			// The delivery ends without a verdict on the target.
@@ -157,7 +158,8 @@ func (e *Engine) Redrive(id ID) error {
 	if m.TTL > 0 {
 		expiresAt = addSat(now, int64(m.TTL))
 	}
-	r.fill(&m, now, expiresAt, 0, 0, nil)
+	ks := e.keyForPlacement(m.Key)
+	r.fill(&m, now, expiresAt, 0, 0, nil, ks)
 	e.ctr.added.Add(1)
 	if e.log != nil {
 		r.commit()
@@ -169,6 +171,7 @@ func (e *Engine) Redrive(id ID) error {
 		if err := e.log.AppendBatch(recs); err != nil {
 			_ = e.dead.Add(d) // before the record goes: Get finds one or the other
 			r.uncommit()
+			ks.unenter()
 			r.free()
 			e.ctr.added.Add(-1)
 			return fmt.Errorf("ringwal: redrive %d: %w", id, mapWALError(err))
@@ -178,7 +181,7 @@ func (e *Engine) Redrive(id ID) error {
 	if r.expiresAt != 0 {
 		e.hk.schedule(r.expiresAt, schedTTL(uint64(id)))
 	}
-	e.makeReady(slot, r, now)
+	e.place(slot, r, 0, now)
 	return nil
 }
 

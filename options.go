@@ -116,6 +116,12 @@ type Options struct {
 	// (see Close), so Close can take twice this. Default 5s; must not be
 	// negative.
 	CloseGrace time.Duration
+	// KeyPolicy returns the per-key controls of a Key (see KeyPolicy): it is
+	// called when a key is first seen, and again after a reopen. Nil (the
+	// default) gives every key the zero policy; isolation, Retry-After
+	// pauses and PauseKey hold for every key either way. A policy with a
+	// negative limit or a non-finite Rate is treated as the zero policy.
+	KeyPolicy func(key string) KeyPolicy
 	// OnDeadLetter is called for every new dead letter, from an engine
 	// goroutine (never the caller's); it must not block for long. Default
 	// nil: no callback.

@@ -39,22 +39,23 @@ const (
 	stDelayed
 	stLeased
 	stHeld
+	stWaiting // pending, but kept aside by its key (keys.go)
 )
 
 // liveStates is the set (1<<state) of states a published message can be in.
-const liveStates = 1<<stPending | 1<<stDelayed | 1<<stLeased | 1<<stHeld
+const liveStates = 1<<stPending | 1<<stDelayed | 1<<stLeased | 1<<stHeld | 1<<stWaiting
 
 // publicStates maps the internal states of a published message to State.
-var publicStates = [...]State{stPending: Pending, stDelayed: Delayed, stLeased: Leased, stHeld: Held}
+var publicStates = [...]State{stPending: Pending, stDelayed: Delayed, stLeased: Leased, stHeld: Held, stWaiting: Pending}
 
 // publicState is the State of a message whose record is in st; a
-// committing record counts as Pending (its enqueue is being logged), and
-// ok is false for a free or busy slot.
+// committing record counts as Pending (its enqueue is being logged), so
+// does one waiting on its key, and ok is false for a free or busy slot.
 func publicState(st uint32) (s State, ok bool) {
 	switch st {
 	case stCommitting:
 		return Pending, true
-	case stPending, stDelayed, stLeased, stHeld:
+	case stPending, stDelayed, stLeased, stHeld, stWaiting:
 		return publicStates[st], true
 	}
 	return 0, false
@@ -106,6 +107,9 @@ type rec struct {
 	leaseExpiry int64
 	leasedAt    atomic.Int64
 	prevDelay   atomic.Int64 // last backoff, for decorrelated jitter
+
+	ks   *keyState  // the key's state when it has a policy (keys.go); set by fill
+	wait WaitReason // stWaiting: why
 
 	// Written by the goroutine that leased the record, read by whoever
 	// settles that lease (ordered by the word's CAS).
@@ -244,15 +248,18 @@ func (r *rec) free() {
 		r.cancel.Store(nil)
 	}
 	r.ticket = breaker.Ticket{}
+	r.ks, r.wait = nil, NotWaiting
 	// id stays: find may still meet it, and every caller checks the state.
 	r.word.Store(uint64(makeWord(r.load().gen()+1, 0, stFree)))
 }
 
 // fill sets every field of an owned record for a message entering the
 // slab: a new enqueue (enqueuedAt now, no attempts), a redrive, or a
-// message recovered from the log. expiresAt is the TTL's end (0: none).
-func (r *rec) fill(m *Message, enqueuedAt, expiresAt int64, attempts uint32, crashes int32, hist *history) {
+// message recovered from the log. expiresAt is the TTL's end (0: none);
+// ks is the key's state when the key has a policy.
+func (r *rec) fill(m *Message, enqueuedAt, expiresAt int64, attempts uint32, crashes int32, hist *history, ks *keyState) {
 	r.msg = *m
+	r.ks = ks
 	r.enqueuedAt = enqueuedAt
 	r.expiresAt = expiresAt
 	r.deadline = 0
@@ -287,8 +294,11 @@ func (r *rec) info(st uint32) Info {
 		Attempts:   int(r.attempts()),
 		EnqueuedAt: time.Unix(0, r.enqueuedAt),
 	}
-	if st == stDelayed {
+	switch st {
+	case stDelayed:
 		info.NextAt = time.Unix(0, r.nextAt.Load())
+	case stWaiting:
+		info.Waiting = r.wait
 	}
 	info.LastError, info.LastCategory = r.hist.Load().last()
 	return info

@@ -50,6 +50,9 @@ type replayState struct {
 	// visible before it logs it, so a Review, Purge or Redrive of it can
 	// reach the log first.
 	late map[uint64]lateDead
+	// pauses is the last pause or resume logged per key ("" = all
+	// delivery): the pause's end, 0 for a resume.
+	pauses map[string]int64
 	// redriven is the ID of the last Redrive record: the enqueue record
 	// logged with it re-creates the message but is not a first enqueue,
 	// so it leaves the DedupID's window where it was.
@@ -63,6 +66,13 @@ type lateDead struct {
 	reviewed   bool
 	note       string
 	reviewedAt int64
+}
+
+func (rs *replayState) setPause(key string, until int64) {
+	if rs.pauses == nil {
+		rs.pauses = make(map[string]int64)
+	}
+	rs.pauses[key] = until
 }
 
 func (rs *replayState) setLate(id uint64, l lateDead) {

@@ -38,7 +38,7 @@ func (e *Engine) restore(rs *replayState) error {
 			}
 		}
 		r := e.slab.at(slot)
-		r.fill(&m.msg, m.enqueuedAt, m.expiresAt, uint32(m.attempts), m.crashes, m.hist)
+		r.fill(&m.msg, m.enqueuedAt, m.expiresAt, uint32(m.attempts), m.crashes, m.hist, e.keyForPlacement(m.msg.Key))
 		e.ctr.added.Add(1)
 		if m.expiresAt != 0 {
 			e.hk.schedule(m.expiresAt, schedTTL(id))
@@ -57,13 +57,14 @@ func (e *Engine) restore(rs *replayState) error {
 			}
 			r.crashes.Store(crashes)
 			notes = append(notes, requeueRecord(id, now, uint32(m.attempts), crashes))
-			e.makeReady(slot, r, now)
+			e.place(slot, r, 0, now)
 		case stDelayed:
-			e.delay(slot, r, m.nextAt)
+			e.place(slot, r, m.nextAt, now)
 		default:
-			e.makeReady(slot, r, now)
+			e.place(slot, r, 0, now)
 		}
 	}
+	e.restorePauses(rs.pauses, now)
 	if rs.maxID > e.nextID.Load() {
 		e.nextID.Store(rs.maxID)
 	}

@@ -33,6 +33,7 @@ func (e *Engine) Ack(l Lease) error {
 	}
 	now := e.now()
 	id := r.id.Load()
+	ks := r.ks
 	if r.msg.Key != "" {
 		e.breakers.Done(r.ticket, true)
 	}
@@ -42,11 +43,17 @@ func (e *Engine) Ack(l Lease) error {
 	e.release(r)
 	if e.log != nil {
 		rec := ackRecord(id, now)
-		if err := e.log.Append(&rec); err != nil {
-			return fmt.Errorf("ringwal: ack %d: %w", id, mapWALError(err))
+		if lerr := e.log.Append(&rec); lerr != nil {
+			err = fmt.Errorf("ringwal: ack %d: %w", id, mapWALError(lerr))
 		}
 	}
-	return nil
+	if ks != nil {
+		// After the ack is logged: an ordered key's next message must not
+		// go out while this one could still come back.
+		e.keyLeaseEnded(ks, now)
+		e.keyGone(ks, id, now)
+	}
+	return err
 }
 
 // release frees a busy record's slot for reuse.

@@ -12,6 +12,15 @@ import (
 type Stats struct {
 	// Current counts by state.
 	Pending, Delayed, Leased, Held, Dead int
+	// Waiting counts the Pending messages kept aside by their key (see
+	// WaitReason), WaitingByReason splits it.
+	Waiting         int
+	WaitingByReason map[WaitReason]int
+	// Keys describes every key with per-key state worth a look: a policy
+	// and live messages, a pause, messages waiting or held. Sorted by key.
+	Keys []KeyStats
+	// DeliveryPaused is true while a Pause of all delivery is in force.
+	DeliveryPaused bool
 	// PendingByPriority counts pending messages per priority; the other
 	// ByPriority maps do the same for their state. Every priority is present.
 	PendingByPriority map[Priority]int
@@ -29,6 +38,8 @@ type Stats struct {
 	Enqueued, Acked, Nacked, Retried, DeadLettered, Expired uint64
 	Dequeued, LeaseExpiries, Duplicates, BackpressureWaits  uint64
 	Redriven, Requeued, BreakerTrips                        uint64
+	// Cancelled counts messages removed by Cancel (not counted as Acked).
+	Cancelled uint64
 	// DeadLetteredByCategory splits DeadLettered.
 	DeadLetteredByCategory map[classify.Category]uint64
 
@@ -108,6 +119,7 @@ type RecoveryStats struct {
 type stateCounts struct {
 	byState     [Dead]int
 	byTier      [Dead][ring.NumTiers]int
+	waiting     [WaitPaused + 1]int
 	oldestReady int64
 }
 
@@ -126,9 +138,12 @@ func (e *Engine) scan() stateCounts {
 			c.byTier[st][t]++
 		}
 		if st == Pending {
-			if w, ok := r.ownAny(1 << stPending); ok {
+			if w, ok := r.ownAny(1<<stPending | 1<<stWaiting); ok {
 				if at := r.readyAt; at != 0 && (c.oldestReady == 0 || at < c.oldestReady) {
 					c.oldestReady = at
+				}
+				if w.state() == stWaiting && int(r.wait) < len(c.waiting) {
+					c.waiting[r.wait]++
 				}
 				r.putBack(w)
 			}
@@ -186,8 +201,9 @@ func (e *Engine) Stats() Stats {
 			s.DeadLettered += n
 		}
 	}
-	if freed > s.DeadLettered {
-		s.Acked = freed - s.DeadLettered
+	s.Cancelled = e.ctr.cancelled.Load()
+	if freed > s.DeadLettered+s.Cancelled {
+		s.Acked = freed - s.DeadLettered - s.Cancelled
 	}
 	c := e.scan()
 	s.Pending, s.Delayed, s.Leased, s.Held = c.byState[Pending], c.byState[Delayed], c.byState[Leased], c.byState[Held]
@@ -198,7 +214,16 @@ func (e *Engine) Stats() Stats {
 		s.LeasedByPriority[p] = c.byTier[Leased][t]
 		s.HeldByPriority[p] = c.byTier[Held][t]
 	}
-	s.Dequeued = s.Acked + s.Nacked + s.LeaseExpiries + requeuedLeased + uint64(s.Leased)
+	s.WaitingByReason = make(map[WaitReason]int)
+	for why, n := range c.waiting {
+		if n > 0 {
+			s.WaitingByReason[WaitReason(why)] = n
+			s.Waiting += n
+		}
+	}
+	s.Keys = e.keyStats()
+	s.DeliveryPaused = e.deliveryPaused(e.preciseNow())
+	s.Dequeued = s.Acked + s.Nacked + s.LeaseExpiries + requeuedLeased + e.ctr.cancelledLeased.Load() + uint64(s.Leased)
 	s.Enqueued = e.metrics.enqueued.atLeast(s.Enqueued)
 	s.Acked = e.metrics.acked.atLeast(s.Acked)
 	s.Dequeued = e.metrics.dequeued.atLeast(s.Dequeued)

@@ -32,8 +32,11 @@ const (
 	// build and read it with CheckpointRecord and Record.SlabBits rather
 	// than through Attempt.
 	KindCheckpoint
+	KindPause  // delivery of Key's messages paused until Until (0: until resumed); Key "" = all delivery; Time
+	KindResume // Key's pause (Key "" = the pause of all delivery) ended, Time
+	KindCancel // ID cancelled: removed for good (forget it), Time
 
-	kindMax = KindCheckpoint
+	kindMax = KindCancel
 )
 
 var kindNames = [...]string{
@@ -41,6 +44,7 @@ var kindNames = [...]string{
 	KindNack: "nack", KindDeadLetter: "deadletter", KindRedrive: "redrive",
 	KindReview: "review", KindPurge: "purge", KindRequeue: "requeue",
 	KindFailure: "failure", KindDedup: "dedup", KindCheckpoint: "checkpoint",
+	KindPause: "pause", KindResume: "resume", KindCancel: "cancel",
 }
 
 // String returns the kind's lower-case name.

@@ -1,0 +1,284 @@
+package ringwal
+
+import (
+	"fmt"
+	"iter"
+	"slices"
+	"time"
+
+	"github.com/ringwal/ringwal/sched"
+)
+
+// The public per-key and delivery controls: pauses, Cancel, Messages.
+
+// pauseEnd turns a caller's until into a pause's end: zero is "until
+// resumed".
+func pauseEnd(until time.Time) int64 {
+	if until.IsZero() {
+		return untilResumed
+	}
+	return until.UnixNano()
+}
+
+// PauseKey holds back delivery of key's messages until until (zero: until
+// ResumeKey); they wait aside, spending no attempts, and other keys are not
+// touched. A pause never shortens one already in force. It is logged and
+// survives a restart. An empty key or an until in the past is ErrInvalid.
+// Enqueue of the key's messages continues. Safe for concurrent use.
+func (e *Engine) PauseKey(key string, until time.Time) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	if key == "" || len(key) > maxKeyLen {
+		return invalidf("PauseKey: key must be 1 to %d bytes", maxKeyLen)
+	}
+	now := e.preciseNow()
+	end := pauseEnd(until)
+	if end <= now {
+		return invalidf("PauseKey %q until %v: in the past", key, until)
+	}
+	if !e.pauseKey(key, end, now) {
+		return nil // a longer pause is in force
+	}
+	rec := pauseRecord(key, end, now)
+	return e.appendRecord(&rec, true)
+}
+
+// ResumeKey ends key's pause (an operator's or a Retry-After's) and lets
+// its messages go. A key that is not paused is left as it is. It is logged.
+// Safe for concurrent use.
+func (e *Engine) ResumeKey(key string) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	if key == "" {
+		return invalidf("ResumeKey: empty key")
+	}
+	now := e.preciseNow()
+	if !e.resumeKey(key, now) {
+		return nil
+	}
+	rec := resumeRecord(key, now)
+	return e.appendRecord(&rec, true)
+}
+
+// Pause holds back all delivery until until (zero: until Resume): Dequeue
+// waits and TryDequeue returns false, while Enqueue, timers, TTLs and the
+// operator methods go on. A pause never shortens one in force. It is
+// logged and survives a restart; an until in the past is ErrInvalid. Safe
+// for concurrent use.
+func (e *Engine) Pause(until time.Time) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	now := e.preciseNow()
+	end := pauseEnd(until)
+	if end <= now {
+		return invalidf("Pause until %v: in the past", until)
+	}
+	if !e.pauseAll(end, now) {
+		return nil
+	}
+	rec := pauseRecord("", end, now)
+	return e.appendRecord(&rec, true)
+}
+
+// Resume ends a Pause of all delivery. Safe for concurrent use.
+func (e *Engine) Resume() error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	if e.keys.allUntil.Swap(0) == 0 {
+		return nil
+	}
+	e.waiting.signalReady()
+	rec := resumeRecord("", e.preciseNow())
+	return e.appendRecord(&rec, true)
+}
+
+// pauseAll pauses all delivery until until unless a longer pause is in
+// force; it reports whether it changed the pause.
+func (e *Engine) pauseAll(until, now int64) bool {
+	for {
+		old := e.keys.allUntil.Load()
+		if old != 0 && now < old && old >= until {
+			return false
+		}
+		if e.keys.allUntil.CompareAndSwap(old, until) {
+			break
+		}
+	}
+	if until != untilResumed {
+		e.hk.schedule(until, sched.Entry{Kind: timerResumeAll})
+	}
+	return true
+}
+
+// endPauseAll wakes consumers once a timed Pause of all delivery ended.
+func (e *Engine) endPauseAll(now int64) {
+	if until := e.keys.allUntil.Load(); until != 0 && now >= until {
+		e.keys.allUntil.CompareAndSwap(until, 0)
+	}
+	e.waiting.signalReady()
+}
+
+// restorePauses puts back the pauses the log holds.
+func (e *Engine) restorePauses(pauses map[string]int64, now int64) {
+	for key, until := range pauses {
+		switch {
+		case until == 0 || until <= now:
+		case key == "":
+			e.pauseAll(until, now)
+		default:
+			e.pauseKey(key, until, now)
+		}
+	}
+}
+
+// Cancel removes a message for good: a pending, delayed, held or waiting
+// one at once; a leased one has its Run handler's ctx cancelled and its
+// lease ended (a later Ack or Nack gets ErrStaleLease). It is logged and
+// never comes back after a restart. A dead letter is ErrInvalid (use
+// PurgeDeadLetters); an unknown, acked or purged ID ErrNotFound. It
+// returns once its record is as durable as the mode promises. Safe for
+// concurrent use.
+func (e *Engine) Cancel(id ID) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	slot, prev, found, ok := e.slab.ownID(uint64(id), liveStates)
+	if !found || !ok {
+		if _, dead := e.dead.Get(uint64(id)); dead {
+			return fmt.Errorf("%w: message %d is dead-lettered; use PurgeDeadLetters", ErrInvalid, id)
+		}
+		return fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	r := e.slab.at(slot)
+	now := e.now()
+	ks := r.ks
+	if prev.state() == stLeased {
+		if r.msg.Key != "" {
+			e.breakers.Release(r.ticket) // no verdict on the target
+		}
+		if c := r.cancel.Load(); c != nil {
+			(*c)()
+		}
+		e.keyLeaseEnded(ks, now)
+		e.ctr.cancelledLeased.Add(1)
+	}
+	rec := cancelRecord(uint64(id), now)
+	lg, err := e.logRecord(&rec, true)
+	e.ctr.cancelled.Add(1)
+	e.keyGone(ks, uint64(id), now)
+	e.release(r)
+	if err != nil {
+		return err
+	}
+	return lg.wait()
+}
+
+// Filter selects live messages for Messages: by Key ("" = every key) and
+// by State (empty = every live state; Dead is never live).
+type Filter struct {
+	Key    string
+	States []State
+}
+
+func (f *Filter) match(info *Info) bool {
+	if f.Key != "" && info.Message.Key != f.Key {
+		return false
+	}
+	return len(f.States) == 0 || slices.Contains(f.States, info.State)
+}
+
+// Messages yields the live messages that match f, without leasing
+// anything and without collecting them first (it allocates nothing per
+// message beyond the Info it yields). For an ordered key (KeyPolicy.Ordered)
+// it yields them in delivery order: the head, then the key's queue.
+// Otherwise it walks the engine's record slab, which is enqueue order
+// except where IDs wrap around the slab. A message that changes state
+// while the walk runs may be seen in either state, or missed. Safe for
+// concurrent use; the iterator may be used while the engine runs.
+func (e *Engine) Messages(f Filter) iter.Seq[Info] {
+	return func(yield func(Info) bool) {
+		if e.usable() != nil {
+			return
+		}
+		if ks := e.orderedKey(f.Key); ks != nil {
+			e.orderedMessages(ks, &f, yield)
+			return
+		}
+		for slot := 0; slot < e.slab.size(); slot++ {
+			r := e.slab.lookup(uint32(slot))
+			if r == nil { // a chunk never used: skip it whole
+				slot |= slabChunkSlots - 1
+				continue
+			}
+			info, ok := e.describe(r, func(word, uint64) bool { return true })
+			if ok && f.match(&info) && !yield(info) {
+				return
+			}
+		}
+	}
+}
+
+// describe reads a live record's Info if is (given its word and ID) says
+// it is the one the caller means.
+func (e *Engine) describe(r *rec, is func(w word, id uint64) bool) (Info, bool) {
+	if !r.load().allowed(liveStates) {
+		return Info{}, false
+	}
+	prev, ok := r.ownAny(liveStates)
+	if !ok {
+		return Info{}, false
+	}
+	defer r.putBack(prev)
+	if !is(prev, r.id.Load()) {
+		return Info{}, false
+	}
+	return r.info(prev.state()), true
+}
+
+func (e *Engine) orderedKey(key string) *keyState {
+	if key == "" {
+		return nil
+	}
+	if ks := e.keys.lookup(key); ks != nil && ks.policy.Ordered {
+		return ks
+	}
+	return nil
+}
+
+// orderedMessages yields an ordered key's head, then its queue, reading
+// one entry at a time under the key's lock (yield runs without it).
+func (e *Engine) orderedMessages(ks *keyState, f *Filter, yield func(Info) bool) {
+	ks.mu.Lock()
+	head, next := ks.headID, ks.popped
+	ks.mu.Unlock()
+	if head != 0 {
+		if slot, found := e.slab.find(head); found {
+			isHead := func(_ word, id uint64) bool { return id == head }
+			if info, ok := e.describe(e.slab.at(slot), isHead); ok && f.match(&info) && !yield(info) {
+				return
+			}
+		}
+	}
+	for {
+		ks.mu.Lock()
+		if next < ks.popped {
+			next = ks.popped // the front moved on meanwhile
+		}
+		i := next - ks.popped
+		if i >= uint64(len(ks.queue)) {
+			ks.mu.Unlock()
+			return
+		}
+		rf := ks.queue[i].rf
+		ks.mu.Unlock()
+		next++
+		queued := func(w word, _ uint64) bool { return w.names(rf.gen, stWaiting) }
+		if info, ok := e.describe(e.slab.at(rf.slot), queued); ok && f.match(&info) && !yield(info) {
+			return
+		}
+	}
+}
