@@ -92,9 +92,3 @@ func (h *heldSet) capped(key string) (int, bool) {
 	}
 	return len(l.refs), l.capped
 }
-
-// count returns the number of refs held for key (stale ones included).
-func (h *heldSet) count(key string) int {
-	n, _ := h.capped(key)
-	return n
-}
