@@ -232,11 +232,14 @@ func (e *Engine) describe(r *rec, is func(w word, id uint64) bool) (Info, bool) 
 	if !ok {
 		return Info{}, false
 	}
-	defer r.putBack(prev)
 	if !is(prev, r.id.Load()) {
+		r.putBack(prev)
 		return Info{}, false
 	}
-	return r.info(prev.state()), true
+	info := r.info(prev.state())
+	r.putBack(prev)
+	e.notePause(&info)
+	return info, true
 }
 
 func (e *Engine) orderedKey(key string) *keyState {

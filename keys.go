@@ -541,6 +541,30 @@ func (e *Engine) resumeKey(key string, now int64) bool {
 	return true
 }
 
+// notePause sets Info.Waiting for a pending message still in its tier
+// whose key (or all delivery) is paused: a consumer sets it aside only when
+// it meets it, but a reader should see why it will not go out.
+func (e *Engine) notePause(info *Info) {
+	if info.State != Pending || info.Waiting != NotWaiting {
+		return
+	}
+	if e.keys.allUntil.Load() == 0 && (info.Message.Key == "" || e.keys.paused.Load() == 0) {
+		return
+	}
+	now := e.preciseNow()
+	if e.deliveryPaused(now) {
+		info.Waiting = WaitPaused
+		return
+	}
+	if ks := e.keys.lookup(info.Message.Key); ks != nil {
+		ks.mu.Lock()
+		if ks.pausedAt(now) {
+			info.Waiting = WaitPaused
+		}
+		ks.mu.Unlock()
+	}
+}
+
 // deliveryPaused reports whether a Pause of all delivery is in force.
 func (e *Engine) deliveryPaused(now int64) bool {
 	until := e.keys.allUntil.Load()

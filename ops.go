@@ -40,6 +40,7 @@ func (e *Engine) lookup(id ID) (Info, bool) {
 		r := e.slab.at(slot)
 		info := r.info(prev.state())
 		r.putBack(prev) // a read leaves the generation alone
+		e.notePause(&info)
 		return info, true
 	}
 	if d, ok := e.dead.Get(uint64(id)); ok {
