@@ -202,6 +202,7 @@ func TestCoarseClockMonotonicAcrossParkWake(t *testing.T) {
 			}()
 		}
 		close(start) // all readers find the clock parked at once
+		waitFor(t, "a reader to wake the clock", func() bool { return c.wakes.Load() > uint64(cycle) })
 		for i := 0; i < 3*coarseAskEvery; i++ {
 			step(t, c, f) // read throughout: must not park
 		}
