@@ -323,3 +323,41 @@ func TestCoarseClockNowAllocs(t *testing.T) {
 		t.Fatalf("now allocates %v times per call", n)
 	}
 }
+
+// sinkNs keeps the benchmarks' reads from being optimised away.
+var sinkNs int64
+
+// BenchmarkHotPathNow is Engine.now, the hot path's timestamp: one atomic
+// load and a branch. The clock never parks while the benchmark reads it.
+func BenchmarkHotPathNow(b *testing.B) {
+	e, err := Open("", Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	b.ReportAllocs()
+	var s int64
+	for b.Loop() {
+		s += e.now()
+	}
+	sinkNs = s
+}
+
+// BenchmarkHotPathNowParallel is BenchmarkHotPathNow from every core, with
+// the ticker's stores (and the readers' answers to its questions)
+// invalidating the readers' cache line.
+func BenchmarkHotPathNowParallel(b *testing.B) {
+	e, err := Open("", Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var s int64
+		for pb.Next() {
+			s += e.now()
+		}
+		atomic.AddInt64(&sinkNs, s)
+	})
+}
