@@ -47,18 +47,20 @@ const coarseAskEvery = 16
 //   - ns == 0: parked. When the ticker asks again and finds its previous
 //     question unanswered, nobody read for coarseAskEvery ticks: it stores
 //     0, stops its ticker and blocks. The first reader to see 0 reads the
-//     clock itself, stores that time and wakes the ticker; readers that
-//     come after it see that time and the fast path again.
+//     clock itself, stores that time and wakes the ticker (a mutex, a
+//     clock read and a channel send: about a microsecond, once per idle
+//     spell); readers that come after it see that time and the fast path
+//     again.
 //
-// Guarantees: a read returns a time that the clock showed at most a tick
-// (plus the ticker's scheduling lag) before the read, or later, as before
-// parking existed. The values read, by any goroutines, never decrease
-// unless the wall clock itself is stepped back: every store of a time
-// reads the clock after the store before it took effect (the ticker
-// stores only while running, a waking reader only while it is parked, and
-// the two hand over through the park store and the wake channel); wakers
-// take wakeMu so that a reader that saw a park long ago cannot store its
-// stale reading into a later park (an ABA a bare CAS on 0 would allow).
+// Guarantees: a read returns a time the clock showed at most a tick (plus
+// the ticker's scheduling lag) before the read, the same bound as without
+// parking. The values read, by any goroutines, never decrease unless the
+// wall clock itself is stepped back: each time stored was read from the
+// clock after the previous store took effect (the ticker stores only
+// while it runs, a waking reader only while it is parked, and the two
+// hand over through the park store and the wake channel). Wakers take
+// wakeMu so that a reader that saw a park long ago cannot store its stale
+// reading into a later park (an ABA that a bare CAS on 0 would allow).
 //
 // The clock is assumed to read after 1970 (ns > 0); an earlier wall clock
 // reads as 1 ns past the epoch.
