@@ -42,7 +42,7 @@ func TestIdleCPU(t *testing.T) {
 		return
 	}
 	if testing.Short() {
-		t.Skip("measures idle CPU over about 8 s of wall time")
+		t.Skip("measures idle CPU over about 7 s of wall time")
 	}
 	exe, err := os.Executable()
 	if err != nil {
