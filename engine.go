@@ -260,7 +260,7 @@ func (e *Engine) usable() error {
 // real clock, the injected clock (a test's fake) otherwise.
 func (e *Engine) now() int64 {
 	if e.coarse != nil {
-		return e.coarse.ns.Load()
+		return e.coarse.now()
 	}
 	return e.clock.Now().UnixNano()
 }
