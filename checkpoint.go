@@ -27,7 +27,7 @@ func (e *Engine) Checkpoint() error {
 
 // snapshot streams the live state as records whose replay rebuilds it.
 func (e *Engine) snapshot(emit func(*wal.Record) error) error {
-	now := e.now()
+	now := e.preciseNow() // also runs on the timer goroutine (automatic checkpoints)
 	ck := checkpointRecord(e.nextID.Load()+1, now, e.slab)
 	if err := emit(&ck); err != nil {
 		return err

@@ -152,7 +152,7 @@ func (e *Engine) scheduleRecheck(key string, keyID uint64) {
 // order they were held.
 func (e *Engine) releaseHeld(keyID uint64) {
 	refs := e.held.take(keyID)
-	now := e.now()
+	now := e.preciseNow() // the timer goroutine: an idle engine's cache stays parked
 	for _, rf := range refs {
 		r := e.slab.at(rf.slot)
 		if r.own(rf.gen, stHeld) {
@@ -183,7 +183,7 @@ func (e *Engine) settleBreaker(r *rec, cat classify.Category) {
 func (e *Engine) onBreakerChange(key string, from, to breaker.State) {
 	e.opts.Logger.Info("ringwal: breaker state changed", "key", key, "from", from.String(), "to", to.String())
 	if id, ok := e.held.idOf(key); ok && to == breaker.Closed {
-		e.hk.schedule(e.now(), sched.Entry{ID: id, Kind: timerRecheck})
+		e.hk.schedule(e.preciseNow(), sched.Entry{ID: id, Kind: timerRecheck})
 	}
 }
 

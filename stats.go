@@ -228,7 +228,8 @@ func (e *Engine) Stats() Stats {
 	s.Acked = e.metrics.acked.atLeast(s.Acked)
 	s.Dequeued = e.metrics.dequeued.atLeast(s.Dequeued)
 	if c.oldestReady != 0 {
-		if age := time.Duration(e.now() - c.oldestReady); age > 0 {
+		// The clock itself: a scrape must not wake an idle engine's cache.
+		if age := time.Duration(e.preciseNow() - c.oldestReady); age > 0 {
 			s.OldestPending = age
 		}
 	}

@@ -4,7 +4,8 @@
 //
 // With a Fake a test of retry, delay, TTL or lease timing runs without
 // sleeping: advance the clock past the due time and the engine acts as if
-// that time had passed (see the package example). A Clock of your own
+// that time had passed (see the root package's example
+// Example_testRetryTimingWithFakeClock). A Clock of your own
 // (two methods) works the same way.
 //
 // It owns no scheduling policy: callers decide what to do when a timer
