@@ -33,6 +33,9 @@ type descSet struct {
 	enqueued, dequeued, acked, nacked, retried, expired, deadLettered *prometheus.Desc
 	leaseExpiries, duplicates, backpressure, breakerTrips             *prometheus.Desc
 	redriven, requeued, walBytes, walFailed                           *prometheus.Desc
+	cancelled                                                         *prometheus.Desc
+
+	waiting, keys, keyWaiting, deliveryPaused *prometheus.Desc
 
 	messages, deadLetters, tierUtilization, breakerState, breakers *prometheus.Desc
 	oldestPending, recoveryDuration, recoveryRecords, recoveryTorn *prometheus.Desc
@@ -66,6 +69,11 @@ func newDescs() *descSet {
 	d.requeued = nd("requeued_total", "Messages requeued by an operator.")
 	d.walBytes = nd("wal_written_bytes_total", "Framed bytes handed to write(2) by the write-ahead log.")
 	d.walFailed = nd("wal_failed_batches_total", "Write-ahead-log batches whose write or fsync failed.")
+	d.cancelled = nd("cancelled_total", "Messages removed by Cancel.")
+	d.waiting = nd("waiting_messages", "Pending messages kept aside by their key, by reason (ordered, in-flight, rate, paused); they are also counted as pending in ringwal_messages.", "reason")
+	d.keys = nd("keys", "Keys by condition: paused (PauseKey or a Retry-After), throttled (out of tokens with messages waiting), at_cap (at MaxQueued, or at the isolation cap of held messages).", "condition")
+	d.keyWaiting = nd("key_waiting_messages", "Messages kept aside per key. At most 50 keys are exported (the most waiting first); key=\"_other\" is the sum over the rest.", "key")
+	d.deliveryPaused = nd("delivery_paused", "1 while a Pause of all delivery is in force.")
 
 	d.messages = nd("messages", "Live messages by state (pending, delayed, leased, held) and priority; dead letters are in ringwal_dead_letters.", "state", "priority")
 	d.deadLetters = nd("dead_letters", "Dead letters held, by category.", "category")
@@ -119,6 +127,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(d.breakerTrips, s.BreakerTrips)
 	counter(d.redriven, s.Redriven)
 	counter(d.requeued, s.Requeued)
+	counter(d.cancelled, s.Cancelled)
+	for _, why := range waitReasons {
+		gauge(d.waiting, float64(s.WaitingByReason[why]), why.String())
+	}
+	collectKeys(ch, s.Keys)
+	paused := 0.0
+	if s.DeliveryPaused {
+		paused = 1
+	}
+	gauge(d.deliveryPaused, paused)
 	for _, cat := range classify.Categories() {
 		counter(d.deadLettered, s.DeadLetteredByCategory[cat], cat.String())
 		gauge(d.deadLetters, float64(s.DeadByCategory[cat]), cat.String())
@@ -231,4 +249,42 @@ func breakerValue(s breaker.State) float64 {
 		return 2
 	}
 	return 0
+}
+
+// waitReasons are the reasons ringwal_waiting_messages exports.
+var waitReasons = [...]ringwal.WaitReason{ringwal.WaitOrdered, ringwal.WaitInFlight, ringwal.WaitRate, ringwal.WaitPaused}
+
+// collectKeys exports the keys by condition, and the waiting messages of
+// at most MaxBreakerKeys keys (the most waiting first); the rest are
+// summed under key="_other". keys is Stats.Keys and is reordered.
+func collectKeys(ch chan<- prometheus.Metric, keys []ringwal.KeyStats) {
+	var paused, throttled, atCap int
+	for _, k := range keys {
+		paused += boolRank(k.Paused)
+		throttled += boolRank(k.Throttled)
+		atCap += boolRank(k.AtCap)
+	}
+	for _, c := range [...]struct {
+		name string
+		n    int
+	}{{"paused", paused}, {"throttled", throttled}, {"at_cap", atCap}} {
+		ch <- prometheus.MustNewConstMetric(descs.keys, prometheus.GaugeValue, float64(c.n), c.name)
+	}
+	slices.SortStableFunc(keys, func(a, b ringwal.KeyStats) int { return b.Waiting - a.Waiting })
+	exported, other, folded := 0, 0, false
+	for _, k := range keys {
+		if k.Waiting == 0 {
+			break
+		}
+		if exported < MaxBreakerKeys && k.Key != OtherBreakerKey && utf8.ValidString(k.Key) {
+			ch <- prometheus.MustNewConstMetric(descs.keyWaiting, prometheus.GaugeValue, float64(k.Waiting), k.Key)
+			exported++
+			continue
+		}
+		other += k.Waiting
+		folded = true
+	}
+	if folded {
+		ch <- prometheus.MustNewConstMetric(descs.keyWaiting, prometheus.GaugeValue, float64(other), OtherBreakerKey)
+	}
 }

@@ -28,6 +28,7 @@
 //	ringwal_enqueued_total                      messages enqueued (duplicates not included)
 //	ringwal_dequeued_total                      deliveries handed out (leases granted)
 //	ringwal_acked_total                         deliveries acknowledged
+//	ringwal_cancelled_total                     messages removed by Cancel
 //	ringwal_nacked_total                        deliveries nacked by consumers (not lease expiries)
 //	ringwal_retried_total                       failed deliveries scheduled for another attempt
 //	ringwal_expired_total                       messages dead-lettered because their TTL passed
@@ -48,6 +49,10 @@
 //	ringwal_tier_utilization_ratio{priority}    fill ratio of each priority ring
 //	ringwal_breaker_state{key}                  0 closed, 1 half-open, 2 open (see below)
 //	ringwal_breakers{state}                     breakers by state (closed, open, half-open)
+//	ringwal_waiting_messages{reason}            pending messages kept aside by their key (ordered, in-flight, rate, paused)
+//	ringwal_keys{condition}                     keys paused, throttled (out of tokens, messages waiting) or at_cap
+//	ringwal_key_waiting_messages{key}           messages kept aside per key (at most 50 keys, rest under "_other")
+//	ringwal_delivery_paused                     1 while a Pause of all delivery is in force
 //	ringwal_oldest_pending_age_seconds          age of the longest-waiting pending message
 //	ringwal_recovery_duration_seconds           how long Open took to recover (disk engines only)
 //	ringwal_recovery_records                    log records Open replayed (disk engines only)
