@@ -410,7 +410,12 @@ func (e *Engine) releaseWaiting(ks *keyState, now int64) {
 		n = min(n, ks.policy.MaxInFlight-ks.inFlight)
 	}
 	if ks.limiter != nil {
-		n = min(n, int(ks.limiter.TokensAt(time.Unix(0, now))))
+		if tokens := int(ks.limiter.TokensAt(time.Unix(0, now))); tokens < n {
+			n = tokens
+			if n == 0 {
+				e.markFront(ks, WaitRate) // no longer behind a head: behind a token
+			}
+		}
 	}
 	for n > 0 && len(ks.queue) > 0 {
 		we := ks.queue[0]
@@ -436,6 +441,20 @@ func (e *Engine) releaseWaiting(ks *keyState, now int64) {
 		ks.queue = nil
 	}
 	e.scheduleKeyRecheck(ks, now)
+}
+
+// markFront records why the front of the key's queue waits now. ks.mu
+// held.
+func (e *Engine) markFront(ks *keyState, why WaitReason) {
+	we := &ks.queue[0]
+	if we.reason == why {
+		return
+	}
+	r := e.slab.at(we.rf.slot)
+	if r.own(we.rf.gen, stWaiting) {
+		r.wait, we.reason = why, why
+		r.keep(stWaiting)
+	}
 }
 
 // scheduleKeyRecheck arms a timer for when a key that is out of tokens, or
@@ -545,7 +564,7 @@ func (e *Engine) resumeKey(key string, now int64) bool {
 // whose key (or all delivery) is paused: a consumer sets it aside only when
 // it meets it, but a reader should see why it will not go out.
 func (e *Engine) notePause(info *Info) {
-	if info.State != Pending || info.Waiting != NotWaiting {
+	if info.State != Pending || info.Waiting == WaitPaused {
 		return
 	}
 	if e.keys.allUntil.Load() == 0 && (info.Message.Key == "" || e.keys.paused.Load() == 0) {
