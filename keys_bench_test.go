@@ -2,13 +2,17 @@ package ringwal_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/breaker"
+	"github.com/ringwal/ringwal/classify"
 )
 
 // BenchmarkKeyed is the EnqueueDequeueAck loop with a Key on every
@@ -125,4 +129,88 @@ func benchKeys(n int) []string {
 		keys[i] = "target-" + strconv.Itoa(i)
 	}
 	return keys
+}
+
+// BenchmarkDeadKeyIsolation: a healthy key's EnqueueDequeueAck loop, alone
+// and beside a dead key whose breaker is open and whose held messages
+// fill its isolation cap (a quarter of MaxMessages). The bar: the
+// healthy key's rate unchanged.
+func BenchmarkDeadKeyIsolation(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		dead bool
+	}{{"Alone", false}, {"BesideDeadKeyAtCap", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			e, err := ringwal.Open("", ringwal.Options{
+				MaxMessages: 1 << 12, TierCapacity: 1 << 12,
+				Breaker: breaker.Options{OpenTimeout: time.Hour, MaxOpenTimeout: time.Hour},
+				Policies: map[classify.Category]classify.RetryPolicy{
+					classify.Transient: {MaxAttempts: 1 << 20, Base: time.Hour, Max: time.Hour, Multiplier: 1},
+				},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			if c.dead {
+				fillDeadKey(b, e)
+			}
+			payload := make([]byte, benchPayloadSize)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := e.Enqueue(ctx, ringwal.Message{Key: "healthy", Payload: payload}); err != nil {
+						b.Error(err)
+						return
+					}
+					var dl ringwal.Delivery
+					for {
+						var ok bool
+						if dl, ok = e.TryDequeue(); ok {
+							break
+						}
+						runtime.Gosched()
+					}
+					if err := e.Ack(dl.Lease); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}
+
+// fillDeadKey opens key "dead"'s breaker and holds its messages until its
+// enqueues are refused.
+func fillDeadKey(b *testing.B, e *ringwal.Engine) {
+	for range 5 {
+		if _, err := e.TryEnqueue(ringwal.Message{Key: "dead"}); err != nil {
+			b.Fatal(err)
+		}
+		d, ok := e.TryDequeue()
+		if !ok {
+			b.Fatal("nothing to dequeue")
+		}
+		if err := e.Nack(d.Lease, errors.New("connection refused")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for {
+		if _, err := e.TryEnqueue(ringwal.Message{Key: "dead"}); err != nil {
+			if !errors.Is(err, ringwal.ErrFull) {
+				b.Fatal(err)
+			}
+			break
+		}
+		if _, ok := e.TryDequeue(); ok {
+			b.Fatal("the dead key's message was delivered")
+		}
+	}
+	if st := e.Stats(); st.Held < 1<<10 {
+		b.Fatalf("held %d, want the cap %d", st.Held, 1<<10)
+	}
 }
