@@ -158,16 +158,16 @@ type categoryOption struct {
 
 // deadLettersView is the dead-letter list's data.
 type deadLettersView struct {
-	Categories                   []categoryOption
-	Key, Since, Until, Reviewed  string
-	Limit                        int
-	Filtered                     bool
-	Entries                      []DeadLetterView
-	Next                         template.URL // the next page's query; "" on the last page
-	First                        template.URL // the first page's query, when this is not it
-	PurgeQuery                   template.URL // the filters, for the purge confirmation
-	Err                          string
-	Total                        int // dead letters, every filter aside
+	Categories                  []categoryOption
+	Key, Since, Until, Reviewed string
+	Limit                       int
+	Filtered                    bool
+	Entries                     []DeadLetterView
+	Next                        template.URL // the next page's query; "" on the last page
+	First                       template.URL // the first page's query, when this is not it
+	PurgeQuery                  template.URL // the filters, for the purge confirmation
+	Err                         string
+	Total                       int // dead letters, every filter aside
 }
 
 // formValues returns v without empty values: an HTML form sends its

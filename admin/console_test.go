@@ -151,7 +151,7 @@ func TestConsoleReviewRedrive(t *testing.T) {
 	p := b.post(detail+"/review", url.Values{"csrf": {tok}, "note": {"bad <b>input</b>, told the team"}}, nil)
 	require.Equal(t, http.StatusSeeOther, p.status, p.body)
 	assert.Equal(t, "../../"+detail+"?done=reviewed", p.header.Get("Location"), "relative, so it works under a prefix")
-	p = b.get(detail + "?done=reviewed").html(t, http.StatusOK, "after review")
+	p = b.get(detail+"?done=reviewed").html(t, http.StatusOK, "after review")
 	assert.Contains(t, p.body, "Marked reviewed.")
 	assert.Contains(t, p.body, "bad &lt;b&gt;input&lt;/b&gt;, told the team", "the note, escaped")
 	ds, err := e.DeadLetters(dlq.Query{Key: "a", Limit: 1})
@@ -160,7 +160,7 @@ func TestConsoleReviewRedrive(t *testing.T) {
 
 	p = b.post(detail+"/redrive", url.Values{"csrf": {tok}}, nil)
 	require.Equal(t, http.StatusSeeOther, p.status, p.body)
-	p = b.get(detail + "?done=redriven").html(t, http.StatusOK, "after redrive")
+	p = b.get(detail+"?done=redriven").html(t, http.StatusOK, "after redrive")
 	assert.Contains(t, p.body, "not a dead letter now")
 	info, err := e.Get(ids[0])
 	require.NoError(t, err)

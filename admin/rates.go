@@ -22,7 +22,7 @@ const (
 
 // sample is the lifetime totals of one Stats.
 type sample struct {
-	at                                              time.Time
+	at                                               time.Time
 	enqueued, dequeued, acked, nacked, retried, dead uint64
 }
 
