@@ -22,8 +22,9 @@ import (
 // Options configures NewHandler. The zero value is usable.
 type Options struct {
 	// Token, when not empty, is the bearer token every request must carry
-	// (Authorization: Bearer <token>); others are answered 401. "" asks
-	// for none: then mount the handler behind authentication of your own.
+	// (Authorization: Bearer <token>; the console also takes it once on
+	// its sign-in page); others are answered 401. "" asks for none: then
+	// mount the handler behind authentication of your own.
 	Token string
 	// Logger receives operator actions (requeue, redrive, review, purge)
 	// at Info and failed requests at Error. Nil discards.
