@@ -84,6 +84,13 @@ func (c *Client) Stats(ctx context.Context) (StatsView, error) {
 	return v, c.do(ctx, http.MethodGet, "/api/stats", nil, nil, &v)
 }
 
+// Next returns the next n messages in scheduling order, nothing leased
+// (GET /api/next, Engine.Peek); n is at most MaxLimit.
+func (c *Client) Next(ctx context.Context, n int) ([]InfoView, error) {
+	var v []InfoView
+	return v, c.do(ctx, http.MethodGet, "/api/next", url.Values{"n": {strconv.Itoa(n)}}, nil, &v)
+}
+
 // Get returns a message (GET /api/messages/{id}); a dead one carries its
 // dead letter.
 func (c *Client) Get(ctx context.Context, id ringwal.ID) (InfoView, error) {

@@ -1,21 +1,25 @@
 // Package admin is the operator's side of a ringwal engine over HTTP: the
-// JSON admin API (NewHandler), its Go client (NewClient), and the one
-// vocabulary both share with cmd/ringwal: the JSON views of the engine's
-// types (StatsView, InfoView, DeadLetterView, ...) and the grammar of
-// dead-letter queries (ParseDeadLetterQuery).
+// JSON admin API and the web console (both served by NewHandler), the
+// API's Go client (NewClient), and the one vocabulary all of them share
+// with cmd/ringwal: the JSON views of the engine's types (StatsView,
+// InfoView, DeadLetterView, ...) and the grammar of dead-letter queries
+// (ParseDeadLetterQuery).
 //
-// It owns the routes, the request and answer formats, authentication by
-// bearer token and the CSRF defence. It owns no engine state: every answer
-// is built from the root package's public API. It does not listen, mount
-// Prometheus metrics (package prom) or add authentication beyond the
-// token; the caller mounts the handler in its own server, on an internal
-// listener.
+// It owns the routes, the request and answer formats, the console's pages
+// (html/template, a stylesheet and a small script, embedded in the
+// binary: no CDN, no build step), authentication by bearer token and
+// console sessions, and the CSRF defence. It owns no engine state: every
+// answer and page is built from the root package's public API (the
+// console's rates over the last minute come from a small ring of Stats
+// samples the handler keeps). It does not listen, mount Prometheus metrics
+// (package prom) or add authentication beyond the token; the caller
+// mounts the handler in its own server, on an internal listener.
 //
 // # Routes
 //
 // The JSON API lives under /api/, relative to where the handler is
-// mounted, so that the rest of its space (the root "/" in particular) is
-// free for a web console. Under a prefix, strip it:
+// mounted; everything else is the web console (see Console below). Under a
+// prefix, strip it:
 //
 //	mux.Handle("/admin/", http.StripPrefix("/admin", admin.NewHandler(e, admin.Options{Token: tok})))
 //
@@ -23,6 +27,7 @@
 // only; anything else is 405 with Allow):
 //
 //	GET  /api/stats                      Engine.Stats as a StatsView
+//	GET  /api/next?n=N                   Engine.Peek: the next n (default 10, at most MaxLimit) in scheduling order, as InfoViews
 //	GET  /api/messages/{id}              Engine.Get as an InfoView; a dead message also carries its dead letter
 //	POST /api/messages/{id}/requeue      Engine.Requeue; answers an ActionView
 //	GET  /api/dead-letters               Engine.DeadLetters, paged: a DeadLetterPage {"entries": [...], "next": "cursor"}
@@ -66,18 +71,59 @@
 // to Options.Logger). The Client turns them back into errors wrapping the
 // same sentinels (see Error).
 //
+// A query string longer than MaxQuery is answered 414 (API and console).
+//
+// # Console
+//
+// Every path outside /api/ is the web console, server-rendered HTML that
+// works without JavaScript (a script only refreshes the overview in
+// place; without it the overview reloads itself). All links and redirects
+// are relative, so it works under any prefix. Pages:
+//
+//	GET  /                          overview: counts by state and priority tier, oldest pending,
+//	                                rates over the last minute, dead letters by category, totals,
+//	                                latency, breakers, the write-ahead log since open; refreshes
+//	GET  /keys                      keys and breakers: breaker state, trips, failures, dead letters
+//	GET  /dead-letters              dead letters, filtered by ParseDeadLetterQuery's parameters
+//	GET  /dead-letters/{id}         one message: payload, headers, failure history, review and redrive forms
+//	POST /dead-letters/{id}/review  form field note
+//	POST /dead-letters/{id}/redrive
+//	GET  /purge?filters             the confirmation: how many dead letters the filters match, and the first
+//	POST /purge                     purges if the count is still the one confirmed (else confirms again)
+//	GET  /login, POST /login, POST /logout   (only with Options.Token)
+//	GET  /static/{file}             the stylesheet and the script
+//
+// Console errors are HTML pages with the same statuses as the API's
+// errors (never a stack); the API's are JSON.
+//
 // # Security
 //
-// With Options.Token set, every request needs "Authorization: Bearer
-// <token>". Without it the handler has no authentication: anyone who can
-// reach it can read payloads, redrive, requeue and purge, so mount it
-// behind authentication of your own. The CSRF defence is always on: a
-// POST whose Origin header names another host than the request's Host
-// (or, without an Origin, whose Sec-Fetch-Site is cross-site) is refused
-// with 403, so a web page elsewhere cannot drive the API through an
-// operator's browser. A client that sends no Origin (curl, Client) is
-// allowed.
+// With Options.Token set, every API request needs "Authorization: Bearer
+// <token>". The console accepts that header too; a browser signs in once
+// on the login page (the token in a form, never in a URL), which sets a
+// session cookie (ringwal_session: HttpOnly, SameSite=Strict, Secure over
+// TLS; an expiry and a nonce signed with HMAC-SHA256 by a key the handler
+// draws at random, so sessions last 12 hours or until the process
+// restarts). The session cookie opens the console only, never /api/.
+// Without a token the handler has no authentication: anyone who can reach
+// it can read payloads, redrive, requeue and purge, so mount it behind
+// authentication of your own.
 //
-// Operator actions (requeue, redrive, review, purge) are logged at Info on
-// Options.Logger. The handler is safe for concurrent use.
+// The CSRF defence is always on. A POST whose Origin header names another
+// host than the request's Host (or, without an Origin, whose
+// Sec-Fetch-Site is cross-site) is refused with 403, so a web page
+// elsewhere cannot drive the API or the console through an operator's
+// browser; a client that sends no Origin (curl, Client) is allowed on the
+// API. The console also changes state only by POST of a URL-encoded form
+// (at most MaxForm bytes) carrying a CSRF token: the first page sets a
+// random nonce in the cookie ringwal_csrf (HttpOnly, SameSite=Strict) and
+// every form carries the nonce's HMAC in a hidden field (signed double
+// submit); a POST without the field, or with one that does not match its
+// cookie, is refused with 403. Console answers carry a Content Security
+// Policy that allows only the console's own script, style and forms, and
+// refuse framing.
+//
+// Operator actions (requeue, redrive, review, purge), from the API or the
+// console, are logged at Info on Options.Logger. The handler is safe for
+// concurrent use.
 package admin

@@ -22,46 +22,69 @@ import (
 // Options configures NewHandler. The zero value is usable.
 type Options struct {
 	// Token, when not empty, is the bearer token every request must carry
-	// (Authorization: Bearer <token>); others are answered 401. "" asks
-	// for none: then mount the handler behind authentication of your own.
+	// (Authorization: Bearer <token>; the console also takes it once on
+	// its sign-in page); others are answered 401. "" asks for none: then
+	// mount the handler behind authentication of your own.
 	Token string
 	// Logger receives operator actions (requeue, redrive, review, purge)
 	// at Info and failed requests at Error. Nil discards.
 	Logger *slog.Logger
 }
 
-// NewHandler returns e's JSON admin API as an http.Handler for the caller
-// to mount; see the package doc for the endpoints and formats.
+// NewHandler returns e's JSON admin API (under /api/) and web console (at
+// the root) as an http.Handler for the caller to mount; see the package
+// doc for the endpoints, formats and pages.
 func NewHandler(e *ringwal.Engine, o Options) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	h := &handler{e: e, opts: o, mux: http.NewServeMux(), now: time.Now}
 	h.mux.HandleFunc("GET /api/stats", h.stats)
+	h.mux.HandleFunc("GET /api/next", h.next)
 	h.mux.HandleFunc("GET /api/messages/{id}", h.getMessage)
 	h.mux.HandleFunc("POST /api/messages/{id}/requeue", h.requeue)
 	h.mux.HandleFunc("GET /api/dead-letters", h.listDeadLetters)
 	h.mux.HandleFunc("POST /api/dead-letters/purge", h.purge)
 	h.mux.HandleFunc("POST /api/dead-letters/{id}/redrive", h.redrive)
 	h.mux.HandleFunc("POST /api/dead-letters/{id}/review", h.review)
+	h.con = newConsole(h)
 	return h
 }
 
 type handler struct {
 	e    *ringwal.Engine
 	opts Options
-	mux  *http.ServeMux
+	mux  *http.ServeMux // the JSON API
 	now  func() time.Time
+	con  *console
 }
 
-// ServeHTTP checks the token and the origin, then routes r; the mux's own
-// 404 and 405 answers (plain text) are turned into JSON ones, and a panic
-// into a JSON 500 (its stack goes to the log, never to the client).
+// ServeHTTP sends a path under /api/ to the JSON API and anything else to
+// the console.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if isAPIPath(r.URL.Path) {
+		h.serveAPI(w, r)
+		return
+	}
+	h.serveConsole(w, r)
+}
+
+// isAPIPath reports whether p belongs to the JSON API.
+func isAPIPath(p string) bool { return p == "/api" || strings.HasPrefix(p, "/api/") }
+
+// serveAPI checks the token, the query size and the origin, then routes
+// r; the mux's own 404 and 405 answers (plain text) are turned into JSON
+// ones, and a panic into a JSON 500 (its stack goes to the log, never to
+// the client).
+func (h *handler) serveAPI(w http.ResponseWriter, r *http.Request) {
 	defer h.recoverPanic(w, r)
 	if h.opts.Token != "" && !h.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ringwal admin"`)
 		replyError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+		return
+	}
+	if len(r.URL.RawQuery) > MaxQuery {
+		replyError(w, http.StatusRequestURITooLong, fmt.Sprintf("query longer than %d bytes", MaxQuery))
 		return
 	}
 	if !safeMethod(r.Method) && crossOrigin(r) {
@@ -84,7 +107,11 @@ func (h *handler) recoverPanic(w http.ResponseWriter, r *http.Request) {
 	}
 	h.opts.Logger.Error("ringwal: admin handler panicked", "method", r.Method, "path", r.URL.Path,
 		"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-	replyError(w, http.StatusInternalServerError, "internal error")
+	if isAPIPath(r.URL.Path) {
+		replyError(w, http.StatusInternalServerError, "internal error")
+		return
+	}
+	h.errorPage(w, r, http.StatusInternalServerError, "internal error (the server's log has the details)")
 }
 
 func (h *handler) authorized(r *http.Request) bool {
@@ -272,6 +299,35 @@ func (h *handler) stats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.reply(w, http.StatusOK, NewStatsView(s))
+}
+
+// next answers GET /api/next?n=N: Engine.Peek, the next n messages in
+// scheduling order (default 10, at most MaxLimit), nothing leased.
+func (h *handler) next(w http.ResponseWriter, r *http.Request) {
+	n := 10
+	for name, vals := range r.URL.Query() {
+		if name != "n" || len(vals) > 1 {
+			badRequest(w, "query: want only n, once")
+			return
+		}
+		v, err := strconv.Atoi(vals[0])
+		if err != nil || v < 0 || v > MaxLimit {
+			badRequest(w, "n %q: want a number from 0 to %d", vals[0], MaxLimit)
+			return
+		}
+		n = v
+	}
+	s := h.e.Stats()
+	if s.Closed {
+		h.fail(w, r, ringwal.ErrClosed)
+		return
+	}
+	out := []InfoView{}
+	// No more than are pending: Peek sizes its answer by what it is asked.
+	for _, in := range h.e.Peek(min(n, s.Pending)) {
+		out = append(out, NewInfoView(in))
+	}
+	h.reply(w, http.StatusOK, out)
 }
 
 func (h *handler) getMessage(w http.ResponseWriter, r *http.Request) {

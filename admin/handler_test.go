@@ -534,6 +534,10 @@ func TestAdminRouting(t *testing.T) {
 	t.Cleanup(srv.Close)
 	root := adminClient{t: t, srv: srv}
 	root.do("GET", "/api/stats", nil).expect(t, http.StatusOK, "at the root")
-	root.do("GET", "/stats", nil).expect(t, http.StatusNotFound, "the API is under /api/")
-	root.do("GET", "/", nil).expect(t, http.StatusNotFound, "the root is left for a console")
+	r = root.do("GET", "/stats", nil)
+	assert.Equal(t, http.StatusNotFound, r.status, "the API is under /api/")
+	assert.Contains(t, r.header.Get("Content-Type"), "text/html", "outside /api/ is the console")
+	r = root.do("GET", "/", nil)
+	assert.Equal(t, http.StatusOK, r.status, "the console is at the root")
+	assert.Contains(t, r.header.Get("Content-Type"), "text/html")
 }

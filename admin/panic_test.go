@@ -32,3 +32,21 @@ func TestPanicIsJSON500(t *testing.T) {
 		t.Errorf("the log lacks the panic and its stack: %q", logs.String())
 	}
 }
+
+// A panic on a console page is an HTML 500 page, without the stack.
+func TestPanicIsHTML500(t *testing.T) {
+	var logs bytes.Buffer
+	h := NewHandler(nil, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}).(*handler)
+	h.con.mux.HandleFunc("GET /boom", func(http.ResponseWriter, *http.Request) { panic("boom") })
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/boom", nil))
+	if w.Code != http.StatusInternalServerError || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
+		t.Fatalf("status %d, %s", w.Code, w.Header().Get("Content-Type"))
+	}
+	if s := w.Body.String(); strings.Contains(s, "goroutine") || strings.Contains(s, "boom") || !strings.Contains(s, "internal error") {
+		t.Errorf("the page leaks the panic or says nothing: %q", s)
+	}
+	if !strings.Contains(logs.String(), "goroutine") {
+		t.Errorf("the log lacks the stack: %q", logs.String())
+	}
+}

@@ -25,6 +25,12 @@ const (
 	// limit parameter; MaxLimit is the largest limit it accepts.
 	DefaultLimit = 100
 	MaxLimit     = 1000
+	// MaxQuery is the longest query string (the part after "?") the
+	// handler reads; a longer one is answered 414.
+	MaxQuery = 4096
+	// MaxForm is the largest console form body (a review note, a purge
+	// confirmation); a larger one is answered 413.
+	MaxForm = 64 << 10
 )
 
 // QueryParams are the parameters ParseDeadLetterQuery reads.

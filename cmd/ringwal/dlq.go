@@ -1,14 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -22,9 +21,16 @@ import (
 func newDLQCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dlq",
-		Short: "List, show, redrive, review or purge dead letters of a data directory",
-		Long: `The dlq commands work on the dead-letter queues of a data directory that no
-running engine holds (for a live one, use the admin API of ` + "`ringwal serve`" + `).
+		Short: "List, show, redrive, review or purge dead letters",
+		Long: `The dlq commands work on the dead-letter queues of either
+  - a data directory that no process holds (DIR, the first argument), which
+    they open as the engine would, or
+  - a running engine, through the admin API its application mounts
+    (admin.NewHandler) or ` + "`ringwal serve`" + ` serves: --addr URL, or $RINGWAL_ADDR,
+    with --token or $RINGWAL_TOKEN when the handler has a token.
+The output is the same either way. A first argument that is a number is a
+message ID, not a directory (write ./123 for a directory named 123); a
+directory wins over $RINGWAL_ADDR.
 
 Filters, shared by every subcommand (the admin API's query grammar, see
 package admin's ParseDeadLetterQuery):
@@ -141,16 +147,18 @@ func parseIDs(args []string) ([]ringwal.ID, error) {
 // newDLQListCmd builds `ringwal dlq list`.
 func newDLQListCmd() *cobra.Command {
 	var f dlqFilter
+	var t target
 	var asJSON bool
 	var limit int
 	var after uint64
 	cmd := &cobra.Command{
-		Use:   "list DIR",
+		Use:   "list [DIR | --addr URL]",
 		Short: "List dead letters (a table, or --json)",
 		Example: "  ringwal dlq list /tmp/ringwal-demo/live\n" +
 			"  ringwal dlq list --category poison --category permanent --since 1h DIR\n" +
-			"  ringwal dlq list --key flaky --reviewed=no --json DIR",
-		Args: cobra.ExactArgs(1),
+			"  ringwal dlq list --key flaky --reviewed=no --json DIR\n" +
+			"  RINGWAL_ADDR=http://127.0.0.1:9464 ringwal dlq list --category poison",
+		Args: cobra.MaximumNArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
 			q, err := f.query(time.Now())
 			if err != nil {
@@ -160,22 +168,26 @@ func newDLQListCmd() *cobra.Command {
 				return usagef("--limit %d is negative (0 = all)", limit)
 			}
 			q.Limit, q.After = limit, after
-			e, err := openDataDir(args[0])
+			src, rest, err := t.open(args)
 			if err != nil {
 				return err
 			}
-			defer closeEngine(e, &err)
-			ds, err := e.DeadLetters(q)
+			defer closeSource(src, &err)
+			if len(rest) > 0 {
+				return usagef("list takes no message IDs (see dlq show)")
+			}
+			ds, err := src.deadLetters(cmd.Context(), q)
 			if err != nil {
-				return fmt.Errorf("listing dead letters: %w", err)
+				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), admin.NewDeadLetterViews(ds))
+				return writeJSON(cmd.OutOrStdout(), ds)
 			}
 			return printDLQTable(cmd.OutOrStdout(), ds)
 		}),
 	}
 	f.add(cmd)
+	t.add(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of entries (admin.DeadLetterView), with their failure history")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many entries (0 = all)")
 	cmd.Flags().Uint64Var(&after, "after", 0, "page on: only entries after the entry with this ID")
@@ -185,24 +197,20 @@ func newDLQListCmd() *cobra.Command {
 // newDLQShowCmd builds `ringwal dlq show`.
 func newDLQShowCmd() *cobra.Command {
 	var f dlqFilter
+	var t target
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "show DIR [ID...]",
+		Use:   "show [DIR | --addr URL] [ID...]",
 		Short: "Show dead letters in full: message, headers, failure history",
 		Long:  "Show prints the named dead letters, or every one the filters match, in full.",
-		Args:  cobra.MinimumNArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
-			ids, err := parseIDs(args[1:])
+			src, ds, _, err := openSelection(cmd.Context(), &t, args, &f)
 			if err != nil {
 				return err
 			}
-			e, ds, _, err := openSelection(args[0], ids, &f)
-			if err != nil {
-				return err
-			}
-			defer closeEngine(e, &err)
+			defer closeSource(src, &err)
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), admin.NewDeadLetterViews(ds))
+				return writeJSON(cmd.OutOrStdout(), ds)
 			}
 			for i, d := range ds {
 				if i > 0 {
@@ -214,49 +222,57 @@ func newDLQShowCmd() *cobra.Command {
 		}),
 	}
 	f.add(cmd)
+	t.add(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of entries")
 	return cmd
 }
 
-// openSelection turns the filters into a query, opens dir and selects the
-// dead letters (see selectDeadLetters). The caller closes the engine; on
-// an error it is closed already.
-func openSelection(dir string, ids []ringwal.ID, f *dlqFilter) (e *ringwal.Engine, ds []ringwal.DeadLetter, q dlq.Query, err error) {
-	if q, err = f.query(time.Now()); err != nil {
-		return nil, nil, q, err
+// selection is what a dlq subcommand acts on.
+type selection struct {
+	ids []ringwal.ID
+	q   dlq.Query
+}
+
+// openSelection turns the filters into a query, opens the source args
+// name and selects the dead letters (see selectDeadLetters): those with
+// the IDs after the source, or those the filters match. The caller closes
+// the source; on an error it is closed already.
+func openSelection(ctx context.Context, t *target, args []string, f *dlqFilter) (src source, ds []admin.DeadLetterView, sel selection, err error) {
+	if sel.q, err = f.query(time.Now()); err != nil {
+		return nil, nil, sel, err
 	}
-	if e, err = openDataDir(dir); err != nil {
-		return nil, nil, q, err
+	src, rest, err := t.open(args)
+	if err != nil {
+		return nil, nil, sel, err
 	}
-	if ds, err = selectDeadLetters(e, ids, q); err != nil {
-		closeEngine(e, &err)
-		return nil, nil, q, err
+	if sel.ids, err = parseIDs(rest); err == nil {
+		ds, err = selectDeadLetters(ctx, src, sel.ids, sel.q)
 	}
-	return e, ds, q, nil
+	if err != nil {
+		closeSource(src, &err)
+		return nil, nil, sel, err
+	}
+	return src, ds, sel, nil
 }
 
 // selectDeadLetters returns the dead letters with the given IDs (an unknown
 // one is an error), or those q matches when there are no IDs.
-func selectDeadLetters(e *ringwal.Engine, ids []ringwal.ID, q dlq.Query) ([]ringwal.DeadLetter, error) {
+func selectDeadLetters(ctx context.Context, src source, ids []ringwal.ID, q dlq.Query) ([]admin.DeadLetterView, error) {
 	if len(ids) == 0 {
-		ds, err := e.DeadLetters(q)
-		if err != nil {
-			return nil, fmt.Errorf("listing dead letters: %w", err)
-		}
-		return ds, nil
+		return src.deadLetters(ctx, q)
 	}
-	all, err := e.DeadLetters(dlq.Query{})
+	all, err := src.deadLetters(ctx, dlq.Query{})
 	if err != nil {
-		return nil, fmt.Errorf("listing dead letters: %w", err)
+		return nil, err
 	}
-	byID := make(map[uint64]ringwal.DeadLetter, len(all))
+	byID := make(map[ringwal.ID]admin.DeadLetterView, len(all))
 	for _, d := range all {
 		byID[d.ID] = d
 	}
-	out := make([]ringwal.DeadLetter, 0, len(ids))
+	out := make([]admin.DeadLetterView, 0, len(ids))
 	var missing []string
 	for _, id := range ids {
-		d, ok := byID[uint64(id)]
+		d, ok := byID[id]
 		if !ok {
 			missing = append(missing, strconv.FormatUint(uint64(id), 10))
 			continue
@@ -274,36 +290,43 @@ type bulk struct {
 	use, short, long, verb string
 	// act applies the operation to the selected dead letters and returns
 	// the IDs done; a per-ID failure goes in failed.
-	act func(e *ringwal.Engine, ds []ringwal.DeadLetter, q dlq.Query, byIDs bool) (done []uint64, failed map[uint64]error, err error)
+	act func(ctx context.Context, src source, ds []admin.DeadLetterView, sel selection) (done []uint64, failed map[uint64]error, err error)
 }
 
 // newBulkCmd builds redrive, review or purge over the shared selection
 // logic: IDs, or filters, or --all.
 func newBulkCmd(b bulk, extra func(*cobra.Command)) *cobra.Command {
 	var f dlqFilter
+	var t target
 	var asJSON, all bool
 	cmd := &cobra.Command{
 		Use:   b.use,
 		Short: b.short,
 		Long:  b.long,
-		Args:  cobra.MinimumNArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
-			ids, err := parseIDs(args[1:])
+			sel := selection{}
+			if sel.q, err = f.query(time.Now()); err != nil {
+				return err
+			}
+			src, rest, err := t.open(args)
 			if err != nil {
+				return err
+			}
+			defer closeSource(src, &err)
+			if sel.ids, err = parseIDs(rest); err != nil {
 				return err
 			}
 			switch {
-			case len(ids) > 0 && (f.set() || all):
+			case len(sel.ids) > 0 && (f.set() || all):
 				return usagef("give either message IDs or filters/--all, not both")
-			case len(ids) == 0 && !f.set() && !all:
+			case len(sel.ids) == 0 && !f.set() && !all:
 				return usagef("name the message IDs, give a filter, or pass --all to %s every dead letter", b.verb)
 			}
-			e, ds, q, err := openSelection(args[0], ids, &f)
+			ds, err := selectDeadLetters(cmd.Context(), src, sel.ids, sel.q)
 			if err != nil {
 				return err
 			}
-			defer closeEngine(e, &err)
-			done, failed, err := b.act(e, ds, q, len(ids) > 0)
+			done, failed, err := b.act(cmd.Context(), src, ds, sel)
 			if err != nil {
 				return err
 			}
@@ -317,6 +340,7 @@ func newBulkCmd(b bulk, extra func(*cobra.Command)) *cobra.Command {
 		}),
 	}
 	f.add(cmd)
+	t.add(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	cmd.Flags().BoolVar(&all, "all", false, "act on every dead letter (when no ID or filter is given)")
 	if extra != nil {
@@ -328,14 +352,14 @@ func newBulkCmd(b bulk, extra func(*cobra.Command)) *cobra.Command {
 // newDLQRedriveCmd builds `ringwal dlq redrive`.
 func newDLQRedriveCmd() *cobra.Command {
 	return newBulkCmd(bulk{
-		use:   "redrive DIR [ID...]",
+		use:   "redrive [DIR | --addr URL] [ID...]",
 		short: "Make dead letters pending again (attempts reset)",
 		long: "Redrive makes the named dead letters, or those the filters match, pending again\n" +
-			"under the same ID with their attempts reset; the next engine to open the\n" +
-			"directory delivers them.",
+			"under the same ID with their attempts reset. A running engine delivers them at\n" +
+			"once; over a directory, the next engine to open it does.",
 		verb: "redrive",
-		act: func(e *ringwal.Engine, ds []ringwal.DeadLetter, _ dlq.Query, _ bool) ([]uint64, map[uint64]error, error) {
-			return each(ds, func(d ringwal.DeadLetter) error { return e.Redrive(ringwal.ID(d.ID)) })
+		act: func(ctx context.Context, src source, ds []admin.DeadLetterView, _ selection) ([]uint64, map[uint64]error, error) {
+			return each(ds, func(d admin.DeadLetterView) error { return src.redrive(ctx, d.ID) })
 		},
 	}, nil)
 }
@@ -344,14 +368,14 @@ func newDLQRedriveCmd() *cobra.Command {
 func newDLQReviewCmd() *cobra.Command {
 	var note string
 	return newBulkCmd(bulk{
-		use:   "review DIR [ID...] --note TEXT",
+		use:   "review [DIR | --addr URL] [ID...] --note TEXT",
 		short: "Mark dead letters as reviewed, with a note",
 		long: "Review marks the named dead letters, or those the filters match, as seen by an\n" +
 			"operator, with a note (reviewing again replaces the note). Reviewed entries\n" +
 			"are removed by retention after Options.DeadLetterRetention (90 days).",
 		verb: "review",
-		act: func(e *ringwal.Engine, ds []ringwal.DeadLetter, _ dlq.Query, _ bool) ([]uint64, map[uint64]error, error) {
-			return each(ds, func(d ringwal.DeadLetter) error { return e.MarkReviewed(ringwal.ID(d.ID), note) })
+		act: func(ctx context.Context, src source, ds []admin.DeadLetterView, _ selection) ([]uint64, map[uint64]error, error) {
+			return each(ds, func(d admin.DeadLetterView) error { return src.review(ctx, d.ID, note) })
 		},
 	}, func(cmd *cobra.Command) {
 		cmd.Flags().StringVar(&note, "note", "", "the review note")
@@ -361,13 +385,13 @@ func newDLQReviewCmd() *cobra.Command {
 // newDLQPurgeCmd builds `ringwal dlq purge`.
 func newDLQPurgeCmd() *cobra.Command {
 	return newBulkCmd(bulk{
-		use:   "purge DIR [ID...]",
+		use:   "purge [DIR | --addr URL] [ID...]",
 		short: "Delete dead letters for good",
 		long:  "Purge deletes the named dead letters, or those the filters match. It cannot be undone.",
 		verb:  "purge",
-		act: func(e *ringwal.Engine, ds []ringwal.DeadLetter, q dlq.Query, byIDs bool) ([]uint64, map[uint64]error, error) {
-			if !byIDs {
-				n, err := e.PurgeDeadLetters(q)
+		act: func(ctx context.Context, src source, ds []admin.DeadLetterView, sel selection) ([]uint64, map[uint64]error, error) {
+			if len(sel.ids) == 0 {
+				n, err := src.purge(ctx, sel.q)
 				if err != nil {
 					return nil, nil, fmt.Errorf("purging: %w", err)
 				}
@@ -376,7 +400,7 @@ func newDLQPurgeCmd() *cobra.Command {
 				}
 				return idsOf(ds), nil, nil
 			}
-			return each(ds, func(d ringwal.DeadLetter) error { return purgeOne(e, d) })
+			return each(ds, func(d admin.DeadLetterView) error { return purgeOne(ctx, src, d) })
 		},
 	}, nil)
 }
@@ -385,9 +409,9 @@ func newDLQPurgeCmd() *cobra.Command {
 // the query narrows to d's category, key and dead-letter instant, and the
 // cursor of the entry before d in that order with a limit of one picks d
 // out even if another entry shares all three.
-func purgeOne(e *ringwal.Engine, d ringwal.DeadLetter) error {
+func purgeOne(ctx context.Context, src source, d admin.DeadLetterView) error {
 	q := dlq.Query{Categories: []classify.Category{d.Category}, Key: d.Key, Since: d.DeadAt, Until: d.DeadAt.Add(time.Nanosecond)}
-	same, err := e.DeadLetters(q)
+	same, err := src.deadLetters(ctx, q)
 	if err != nil {
 		return err
 	}
@@ -396,10 +420,10 @@ func purgeOne(e *ringwal.Engine, d ringwal.DeadLetter) error {
 			continue
 		}
 		if i > 0 {
-			q.After = same[i-1].ID
+			q.After = uint64(same[i-1].ID)
 		}
 		q.Limit = 1
-		n, err := e.PurgeDeadLetters(q)
+		n, err := src.purge(ctx, q)
 		if err != nil {
 			return err
 		}
@@ -412,141 +436,27 @@ func purgeOne(e *ringwal.Engine, d ringwal.DeadLetter) error {
 }
 
 // each applies fn to every dead letter, collecting successes and failures.
-func each(ds []ringwal.DeadLetter, fn func(ringwal.DeadLetter) error) ([]uint64, map[uint64]error, error) {
+func each(ds []admin.DeadLetterView, fn func(admin.DeadLetterView) error) ([]uint64, map[uint64]error, error) {
 	done := make([]uint64, 0, len(ds))
 	failed := map[uint64]error{}
 	for _, d := range ds {
 		if err := fn(d); err != nil {
-			if errors.Is(err, ringwal.ErrClosed) {
+			if errors.Is(err, ringwal.ErrClosed) || errors.Is(err, admin.ErrUnauthorized) {
 				return done, failed, err
 			}
-			failed[d.ID] = err
+			failed[uint64(d.ID)] = err
 			continue
 		}
-		done = append(done, d.ID)
+		done = append(done, uint64(d.ID))
 	}
 	return done, failed, nil
 }
 
 // idsOf returns the dead letters' IDs.
-func idsOf(ds []ringwal.DeadLetter) []uint64 {
+func idsOf(ds []admin.DeadLetterView) []uint64 {
 	out := make([]uint64, len(ds))
 	for i, d := range ds {
-		out[i] = d.ID
+		out[i] = uint64(d.ID)
 	}
 	return out
-}
-
-// reportBulk prints what a mutating subcommand did.
-func reportBulk(w io.Writer, verb string, done []uint64, failed map[uint64]error, asJSON bool) error {
-	if asJSON {
-		type failedID struct {
-			ID    uint64 `json:"id"`
-			Error string `json:"error"`
-		}
-		out := struct {
-			Action string     `json:"action"`
-			Done   []uint64   `json:"done"`
-			Failed []failedID `json:"failed"`
-		}{Action: verb, Done: done, Failed: []failedID{}}
-		for _, id := range sortedKeys(failed) {
-			out.Failed = append(out.Failed, failedID{ID: id, Error: failed[id].Error()})
-		}
-		return writeJSON(w, out)
-	}
-	ids := make([]string, len(done))
-	for i, id := range done {
-		ids[i] = strconv.FormatUint(id, 10)
-	}
-	noun := "dead letters"
-	if len(done) == 1 {
-		noun = "dead letter"
-	}
-	fmt.Fprintf(w, "%s %d %s", pastTense(verb), len(done), noun)
-	if len(ids) > 0 {
-		fmt.Fprintf(w, ": %s", strings.Join(ids, " "))
-	}
-	fmt.Fprintln(w)
-	for _, id := range sortedKeys(failed) {
-		fmt.Fprintf(w, "failed %d: %v\n", id, failed[id])
-	}
-	return nil
-}
-
-// pastTense returns the past participle of a bulk verb.
-func pastTense(verb string) string {
-	switch verb {
-	case "redrive":
-		return "redriven"
-	case "review":
-		return "reviewed"
-	}
-	return verb + "d" // purge
-}
-
-// printDLQTable writes one line per dead letter.
-func printDLQTable(w io.Writer, ds []ringwal.DeadLetter) error {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tCATEGORY\tKEY\tPRIORITY\tATTEMPTS\tDEAD AT\tREVIEWED\tLAST ERROR")
-	for _, d := range ds {
-		rev := "no"
-		if d.Reviewed {
-			rev = "yes"
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ID, d.Category, orDash(d.Key), d.Message.Priority,
-			d.Attempts, timestamp(d.DeadAt), rev, orDash(firstLine(lastError(d), 60)))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "%d dead letters\n", len(ds))
-	return nil
-}
-
-// printDeadLetter writes one dead letter in full.
-func printDeadLetter(w io.Writer, d ringwal.DeadLetter) {
-	tw := newTable(w)
-	m := d.Message
-	fmt.Fprintf(tw, "dead letter\t%d\n", d.ID)
-	fmt.Fprintf(tw, "category\t%s\n", d.Category)
-	fmt.Fprintf(tw, "key\t%s\n", orDash(d.Key))
-	fmt.Fprintf(tw, "priority\t%s\n", m.Priority)
-	fmt.Fprintf(tw, "attempts\t%d\n", d.Attempts)
-	fmt.Fprintf(tw, "first failed\t%s\n", timestamp(d.FirstFailedAt))
-	fmt.Fprintf(tw, "dead at\t%s\n", timestamp(d.DeadAt))
-	if d.Reviewed {
-		fmt.Fprintf(tw, "reviewed\t%s: %s\n", timestamp(d.ReviewedAt), orDash(d.Note))
-	} else {
-		fmt.Fprintf(tw, "reviewed\tno\n")
-	}
-	if m.DedupID != "" {
-		fmt.Fprintf(tw, "dedup id\t%s\n", m.DedupID)
-	}
-	for _, k := range sortedKeys(m.Headers) {
-		fmt.Fprintf(tw, "header\t%s: %s\n", k, m.Headers[k])
-	}
-	if text, ok := payloadText(m.Payload); ok {
-		fmt.Fprintf(tw, "payload\t%q\n", text)
-	} else {
-		fmt.Fprintf(tw, "payload\t%d bytes of binary (see --json)\n", len(m.Payload))
-	}
-	_ = tw.Flush()
-	fmt.Fprintf(w, "failures (the last %d, oldest first):\n", len(d.Failures))
-	for _, f := range d.Failures {
-		fmt.Fprintf(w, "  %s  %-12s %s\n", timestamp(f.At), f.Category, firstLine(f.Error, 100))
-	}
-	if last := lastError(d); strings.Contains(last, "\n") || utf8.RuneCountInString(last) > 100 {
-		fmt.Fprintln(w, "last error in full:")
-		for _, line := range strings.Split(strings.TrimRight(last, "\n"), "\n") {
-			fmt.Fprintf(w, "  %s\n", line)
-		}
-	}
-}
-
-// lastError is the text of a dead letter's last failure.
-func lastError(d ringwal.DeadLetter) string {
-	if n := len(d.Failures); n > 0 {
-		return d.Failures[n-1].Error
-	}
-	return ""
 }

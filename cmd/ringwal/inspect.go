@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -16,33 +17,47 @@ import (
 	"github.com/ringwal/ringwal/wal"
 )
 
-// newInspectCmd builds `ringwal inspect DIR`.
+// newInspectCmd builds `ringwal inspect`.
 func newInspectCmd() *cobra.Command {
+	var t target
 	var asJSON bool
 	var next int
 	cmd := &cobra.Command{
-		Use:   "inspect DIR",
-		Short: "Show the state of a data directory",
-		Long: `Inspect opens the engine over DIR, prints what it holds, closes it, and
-reports on the log files: depth per priority tier, delayed and leased
-messages, dead letters per category, log size and segments, and the last
-checkpoint.
+		Use:   "inspect [DIR | --addr URL]",
+		Short: "Show the state of a data directory or of a running engine",
+		Long: `Inspect prints what an engine holds: depth per priority tier, delayed,
+leased and held messages, dead letters per category, the next messages in
+line, and the write-ahead log.
 
-Opening is a start-up like any other: the write-ahead log is replayed, a
-torn tail left by a crash is cut, messages leased at the crash come back
-pending (so leased reads 0), and the engine's housekeeping runs while it is
-open (a message whose TTL has passed is dead-lettered as expired; delayed
-messages that are due become pending).
+Over a data directory (DIR) that no process holds, it opens the engine,
+reads it, closes it and reports on the log files too: size, segments and
+the last checkpoint. Opening is a start-up like any other: the log is
+replayed, a torn tail left by a crash is cut, messages leased at the crash
+come back pending (so leased reads 0), and the engine's housekeeping runs
+while it is open (a message whose TTL has passed is dead-lettered as
+expired; delayed messages that are due become pending).
 
-The directory must not be in use: a running engine holds its lock, and
-inspect says so. Use the admin API of ` + "`ringwal serve`" + ` for a live one.`,
-		Example: "  ringwal inspect /tmp/ringwal-demo/live\n  ringwal inspect --json /var/lib/app/queue",
-		Args:    cobra.ExactArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
+For a running engine, whose directory is locked, give the admin API that
+its application mounts (admin.NewHandler), or that ` + "`ringwal serve`" + ` serves:
+--addr URL or $RINGWAL_ADDR, with --token or $RINGWAL_TOKEN if it has one.
+The figures are then live; a running engine does not report its log files
+or last checkpoint, so those are left out (null in --json).`,
+		Example: "  ringwal inspect /tmp/ringwal-demo/live\n  ringwal inspect --json /var/lib/app/queue\n" +
+			"  ringwal inspect --addr http://127.0.0.1:9464",
+		Args: cobra.MaximumNArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
 			if next < 0 {
 				return usagef("--next %d is negative", next)
 			}
-			rep, err := inspect(args[0], next)
+			src, rest, err := t.open(args)
+			if err != nil {
+				return err
+			}
+			defer closeSource(src, &err)
+			if len(rest) > 0 {
+				return usagef("inspect takes a directory or --addr, not %q", rest[0])
+			}
+			rep, err := inspect(cmd.Context(), src, next)
 			if err != nil {
 				return err
 			}
@@ -52,6 +67,7 @@ inspect says so. Use the admin API of ` + "`ringwal serve`" + ` for a live one.`
 			return rep.print(cmd.OutOrStdout())
 		}),
 	}
+	t.add(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	cmd.Flags().IntVar(&next, "next", 5, "list this many pending messages in the order they would be delivered")
 	return cmd
@@ -60,12 +76,13 @@ inspect says so. Use the admin API of ` + "`ringwal serve`" + ` for a live one.`
 // inspectReport is what inspect found; its JSON form is --json's output:
 // the engine's Stats as the admin API shows them (admin.StatsView, its
 // fields at the top level), the next messages in line as admin.InfoView,
-// and what the log files hold.
+// and, for a directory, what the log files hold.
 type inspectReport struct {
-	Dir string `json:"dir"`
+	Dir  string `json:"dir,omitempty"`
+	Addr string `json:"addr,omitempty"`
 	admin.StatsView
 	Next       []admin.InfoView `json:"next"`
-	LogFiles   walReport        `json:"log_files"`
+	LogFiles   *walReport       `json:"log_files,omitempty"`
 	Checkpoint *checkpointEntry `json:"checkpoint"`
 }
 
@@ -89,21 +106,24 @@ type checkpointEntry struct {
 	Time    time.Time `json:"time"`
 }
 
-// inspect opens dir, gathers the report, closes the engine and reads the
-// log files.
-func inspect(dir string, next int) (rep inspectReport, err error) {
-	e, err := openDataDir(dir)
-	if err != nil {
+// inspect gathers the report from src; for a directory it then closes
+// the engine and reads the log files.
+func inspect(ctx context.Context, src source, next int) (rep inspectReport, err error) {
+	if rep.StatsView, err = src.stats(ctx); err != nil {
 		return rep, err
 	}
-	s := e.Stats()
-	rep = inspectReport{Dir: dir, StatsView: admin.NewStatsView(s), Next: []admin.InfoView{}}
-	// No more than are pending: Peek sizes its answer by what it is asked.
-	for _, in := range e.Peek(min(next, s.Pending)) {
-		rep.Next = append(rep.Next, admin.NewInfoView(in))
+	if rep.Next, err = src.next(ctx, next); err != nil {
+		return rep, err
 	}
-	if err := e.Close(); err != nil {
-		return rep, fmt.Errorf("closing the engine: %w", err)
+	l, ok := src.(*localSource)
+	if !ok {
+		rep.Addr = src.where()
+		return rep, nil
+	}
+	dir := l.dir
+	rep.Dir = dir
+	if err := l.close(); err != nil {
+		return rep, err
 	}
 	// The engine is closed, so the log is quiet: Verify (without repair)
 	// reads every batch and snapshot and takes no lock.
@@ -111,7 +131,7 @@ func inspect(dir string, next int) (rep inspectReport, err error) {
 	if err != nil {
 		return rep, fmt.Errorf("reading the log: %w", err)
 	}
-	rep.LogFiles = walReport{
+	rep.LogFiles = &walReport{
 		Segments: vr.Segments, FirstIndex: vr.FirstIndex, LastIndex: vr.LastIndex,
 		Batches: vr.Batches, Records: vr.Records, LogBytes: vr.Bytes, DiskBytes: diskUsage(dir),
 	}
@@ -149,7 +169,11 @@ func diskUsage(dir string) int64 {
 // print writes the report as text.
 func (r inspectReport) print(w io.Writer) error {
 	tw := newTable(w)
-	fmt.Fprintf(tw, "data directory\t%s\n", r.Dir)
+	if r.Addr != "" {
+		fmt.Fprintf(tw, "admin API\t%s (a running engine)\n", r.Addr)
+	} else {
+		fmt.Fprintf(tw, "data directory\t%s\n", r.Dir)
+	}
 	fmt.Fprintf(tw, "messages\tpending %s · delayed %s · leased %s · held %s · dead %s\n",
 		count(r.Pending), count(r.Delayed), count(r.Leased), count(r.Held), count(r.Dead))
 	fmt.Fprintf(tw, "oldest pending\t%s\n", orDash(durOrZero(seconds(r.OldestPendingSeconds))))
@@ -165,6 +189,33 @@ func (r inspectReport) print(w io.Writer) error {
 	}
 	fmt.Fprintln(tw, "\t")
 	fmt.Fprintln(tw, "WRITE-AHEAD LOG\t")
+	if r.LogFiles == nil {
+		r.printLiveLog(tw)
+	} else {
+		r.printLogFiles(tw)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return r.printNext(w)
+}
+
+// printLiveLog describes a running engine's log: what it wrote since it
+// opened.
+func (r inspectReport) printLiveLog(tw io.Writer) {
+	if !r.Durable || r.WAL == nil {
+		fmt.Fprintf(tw, "  none\tmemory only\n")
+		return
+	}
+	fmt.Fprintf(tw, "  written since open\t%s batches, %s records, %s; write p99 %s, fsync p99 %s\n",
+		count(r.WAL.Batches), count(r.WAL.Records), bytesize(int64(r.WAL.Bytes)),
+		dur(seconds(r.WAL.Write.P99Seconds)), dur(seconds(r.WAL.Fsync.P99Seconds)))
+	fmt.Fprintf(tw, "  log files, last checkpoint\tnot reported by a running engine (inspect DIR once it is stopped)\n")
+	r.printRecovery(tw)
+}
+
+// printLogFiles describes the log files of a directory.
+func (r inspectReport) printLogFiles(tw io.Writer) {
 	fmt.Fprintf(tw, "  segments\t%d (batches %d..%d: %s batches, %s records, %s)\n",
 		r.LogFiles.Segments, r.LogFiles.FirstIndex, r.LogFiles.LastIndex, count(r.LogFiles.Batches), count(r.LogFiles.Records), bytesize(r.LogFiles.LogBytes))
 	fmt.Fprintf(tw, "  on disk\t%s (log, snapshot and lock files)\n", bytesize(r.LogFiles.DiskBytes))
@@ -174,18 +225,24 @@ func (r inspectReport) print(w io.Writer) error {
 	} else {
 		fmt.Fprintf(tw, "  last checkpoint\tnone (recovery replays the whole log)\n")
 	}
+	r.printRecovery(tw)
+}
+
+// printRecovery describes what Open replayed.
+func (r inspectReport) printRecovery(tw io.Writer) {
 	if rc := r.Recovery; rc != nil {
 		fmt.Fprintf(tw, "  replayed on open\t%s records (%s) in %s; torn tail cut: %s; leased at a crash: %d (requeued), crash-looping: %d (dead-lettered)\n",
 			count(rc.Records), bytesize(rc.Bytes), dur(seconds(rc.DurationSeconds)), bytesize(rc.TornBytes), rc.Crashed, rc.Poisoned)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+}
+
+// printNext lists the next messages in line.
+func (r inspectReport) printNext(w io.Writer) error {
 	if len(r.Next) == 0 {
 		return nil
 	}
 	fmt.Fprintln(w, "\nNEXT IN LINE")
-	tw = newTable(w)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "ID\tPRIORITY\tKEY\tATTEMPTS\tPAYLOAD")
 	for _, in := range r.Next {
 		m := in.Message

@@ -1,7 +1,9 @@
 // Command ringwal is the command-line tool of the ringwal engine: a guided
 // demo (live traffic, failures, breakers, then a SIGKILL and a recovery
-// check), and operator commands over a data directory: inspect, dlq, wal
-// verify and dump, and serve (Prometheus metrics and the JSON admin API).
+// check); operator commands (inspect, dlq) over a stopped engine's data
+// directory or, with --addr, over a running engine's admin API; wal verify
+// and dump; and serve (the web console, the JSON admin API and Prometheus
+// metrics of a stopped engine's directory).
 //
 // Exit status: 0 on success, 1 on failure, 2 on a usage error. Errors go to
 // standard error.
@@ -59,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "ringwal",
-		Short: "Run the ringwal demo and operate ringwal data directories",
+		Short: "Run the ringwal demo and operate ringwal engines",
 		Long: `ringwal is the command-line tool of the ringwal engine, a durable in-process
 message and job engine for Go.
 
@@ -68,7 +70,12 @@ Start with the demo:
   ringwal demo
 
 Then look at what it left behind with inspect, dlq and wal, or serve a data
-directory's metrics and admin API.
+directory's web console, admin API and metrics.
+
+inspect and dlq work on a data directory no process holds (DIR), or on a
+running engine through the admin API its application mounts
+(admin.NewHandler): --addr URL or $RINGWAL_ADDR, with --token or
+$RINGWAL_TOKEN. Same output either way.
 
 Exit status: 0 on success, 1 on failure, 2 on a usage error.`,
 		SilenceErrors: true,

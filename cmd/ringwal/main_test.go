@@ -49,8 +49,17 @@ func TestMain(m *testing.M) {
 // binEnv is the environment of the binary: a race-enabled build must not
 // sleep a second at exit (the race runtime's default), and a race it finds
 // fails the run (exit status 66).
-func binEnv() []string {
-	return append(os.Environ(), "GORACE=atexit_sleep_ms=0 exitcode=66 "+os.Getenv("GORACE"))
+// The operator's RINGWAL_ADDR and RINGWAL_TOKEN are left out: a test
+// that wants them sets them (runBinEnv).
+func binEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, envAddr+"=") && !strings.HasPrefix(kv, envToken+"=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "GORACE=atexit_sleep_ms=0 exitcode=66 "+os.Getenv("GORACE"))
+	return append(env, extra...)
 }
 
 // result is what one run of the binary did.
@@ -62,10 +71,17 @@ type result struct {
 // runBin runs the binary with args and a time limit.
 func runBin(t *testing.T, timeout time.Duration, args ...string) result {
 	t.Helper()
+	return runBinEnv(t, nil, timeout, args...)
+}
+
+// runBinEnv runs the binary with args, extra environment variables
+// (NAME=value) and a time limit.
+func runBinEnv(t *testing.T, env []string, timeout time.Duration, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = binEnv()
+	cmd.Env = binEnv(env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -158,6 +174,9 @@ func TestUsageErrors(t *testing.T) {
 		{"dlq", "show", dir, "not-an-id"},
 		{"wal", "dump", "--kind", "bogus", dir},
 		{"demo", "--duration", "10ms"},
+		{"serve", dir, "--addr", "0.0.0.0:0"},
+		{"serve", dir, "--addr", ":0"},
+		{"dlq", "list", "--addr", "ftp://example.com"},
 	} {
 		r := runBin(t, 30*time.Second, args...)
 		assert.Equal(t, 2, r.code, "ringwal %v: stdout %q stderr %q", args, r.stdout, r.stderr)

@@ -52,7 +52,7 @@ func openDataDir(dir string) (*ringwal.Engine, error) {
 	}
 	e, err := ringwal.Open(dir, ringwal.Options{})
 	if errors.Is(err, ringwal.ErrLocked) {
-		return nil, fmt.Errorf("%s is in use by a running engine (stop it first, or use the admin API of `ringwal serve`): %w", dir, ringwal.ErrLocked)
+		return nil, fmt.Errorf("%s is in use by a running engine: operate it through the admin API its application mounts (admin.NewHandler), with --addr URL or $%s instead of the directory; or stop it first: %w", dir, envAddr, ringwal.ErrLocked)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", dir, err)

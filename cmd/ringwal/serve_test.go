@@ -214,3 +214,58 @@ func TestServeSIGINT(t *testing.T) {
 		t.Fatal("serve did not stop on SIGINT")
 	}
 }
+
+// TestServeToken: with --token, the console, the API and /metrics all need
+// it; the console asks for it with a sign-in page.
+func TestServeToken(t *testing.T) {
+	f := newFixture(t)
+	cmd := exec.Command(bin, "serve", f.dir, "--addr", "127.0.0.1:0")
+	cmd.Env = binEnv("RINGWAL_TOKEN=s3cret")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	first := make(chan string, 1)
+	go func() {
+		lines := bufio.NewScanner(stdout)
+		if lines.Scan() {
+			first <- lines.Text()
+		}
+		close(first)
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	var base string
+	select {
+	case l := <-first:
+		require.True(t, strings.HasPrefix(l, "listening on http://127.0.0.1:"), l)
+		base = strings.TrimPrefix(l, "listening on ")
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not start listening")
+	}
+	get := func(path, token string) (int, string) {
+		req, err := http.NewRequest("GET", base+path, nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("/", "")
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.Contains(t, body, "Sign in")
+	for _, p := range []string{"/api/stats", "/metrics"} {
+		code, _ = get(p, "")
+		assert.Equal(t, http.StatusUnauthorized, code, p)
+		code, _ = get(p, "s3cret")
+		assert.Equal(t, http.StatusOK, code, p)
+	}
+	code, body = get("/", "s3cret")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "Overview")
+	out := ok(t, "inspect", "--addr", base, "--token", "s3cret")
+	assert.Contains(t, out, "pending 3")
+}

@@ -1,0 +1,206 @@
+package admin_test
+
+// The console in a real browser: headless Chromium driven by chromedp
+// against an httptest server over an engine with dead letters. It skips
+// only when no Chromium is on PATH (.ci/run installs Debian's chromium).
+//
+// RINGWAL_UPDATE_SCREENSHOT=1 writes the dead-letters page it ends on to
+// docs/console.png (the README shows it), and the overview to
+// docs/console-overview.png.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
+)
+
+// chromium returns the path of a Chromium or Chrome on PATH, "" if none.
+func chromium() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// consoleFixture fills e with what an incident looks like: dead letters of
+// several categories and keys, and some pending work. It returns the IDs
+// of the poison ones.
+func consoleFixture(t *testing.T, e *ringwal.Engine) (poison []ringwal.ID) {
+	t.Helper()
+	ctx := context.Background()
+	fail := func(m ringwal.Message, cause error) ringwal.ID {
+		id, err := e.Enqueue(ctx, m)
+		require.NoError(t, err)
+		d := dequeueOne(t, e)
+		require.Equal(t, id, d.ID)
+		require.NoError(t, e.Nack(d.Lease, cause))
+		return id
+	}
+	hdr := map[string]string{"content-type": "application/json", "x-request-id": "req-7f3a"}
+	for i := 1; i <= 3; i++ {
+		fail(ringwal.Message{Key: "api.example.com", Priority: ringwal.High, Headers: hdr,
+			Payload: fmt.Appendf(nil, `{"order":%d,"total":"19.90"}`, 4100+i)},
+			classify.Mark(fmt.Errorf("POST https://api.example.com/v1/orders: HTTP 422: order %d: currency missing", 4100+i), classify.Permanent))
+	}
+	for i := 1; i <= 2; i++ {
+		poison = append(poison, fail(ringwal.Message{Key: "mail", Headers: hdr, Payload: fmt.Appendf(nil, `{"to":"user%d@example.com","template":"receipt"`, i)},
+			classify.Mark(errors.New("handler panicked: unexpected end of JSON input\n\ngoroutine 41 [running]:\nmain.sendReceipt(...)\n\t/app/mail.go:88"), classify.Poison)))
+	}
+	fail(ringwal.Message{Key: "slack", Payload: []byte("\x00\x01binary"), MaxAttempts: 1},
+		classify.Mark(errors.New("POST https://hooks.slack.com/services/T000: HTTP 503"), classify.Transient))
+	fail(ringwal.Message{Key: "slack", Payload: []byte(`{"text":"deploy finished"}`), MaxAttempts: 1},
+		classify.Mark(errors.New("POST https://hooks.slack.com/services/T000: dial tcp: i/o timeout"), classify.Timeout))
+	for i := 0; i < 7; i++ {
+		_, err := e.Enqueue(ctx, ringwal.Message{Key: "api.example.com", Priority: ringwal.Priority(i%3 - 1), Payload: []byte("later")})
+		require.NoError(t, err)
+	}
+	return poison
+}
+
+func TestConsoleInBrowser(t *testing.T) {
+	exe := chromium()
+	if exe == "" {
+		t.Skip("no Chromium on PATH (chromium, chromium-browser, google-chrome)")
+	}
+	start := time.Now()
+	e := openEngine(t, t.TempDir(), ringwal.Options{})
+	poison := consoleFixture(t, e)
+	const token = "t0ken-for-the-test"
+	mux := http.NewServeMux()
+	mux.Handle("/ops/", http.StripPrefix("/ops", admin.NewHandler(e, admin.Options{Token: token})))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	base := srv.URL + "/ops/"
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 860))
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	defer acancel()
+	bctx, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		require.NoError(t, chromedp.Do(bctx, steps...), what)
+	}
+	textOf := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
+		require.NoError(t, err, "text of %s", sel)
+		return s
+	}
+
+	// Sign in: the console asks for the token once.
+	run("sign in",
+		chromedp.Navigate(base),
+		chromedp.WaitVisible(chromedp.CSS(`#token`)),
+		chromedp.SendKeys(chromedp.CSS(`#token`), token),
+		chromedp.Submit(chromedp.CSS(`#token`)),
+		chromedp.WaitVisible(chromedp.CSS(`#live`)))
+	text := textOf(`#live`)
+	assert.Contains(t, text, "dead letters")
+	assert.Contains(t, text, "poison")
+
+	// Filter the dead letters by category and key.
+	run("filter",
+		chromedp.Navigate(base+"dead-letters"),
+		chromedp.WaitVisible(chromedp.CSS(`#filters`)),
+		chromedp.Click(chromedp.CSS(`#filters input[value="poison"]`)),
+		chromedp.SendKeys(chromedp.CSS(`#filters input[name="key"]`), "mail"),
+		chromedp.Submit(chromedp.CSS(`#filters`)),
+		// The value attribute (not the typed-in property) is the new page's.
+		chromedp.WaitVisible(chromedp.CSS(`#filters input[name="key"][value="mail"]`)))
+	text = textOf(`#dead-letters tbody`)
+	assert.Equal(t, 2, strings.Count(text, "poison"), "the two poison letters: %s", text)
+	assert.NotContains(t, text, "permanent")
+
+	// Open one, review it with a note.
+	target := poison[0]
+	note := "JSON cut short by the producer; fixed in v2.3.1"
+	run("open",
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#dead-letters a[href="./dead-letters/%d"]`, target))),
+		chromedp.WaitVisible(chromedp.CSS(`#note`)))
+	assert.Contains(t, textOf(`#payload`), "user1@example.com")
+	run("review",
+		chromedp.SendKeys(chromedp.CSS(`#note`), note),
+		chromedp.Click(chromedp.CSS(`#review`)),
+		chromedp.WaitVisible(chromedp.CSS(`#note-text`)))
+	assert.Equal(t, note, textOf(`#note-text`))
+	ds, err := e.DeadLetters(dlq.Query{Key: "mail", Categories: []classify.Category{classify.Poison}, Limit: 1})
+	require.NoError(t, err)
+	require.Equal(t, uint64(target), ds[0].ID)
+	assert.True(t, ds[0].Reviewed, "reviewed before the redrive")
+	assert.Equal(t, note, ds[0].Note)
+
+	// Redrive it: it is pending again.
+	run("redrive",
+		chromedp.Click(chromedp.CSS(`#redrive`)),
+		chromedp.WaitVisible(chromedp.CSS(`#state.pending`)))
+	assert.Equal(t, "pending", textOf(`#state`))
+	info, err := e.Get(target)
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Pending, info.State)
+
+	// A POST from the signed-in page without the CSRF field is refused.
+	other := poison[1]
+	status, err := chromedp.Run(bctx, chromedp.Evaluate[int](fmt.Sprintf(
+		`fetch("../dead-letters/%d/redrive", {method: "POST", body: new URLSearchParams({note: "x"})}).then(r => r.status)`, other),
+		chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusForbidden, status)
+	// Without the token (no session cookie, no bearer header) it is refused
+	// too, CSRF field or not.
+	resp, err := http.PostForm(fmt.Sprintf("%sdead-letters/%d/redrive", base, other), url.Values{"csrf": {"anything"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	info, err = e.Get(other)
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Dead, info.State, "neither refused request redrove it")
+
+	// End on the whole list (one more reviewed, for the picture), and keep
+	// pictures of it and of the overview.
+	slack, err := e.DeadLetters(dlq.Query{Key: "slack", Limit: 1})
+	require.NoError(t, err)
+	require.NoError(t, e.MarkReviewed(ringwal.ID(slack[0].ID), "Slack outage 21:04-21:09, see status page"))
+	run("overview", chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#live`)))
+	overview, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
+	require.NoError(t, err)
+	run("list", chromedp.Navigate(base+"dead-letters"), chromedp.WaitVisible(chromedp.CSS(`#dead-letters`)))
+	rows, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#dead-letters tbody tr").length`))
+	require.NoError(t, err)
+	assert.Equal(t, 6, rows, "six dead letters left")
+	png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
+	require.NoError(t, err)
+	if os.Getenv("RINGWAL_UPDATE_SCREENSHOT") != "" {
+		out := filepath.Join("..", "docs", "console.png")
+		require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
+		require.NoError(t, os.WriteFile(out, png, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join("..", "docs", "console-overview.png"), overview, 0o644))
+		t.Logf("wrote %s and console-overview.png", out)
+	}
+	t.Logf("browser test took %s", time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,114 @@
+package admin
+
+// The console templates' formatting functions.
+
+import (
+	"fmt"
+	"html/template"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// templateFuncs are the functions the console's templates call.
+var templateFuncs = template.FuncMap{
+	"ts":    formatTime,
+	"dur":   formatDuration,
+	"secs":  func(s float64) string { return formatDuration(time.Duration(s * float64(time.Second))) },
+	"count": formatCount,
+	"bytes": formatBytes,
+	"rate":  func(r float64) string { return strconv.FormatFloat(r, 'f', 1, 64) + "/s" },
+	"pct":   func(p float64) string { return strconv.FormatFloat(p, 'f', 0, 64) + "%" },
+	"dash": func(s string) string {
+		if s == "" {
+			return "—"
+		}
+		return s
+	},
+	"short": func(s string, n int) string {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[:i] + " …"
+		}
+		if r := []rune(s); len(r) > n {
+			s = string(r[:n-1]) + "…"
+		}
+		return s
+	},
+}
+
+// formatTime is t in the server's local time to the millisecond, with its
+// zone; "—" for the zero time.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.Local().Format("2006-01-02 15:04:05.000 MST")
+}
+
+// formatDuration is d with three significant digits: 1.23ms, 4.5s, 3m0s.
+func formatDuration(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0"
+	case d < time.Microsecond:
+		return d.String()
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.3gµs", float64(d)/float64(time.Microsecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.3gms", float64(d)/float64(time.Millisecond))
+	case d < time.Minute:
+		return fmt.Sprintf("%.3gs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}
+
+// formatCount is an int or uint64 with thousands separators: 12,345.
+func formatCount(n any) string {
+	var s string
+	switch v := n.(type) {
+	case int:
+		s = strconv.Itoa(v)
+	case uint64:
+		s = strconv.FormatUint(v, 10)
+	case int64:
+		s = strconv.FormatInt(v, 10)
+	default:
+		return fmt.Sprint(n)
+	}
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// formatBytes is n bytes (an int64 or uint64) with a binary unit: 1.5 MiB.
+func formatBytes(v any) string {
+	var n uint64
+	switch b := v.(type) {
+	case uint64:
+		n = b
+	case int64:
+		n = uint64(max(b, 0))
+	default:
+		return fmt.Sprint(v)
+	}
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

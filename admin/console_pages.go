@@ -1,0 +1,415 @@
+package admin
+
+// The console's pages and form actions, each built from the engine's
+// public API and the same views as the JSON API.
+
+import (
+	"cmp"
+	"fmt"
+	"html/template"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
+)
+
+// Console paging: a dead-letter page's default size, and how many entries
+// the purge confirmation lists.
+const (
+	consolePage  = 50
+	purgeListMax = 20
+	refreshEvery = 5 // seconds between refreshes of the overview
+)
+
+// stats returns the engine's Stats, or false (answered 503) once it is
+// closed.
+func (h *handler) pageStats(w http.ResponseWriter, r *http.Request) (ringwal.Stats, bool) {
+	s := h.e.Stats()
+	if s.Closed {
+		h.failPage(w, r, ringwal.ErrClosed)
+		return s, false
+	}
+	return s, true
+}
+
+// stateRow is one line of the overview's state table.
+type stateRow struct {
+	State      string
+	Total      int
+	ByPriority []int // in Priorities order
+}
+
+// countRow is a name, a count and the dead-letter query that lists them.
+type countRow struct {
+	Name  string
+	Count int
+	Query template.URL
+}
+
+// overviewView is the overview's data.
+type overviewView struct {
+	S           StatsView
+	Priorities  []string
+	States      []stateRow
+	TierPercent []float64 // in Priorities order
+	Dead        []countRow
+	Rates       []rate
+	RateSpan    time.Duration
+	RatesReady  bool
+	Open        int // breakers not closed
+	Now         time.Time
+}
+
+func (h *handler) overviewPage(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.pageStats(w, r)
+	if !ok {
+		return
+	}
+	now := h.now()
+	h.con.rates.add(now, s)
+	v := overviewView{S: NewStatsView(s), Now: now}
+	v.Rates, v.RateSpan, v.RatesReady = h.con.rates.rates()
+	for _, p := range Priorities {
+		v.Priorities = append(v.Priorities, p.String())
+		v.TierPercent = append(v.TierPercent, 100*v.S.TierUtilization[p.String()])
+	}
+	for _, st := range []ringwal.State{ringwal.Pending, ringwal.Delayed, ringwal.Leased, ringwal.Held} {
+		row := stateRow{State: st.String()}
+		for _, p := range v.Priorities {
+			n := v.S.ByPriority[st.String()][p]
+			row.ByPriority = append(row.ByPriority, n)
+			row.Total += n
+		}
+		v.States = append(v.States, row)
+	}
+	for _, c := range classify.Categories() {
+		if n := s.DeadByCategory[c]; n > 0 {
+			v.Dead = append(v.Dead, countRow{Name: c.String(), Count: n,
+				Query: template.URL(url.Values{"category": {c.String()}}.Encode())})
+		}
+	}
+	for _, b := range s.Breakers {
+		if b.State.String() != "closed" {
+			v.Open++
+		}
+	}
+	h.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Refresh: refreshEvery, Data: v})
+}
+
+// keyRow is one key of the keys page. Columns for a key's pause and
+// throttling belong here once the engine reports them.
+type keyRow struct {
+	Key         string
+	Breaker     *BreakerView // nil: the key has no breaker now (never delivered, or evicted)
+	DeadLetters int
+	Query       template.URL // its dead letters
+}
+
+// keysView is the keys page's data.
+type keysView struct {
+	Keys []keyRow
+	Held int // held messages, every key
+	Now  time.Time
+}
+
+func (h *handler) keysPage(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.pageStats(w, r)
+	if !ok {
+		return
+	}
+	ds, err := h.e.DeadLetters(dlq.Query{})
+	if err != nil {
+		h.failPage(w, r, err)
+		return
+	}
+	rows := map[string]*keyRow{}
+	row := func(k string) *keyRow {
+		if rows[k] == nil {
+			rows[k] = &keyRow{Key: k, Query: template.URL(url.Values{"key": {k}}.Encode())}
+		}
+		return rows[k]
+	}
+	for _, b := range NewStatsView(s).Breakers {
+		row(b.Key).Breaker = &b
+	}
+	for _, d := range ds {
+		if d.Key != "" {
+			row(d.Key).DeadLetters++
+		}
+	}
+	v := keysView{Held: s.Held, Now: h.now()}
+	for _, k := range slices.Sorted(maps.Keys(rows)) {
+		v.Keys = append(v.Keys, *rows[k])
+	}
+	h.render(w, r, http.StatusOK, "keys", page{Title: "Keys and breakers", Nav: "keys", Data: v})
+}
+
+// categoryOption is a category checkbox of the filter form.
+type categoryOption struct {
+	Name    string
+	Checked bool
+}
+
+// deadLettersView is the dead-letter list's data.
+type deadLettersView struct {
+	Categories                  []categoryOption
+	Key, Since, Until, Reviewed string
+	Limit                       int
+	Filtered                    bool
+	Entries                     []DeadLetterView
+	Next                        template.URL // the next page's query; "" on the last page
+	First                       template.URL // the first page's query, when this is not it
+	PurgeQuery                  template.URL // the filters, for the purge confirmation
+	Err                         string
+	Total                       int // dead letters, every filter aside
+}
+
+// formValues returns v without empty values: an HTML form sends its
+// empty fields, which ParseDeadLetterQuery would read as filters.
+func formValues(v url.Values, skip ...string) url.Values {
+	out := url.Values{}
+	for k, vals := range v {
+		if slices.Contains(skip, k) {
+			continue
+		}
+		for _, s := range vals {
+			if s != "" {
+				out.Add(k, s)
+			}
+		}
+	}
+	return out
+}
+
+func (h *handler) deadLettersPage(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.pageStats(w, r)
+	if !ok {
+		return
+	}
+	vals := formValues(r.URL.Query())
+	v := deadLettersView{Key: vals.Get("key"), Since: vals.Get("since"), Until: vals.Get("until"),
+		Reviewed: vals.Get("reviewed"), Total: s.Dead}
+	checked := map[string]bool{}
+	for _, c := range vals["category"] {
+		checked[c] = true
+	}
+	for _, c := range classify.Categories() {
+		v.Categories = append(v.Categories, categoryOption{Name: c.String(), Checked: checked[c.String()]})
+	}
+	q, err := ParseDeadLetterQuery(vals, h.now())
+	if err == nil && q.Limit > MaxLimit {
+		err = fmt.Errorf("limit %d: want a number from 1 to %d", q.Limit, MaxLimit)
+	}
+	if err != nil {
+		v.Err = err.Error()
+		h.render(w, r, http.StatusBadRequest, "deadletters", page{Title: "Dead letters", Nav: "dead-letters", Data: v})
+		return
+	}
+	v.Limit = cmp.Or(q.Limit, consolePage)
+	filters := q
+	filters.After, filters.Limit = 0, 0
+	v.Filtered = !emptyQuery(filters)
+	v.PurgeQuery = template.URL(DeadLetterQueryValues(filters).Encode())
+	if q.After != 0 {
+		v.First = v.PurgeQuery
+	}
+	q.Limit = v.Limit + 1
+	ds, err := h.e.DeadLetters(q)
+	if err != nil {
+		h.failPage(w, r, err)
+		return
+	}
+	if len(ds) > v.Limit {
+		ds = ds[:v.Limit]
+		next := DeadLetterQueryValues(filters)
+		next.Set("after", strconv.FormatUint(ds[len(ds)-1].ID, 10))
+		if v.Limit != consolePage {
+			next.Set("limit", strconv.Itoa(v.Limit))
+		}
+		v.Next = template.URL(next.Encode())
+	}
+	v.Entries = NewDeadLetterViews(ds)
+	h.render(w, r, http.StatusOK, "deadletters", page{Title: "Dead letters", Nav: "dead-letters", Data: v})
+}
+
+// emptyQuery reports whether q has no filter (it matches every dead
+// letter).
+func emptyQuery(q dlq.Query) bool {
+	return len(q.Categories) == 0 && q.Key == "" && q.Since.IsZero() && q.Until.IsZero() &&
+		q.Reviewed == dlq.Any && q.After == 0 && q.Limit == 0
+}
+
+// header is one message header.
+type header struct{ Name, Value string }
+
+// deadLetterView is the detail page's data: the message, and its dead
+// letter while it is one.
+type deadLetterView struct {
+	Info       InfoView
+	Dead       *DeadLetterView
+	Headers    []header
+	PurgeQuery template.URL // a query that matches this dead letter
+}
+
+// flashes are the messages a form action leaves for the page it
+// redirects to (?done=...).
+var flashes = map[string]string{
+	"reviewed": "Marked reviewed.",
+	"redriven": "Redriven: the message is pending again, with its attempts reset.",
+}
+
+func (h *handler) deadLetterPage(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.pagePathID(w, r)
+	if !ok {
+		return
+	}
+	info, err := h.e.Get(id)
+	if err != nil {
+		h.failPage(w, r, err)
+		return
+	}
+	v := deadLetterView{Info: NewInfoView(info)}
+	for _, k := range slices.Sorted(maps.Keys(info.Message.Headers)) {
+		v.Headers = append(v.Headers, header{k, info.Message.Headers[k]})
+	}
+	if info.State == ringwal.Dead {
+		if d, ok := h.deadLetter(id, info.Message.Key); ok {
+			dv := NewDeadLetterView(d)
+			v.Dead = &dv
+			one := dlq.Query{Categories: []classify.Category{d.Category}, Key: d.Key, Since: d.DeadAt, Until: d.DeadAt.Add(time.Nanosecond)}
+			v.PurgeQuery = template.URL(DeadLetterQueryValues(one).Encode())
+		}
+	}
+	h.render(w, r, http.StatusOK, "deadletter", page{Title: fmt.Sprintf("Message %d", id), Nav: "dead-letters",
+		Flash: flashes[r.URL.Query().Get("done")], Data: v})
+}
+
+// pagePathID parses the {id} path segment; false (answered 400) if
+// malformed.
+func (h *handler) pagePathID(w http.ResponseWriter, r *http.Request) (ringwal.ID, bool) {
+	s := r.PathValue("id")
+	id, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		h.errorPage(w, r, http.StatusBadRequest, fmt.Sprintf("Message ID %q is not a decimal number.", s))
+		return 0, false
+	}
+	return ringwal.ID(id), true
+}
+
+func (h *handler) reviewAction(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.pagePathID(w, r)
+	if !ok {
+		return
+	}
+	if err := h.e.MarkReviewed(id, r.PostForm.Get("note")); err != nil {
+		h.failPage(w, r, err)
+		return
+	}
+	h.opts.Logger.Info("ringwal: admin console reviewed a dead letter", "id", uint64(id))
+	seeOther(w, r, fmt.Sprintf("dead-letters/%d?done=reviewed", id))
+}
+
+func (h *handler) redriveAction(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.pagePathID(w, r)
+	if !ok {
+		return
+	}
+	if err := h.e.Redrive(id); err != nil {
+		h.failPage(w, r, err)
+		return
+	}
+	h.opts.Logger.Info("ringwal: admin console redrove a dead letter", "id", uint64(id))
+	seeOther(w, r, fmt.Sprintf("dead-letters/%d?done=redriven", id))
+}
+
+// purgeView is the purge confirmation's data.
+type purgeView struct {
+	Filters []header // the filters in words
+	Fields  []header // the hidden form fields that carry them
+	All     bool     // no filter: every dead letter
+	Count   int
+	Entries []DeadLetterView // the first purgeListMax
+	Changed bool             // the count changed since the confirmation was shown
+	Was     int
+	Back    template.URL
+}
+
+// purgeQuery reads the purge filters from vals (after and limit are not
+// filters: a purge takes everything they match).
+func (h *handler) purgeQuery(vals url.Values) (dlq.Query, error) {
+	q, err := ParseDeadLetterQuery(formValues(vals, "after", "limit", "csrf", "all", "expect"), h.now())
+	q.After, q.Limit = 0, 0
+	return q, err
+}
+
+func (h *handler) purgePage(w http.ResponseWriter, r *http.Request) {
+	q, err := h.purgeQuery(r.URL.Query())
+	if err != nil {
+		h.errorPage(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	h.confirmPurge(w, r, q, -1)
+}
+
+// confirmPurge answers the confirmation page of q; was is the count the
+// previous confirmation showed (-1 for none).
+func (h *handler) confirmPurge(w http.ResponseWriter, r *http.Request, q dlq.Query, was int) {
+	ds, err := h.e.DeadLetters(q)
+	if err != nil {
+		h.failPage(w, r, err)
+		return
+	}
+	vals := DeadLetterQueryValues(q)
+	v := purgeView{All: emptyQuery(q), Count: len(ds), Changed: was >= 0, Was: was, Back: template.URL(vals.Encode())}
+	for _, k := range slices.Sorted(maps.Keys(vals)) {
+		for _, s := range vals[k] {
+			v.Filters = append(v.Filters, header{k, s})
+			v.Fields = append(v.Fields, header{k, s})
+		}
+	}
+	v.Entries = NewDeadLetterViews(ds[:min(len(ds), purgeListMax)])
+	h.render(w, r, http.StatusOK, "purge", page{Title: "Purge dead letters", Nav: "dead-letters", Data: v})
+}
+
+func (h *handler) purgeAction(w http.ResponseWriter, r *http.Request) {
+	q, err := h.purgeQuery(r.PostForm)
+	if err != nil {
+		h.errorPage(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	if emptyQuery(q) && r.PostForm.Get("all") != "true" {
+		h.errorPage(w, r, http.StatusBadRequest, "A purge without a filter deletes every dead letter; confirm it on the purge page.")
+		return
+	}
+	expect, err := strconv.Atoi(r.PostForm.Get("expect"))
+	if err != nil || expect < 0 {
+		h.errorPage(w, r, http.StatusBadRequest, "The purge form lacks the count it confirmed; start again from the dead letters.")
+		return
+	}
+	ds, err := h.e.DeadLetters(q)
+	if err != nil {
+		h.failPage(w, r, err)
+		return
+	}
+	if len(ds) != expect {
+		// Dead letters came or went since the confirmation: confirm again.
+		h.confirmPurge(w, r, q, expect)
+		return
+	}
+	n, err := h.e.PurgeDeadLetters(q)
+	if err != nil {
+		if n > 0 {
+			h.opts.Logger.Error("ringwal: admin console purge not logged", "purged", n, "err", err)
+		}
+		h.failPage(w, r, fmt.Errorf("purged %d, then: %w", n, err))
+		return
+	}
+	h.opts.Logger.Info("ringwal: admin console purged dead letters", "purged", n)
+	h.render(w, r, http.StatusOK, "purged", page{Title: "Purged", Nav: "dead-letters", Data: PurgeResult{Purged: n}})
+}
