@@ -74,6 +74,17 @@ type WALStats struct {
 	// bucket i counts the batches of at most 2^i records; the last one's
 	// UpperBound is math.MaxInt (no bound) and its Count is every batch.
 	BatchRecords []BatchBucket
+	// SinceCheckpoint is the log's bytes after the newest snapshot (an
+	// automatic checkpoint runs past Options.CheckpointBytes); DiskBytes
+	// is what the log and its snapshots take on disk (segments it can
+	// stat), Segments their number.
+	SinceCheckpoint, DiskBytes int64
+	Segments                   int
+	// LastCheckpoint is when the newest snapshot was taken (zero: none).
+	LastCheckpoint time.Time
+	// Failed is the error that made the log unusable (a failed fsync, a
+	// failed repair), "" while it works.
+	Failed string
 }
 
 // BatchBucket is one bucket of WALStats.BatchRecords.
@@ -193,6 +204,12 @@ func (e *Engine) Stats() Stats {
 	}
 	if s.Durable {
 		s.WAL = e.metrics.walStats()
+		ls := e.log.Stats()
+		s.WAL.SinceCheckpoint, s.WAL.DiskBytes, s.WAL.Segments = ls.SinceCheckpoint, ls.DiskBytes, ls.Segments
+		s.WAL.LastCheckpoint = ls.CheckpointTime
+		if ls.Failed != nil {
+			s.WAL.Failed = ls.Failed.Error()
+		}
 	}
 	requeuedLeased := e.ctr.requeuedLeased.Load()
 	for _, cat := range classify.Categories() {
