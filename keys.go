@@ -391,45 +391,39 @@ func (e *Engine) keyGone(ks *keyState, id uint64, now int64) {
 	ks.mu.Unlock()
 }
 
-// releaseWaiting puts back in their tiers as many set-aside messages as the key
-// can take now, in queue order; a time-bound wait gets a recheck timer.
-// ks.mu held.
+// releaseWaiting puts back in their tiers as many set-aside messages as
+// the key can take now, in queue order; a time-bound wait gets a recheck
+// timer. Called with ks.mu held, which it drops while it takes each
+// record: the lock order is record, then key (an owner of a queued record
+// - Cancel, a TTL expiry - may be waiting for ks.mu).
 func (e *Engine) releaseWaiting(ks *keyState, now int64) {
-	n := len(ks.queue)
-	switch {
-	case n == 0:
-		return
-	case ks.pausedAt(now):
-		return // the pause's end rechecks
-	case ks.policy.Ordered:
-		if ks.headOut {
-			return
-		}
-		n = 1
-	case ks.policy.MaxInFlight > 0:
-		n = min(n, ks.policy.MaxInFlight-ks.inFlight)
-	}
-	if ks.limiter != nil {
-		if tokens := int(ks.limiter.TokensAt(time.Unix(0, now))); tokens < n {
-			n = tokens
-			if n == 0 {
-				e.markFront(ks, WaitRate) // no longer behind a head: behind a token
-			}
-		}
-	}
-	for n > 0 && len(ks.queue) > 0 {
+	budget := e.releasable(ks, now)
+	for budget > 0 && len(ks.queue) > 0 && !(ks.policy.Ordered && ks.headOut) {
 		we := ks.queue[0]
 		ks.queue[0] = waitEntry{}
 		ks.queue = ks.queue[1:]
 		ks.popped++
-		r := e.slab.at(we.rf.slot)
-		if !r.own(we.rf.gen, stWaiting) {
-			continue // moved on meanwhile: expired, cancelled
-		}
-		n--
-		r.wait = NotWaiting
 		if ks.policy.Ordered {
-			ks.headOut, ks.headID = true, r.id.Load()
+			ks.headOut, ks.headID = true, 0 // reserved while unlocked
+		}
+		ks.mu.Unlock()
+		r := e.slab.at(we.rf.slot)
+		ok := r.own(we.rf.gen, stWaiting)
+		id := uint64(0)
+		if ok {
+			id = r.id.Load()
+			r.wait = NotWaiting
+		}
+		ks.mu.Lock()
+		if !ok {
+			if ks.policy.Ordered {
+				ks.headOut = false // moved on meanwhile: expired, cancelled
+			}
+			continue
+		}
+		budget--
+		if ks.policy.Ordered {
+			ks.headID = id
 		}
 		if due := r.nextAt.Load(); due > now {
 			e.delay(we.rf.slot, r, due)
@@ -443,6 +437,32 @@ func (e *Engine) releaseWaiting(ks *keyState, now int64) {
 	e.scheduleKeyRecheck(ks, now)
 }
 
+// releasable is how many set-aside messages the key can take now.
+// ks.mu held.
+func (e *Engine) releasable(ks *keyState, now int64) int {
+	n := len(ks.queue)
+	switch {
+	case n == 0, ks.pausedAt(now):
+		return 0 // a pause's end rechecks
+	case ks.policy.Ordered:
+		if ks.headOut {
+			return 0
+		}
+		n = 1
+	case ks.policy.MaxInFlight > 0:
+		n = min(n, ks.policy.MaxInFlight-ks.inFlight)
+	}
+	if ks.limiter != nil {
+		if tokens := int(ks.limiter.TokensAt(time.Unix(0, now))); tokens < n {
+			n = tokens
+			if n == 0 {
+				e.markFront(ks, WaitRate) // no longer behind a head: behind a token
+			}
+		}
+	}
+	return n
+}
+
 // markFront records why the front of the key's queue waits now. ks.mu
 // held.
 func (e *Engine) markFront(ks *keyState, why WaitReason) {
@@ -451,7 +471,7 @@ func (e *Engine) markFront(ks *keyState, why WaitReason) {
 		return
 	}
 	r := e.slab.at(we.rf.slot)
-	if r.own(we.rf.gen, stWaiting) {
+	if r.tryOwn(we.rf.gen, stWaiting) { // cosmetic: never wait with ks.mu held
 		r.wait, we.reason = why, why
 		r.keep(stWaiting)
 	}

@@ -518,3 +518,63 @@ func TestKeyControlsRefuseBadInput(t *testing.T) {
 	assert.ErrorIs(t, e.PauseKey("k", time.Time{}), ringwal.ErrClosed)
 	assert.ErrorIs(t, e.Cancel(1), ringwal.ErrClosed)
 }
+
+// TestOrderedKeyUnderCancelsExpiriesAndAcks races the things that touch an
+// ordered key's queue: consumers acking heads (which releases the next),
+// a canceller removing queued messages, and TTLs expiring them. It must
+// finish with every message acked, cancelled or dead-lettered as Expired.
+func TestOrderedKeyUnderCancelsExpiriesAndAcks(t *testing.T) {
+	e, err := ringwal.Open("", ringwal.Options{KeyPolicy: policyFor(ringwal.KeyPolicy{Ordered: true})})
+	require.NoError(t, err)
+	defer e.Close()
+	const n = 600
+	ids := make([]ringwal.ID, n)
+	for i := range ids {
+		m := ringwal.Message{Key: "k"}
+		if i%5 == 0 {
+			m.TTL = time.Duration(1+rand.IntN(20)) * time.Millisecond
+		}
+		ids[i] = mustEnqueue(t, e, m)
+	}
+	var acked, cancelled atomic.Int64
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				d, ok := e.TryDequeue()
+				if !ok {
+					time.Sleep(50 * time.Microsecond)
+					continue
+				}
+				if e.Ack(d.Lease) == nil {
+					acked.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// In ascending order: the canceller keeps meeting the front of the
+		// key's queue just as an ack releases it.
+		for i := 1; i < n; i += 3 {
+			if e.Cancel(ids[i]) == nil {
+				cancelled.Add(1)
+			}
+		}
+	}()
+	require.Eventually(t, func() bool {
+		st := e.Stats()
+		return st.Pending+st.Delayed+st.Leased+st.Held == 0
+	}, 30*time.Second, time.Millisecond, "the key's queue never drained")
+	cancel()
+	wg.Wait()
+	st := e.Stats()
+	assert.Equal(t, int64(n), acked.Load()+cancelled.Load()+int64(st.Dead), "acked %d cancelled %d dead %d", acked.Load(), cancelled.Load(), st.Dead)
+	assert.Equal(t, uint64(cancelled.Load()), st.Cancelled)
+	assert.Equal(t, st.Dead, st.DeadByCategory[classify.Expired])
+}

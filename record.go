@@ -157,6 +157,14 @@ func (r *rec) own(gen, from uint32) bool {
 	}
 }
 
+// tryOwn is own without waiting out a concurrent owner: false if the
+// record is owned at this instant. For callers that hold a lock an owner
+// may be waiting for.
+func (r *rec) tryOwn(gen, from uint32) bool {
+	w := r.load()
+	return w.names(gen, from) && r.word.CompareAndSwap(uint64(w), uint64(w.with(stBusy)))
+}
+
 // ownAny takes the record from any of the states in allowed (a set of
 // 1<<state), waiting out a concurrent owner or commit. It returns the word
 // it replaced (for putBack, and to tell which state it was in); ok is
