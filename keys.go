@@ -185,6 +185,28 @@ func (k *keys) get(key string) *keyState {
 	return v.(*keyState)
 }
 
+// retired marks a keyState the registry dropped (keyState.live).
+const retired = math.MinInt64
+
+// sweep drops the state of keys that have nothing left to remember: no
+// live message, lease, queue, pause or pending recheck. An enqueue racing
+// the sweep finds its state retired and looks the key up again.
+func (k *keys) sweep() (dropped int) {
+	k.m.Range(func(key, v any) bool {
+		ks := v.(*keyState)
+		ks.mu.Lock()
+		idle := ks.inFlight == 0 && !ks.headOut && len(ks.queue) == 0 && ks.pausedUntil == 0 && ks.recheckAt == 0
+		if idle && ks.live.CompareAndSwap(0, retired) {
+			k.m.CompareAndDelete(key, ks)
+			k.byID.Delete(ks.id)
+			dropped++
+		}
+		ks.mu.Unlock()
+		return true
+	})
+	return dropped
+}
+
 // forID returns the state a timer entry names.
 func (k *keys) forID(id uint64) *keyState {
 	if v, ok := k.byID.Load(id); ok {
@@ -547,6 +569,11 @@ func (e *Engine) keyGate(slot uint32, r *rec, now int64) (ks *keyState, ok bool)
 func (e *Engine) pauseKey(key string, until, now int64) bool {
 	ks := e.keys.get(key)
 	ks.mu.Lock()
+	for ks.live.Load() == retired { // swept meanwhile: pause the key's new state
+		ks.mu.Unlock()
+		ks = e.keys.get(key)
+		ks.mu.Lock()
+	}
 	defer ks.mu.Unlock()
 	if until <= now || (ks.pausedAt(now) && ks.pausedUntil >= until) {
 		return false

@@ -17,6 +17,7 @@ func (h *housekeeper) maintain(now int64) {
 	h.logDeadLetters()
 	e.sweepDedup(now)
 	e.sweepRetention(now)
+	e.keys.sweep()
 	e.compactDeadlines()
 	e.checkpointIfDue()
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -166,4 +167,32 @@ func TestNotifyDeadLettersCallsOnDeadLetterOffTheCallersGoroutine(t *testing.T) 
 	case <-time.After(5 * time.Second):
 		t.Fatal("OnDeadLetter was not called")
 	}
+}
+
+func TestSweepKeysForgetsIdleKeysOnly(t *testing.T) {
+	e, _ := openFake(t, "", Options{KeyPolicy: func(string) KeyPolicy { return KeyPolicy{MaxInFlight: 4} }})
+	for i := range 100 {
+		_, err := e.TryEnqueue(Message{Key: fmt.Sprintf("user-%d", i)})
+		require.NoError(t, err)
+	}
+	busy, err := e.TryEnqueue(Message{Key: "busy"})
+	require.NoError(t, err)
+	require.NoError(t, e.PauseKey("paused", time.Time{}))
+	for {
+		d, ok := e.TryDequeue()
+		if !ok {
+			break
+		}
+		if d.ID != busy {
+			require.NoError(t, e.Ack(d.Lease))
+		}
+	}
+	assert.Equal(t, 100, e.keys.sweep(), "the acked keys are idle")
+	assert.NotNil(t, e.keys.lookup("busy"), "a key with a lease stays")
+	assert.NotNil(t, e.keys.lookup("paused"), "a paused key stays")
+	// A key comes back as new after its state was dropped.
+	_, err = e.TryEnqueue(Message{Key: "user-7"})
+	require.NoError(t, err)
+	require.NotNil(t, e.keys.lookup("user-7"))
+	assert.EqualValues(t, 1, e.keys.lookup("user-7").live.Load())
 }
