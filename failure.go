@@ -86,11 +86,13 @@ func (e *Engine) bury(slot uint32, r *rec, f dlq.Failure, wait bool) error {
 	// Purge or Redrive of it must follow it in the log.
 	rec := deadLetterRecord(id, f, entry.Attempts, "")
 	lg, logErr := e.logRecord(&rec, wait)
+	e.ctr.movesBegun.Add(1) // from the store's Add to the slot's release
 	if err := e.dead.Add(entry); err != nil {
 		// Only a duplicate ID can fail, which would be an engine bug; keep
 		// the message rather than lose it.
 		e.opts.Logger.Error("ringwal: dead-letter store refused a message", "id", id, "err", err)
 		e.delay(slot, r, now+int64(time.Minute))
+		e.ctr.movesEnded.Add(1)
 		return err
 	}
 	e.ctr.deadLettered[categoryIndex(cat)].Add(1)
@@ -98,6 +100,7 @@ func (e *Engine) bury(slot uint32, r *rec, f dlq.Failure, wait bool) error {
 		e.ctr.expired.Add(1)
 	}
 	e.release(r)
+	e.ctr.movesEnded.Add(1)
 	e.hk.deadLettered(entry)
 	e.opts.Logger.Debug("ringwal: dead-lettered", "id", id, "category", cat.String(), "key", entry.Key, "attempts", entry.Attempts)
 	if logErr != nil {
