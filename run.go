@@ -27,9 +27,9 @@ const maxRunWorkers = 1 << 16
 // returns nil. The wait has no bound of its own: a handler that ignores
 // its ctx keeps Run from returning (Close stops waiting for it, Run does
 // not). It returns an error only for bad arguments (ErrInvalid: workers
-// outside [1, 65536], a nil h or ctx) or an
-// engine whose Close has started (ErrClosed). Several Runs may share an
-// engine; Run is safe for concurrent use.
+// outside [1, 65536], a nil h or ctx) or an engine whose Close has started
+// (ErrClosed). Several Runs may share an engine; Run is safe for
+// concurrent use.
 func (e *Engine) Run(ctx context.Context, workers int, h Handler) error {
 	if err := e.intake(); err != nil {
 		return err // closed wins over bad arguments, as for every method
