@@ -2,6 +2,7 @@ package ringwal
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/ringwal/ringwal/dlq"
 	"github.com/ringwal/ringwal/wal"
@@ -32,30 +33,18 @@ func (e *Engine) snapshot(emit func(*wal.Record) error) error {
 	if err := emit(&ck); err != nil {
 		return err
 	}
-	var rec wal.Record
+	var lr liveRecords
 	for slot := 0; slot < e.slab.size(); slot++ {
 		r := e.slab.lookup(uint32(slot))
 		if r == nil { // a chunk never used: skip it whole
 			slot |= slabChunkSlots - 1
 			continue
 		}
-		state, leaseExpiry, ok := e.snapshotRecord(r, &rec)
-		if !ok {
+		if !e.snapshotRecord(r, &lr, now) {
 			continue
 		}
-		if err := emit(&rec); err != nil {
+		if err := lr.emit(emit); err != nil {
 			return err
-		}
-		if h := r.hist.Load(); h != nil {
-			if err := emitFailures(rec.ID, h.failures, emit); err != nil {
-				return err
-			}
-		}
-		if state == stLeased {
-			lease := leaseRecord(rec.ID, now, uint32(rec.Attempt), leaseExpiry)
-			if err := emit(&lease); err != nil {
-				return err
-			}
 		}
 	}
 	dead, err := e.dead.Query(dlq.Query{})
@@ -79,31 +68,82 @@ func (e *Engine) snapshot(emit func(*wal.Record) error) error {
 	return nil
 }
 
-// snapshotRecord fills rec with a live record's enqueue record and reports
-// its state (and lease expiry, when leased); ok is false for a free slot.
-// A committing record is not ours to read: once its enqueue record is
-// written it is published, and may be leased, settled and reused while we
-// read; ownAny waits for it (the log writer runs on while a checkpoint
-// does, so the commit ends).
-func (e *Engine) snapshotRecord(r *rec, rec *wal.Record) (state uint32, leaseExpiry int64, ok bool) {
+// liveRecords are the records that rebuild one live message, in order:
+// a redrive marker, its enqueue record, its failure history, then a
+// requeue or lease record. Reused from message to message.
+type liveRecords struct {
+	marker, enqueue, then wal.Record
+	hasMarker, hasThen    bool
+	hist                  *history
+}
+
+func (lr *liveRecords) emit(emit func(*wal.Record) error) error {
+	if lr.hasMarker {
+		if err := emit(&lr.marker); err != nil {
+			return err
+		}
+	}
+	if err := emit(&lr.enqueue); err != nil {
+		return err
+	}
+	if h := lr.hist; h != nil {
+		if err := emitHistory(lr.enqueue.ID, h.failures, h.firstFailedAt, emit); err != nil {
+			return err
+		}
+	}
+	if lr.hasThen {
+		return emit(&lr.then)
+	}
+	return nil
+}
+
+// snapshotRecord fills lr with the records of a live record; false for a
+// free slot. A committing record is not ours to read: once its enqueue
+// record is written it is published, and may be leased, settled and
+// reused while we read; ownAny waits for it (the log writer runs on while
+// a checkpoint does, so the commit ends).
+//
+// An enqueue record replays as a first enqueue: its Time would (re)start
+// the DedupID's window, and a Delay would make the message delayed again.
+// Neither must happen to a live message, so
+//   - a message with a DedupID is preceded by a redrive record, which
+//     tells replay that its enqueue record is not the DedupID's first
+//     (the dedup records at the snapshot's end carry the window exactly);
+//   - a pending or held message is followed by a requeue record saying
+//     since when it is ready, unless its enqueue record already says so
+//     (no Delay, ready since its enqueue).
+func (e *Engine) snapshotRecord(r *rec, lr *liveRecords, now int64) bool {
 	prev, ok := r.ownAny(liveStates)
 	if !ok {
-		return 0, 0, false
+		return false
 	}
-	enqueueRecord(rec, r, r.id.Load())
-	rec.Crashes = r.crashes.Load()
-	switch state = prev.state(); state {
+	id := r.id.Load()
+	enqueueRecord(&lr.enqueue, r, id)
+	lr.enqueue.Crashes = r.crashes.Load()
+	lr.hist = r.hist.Load()
+	lr.hasMarker = r.msg.DedupID != "" && e.opts.DedupWindow > 0
+	if lr.hasMarker {
+		lr.marker = redriveRecord(id, r.enqueuedAt)
+	}
+	lr.hasThen = false
+	switch st := prev.state(); st {
 	case stDelayed:
-		rec.Until = r.nextAt.Load()
+		lr.enqueue.Until = r.nextAt.Load()
 	case stLeased:
-		leaseExpiry = r.leaseExpiry
+		lr.then, lr.hasThen = leaseRecord(id, now, uint32(lr.enqueue.Attempt), r.leaseExpiry), true
+	default: // pending (committing: published as pending) or held
+		if lr.enqueue.NotBefore != 0 || r.readyAt != r.enqueuedAt {
+			lr.then, lr.hasThen = requeueRecord(id, r.readyAt, uint32(lr.enqueue.Attempt), lr.enqueue.Crashes), true
+		}
 	}
 	r.putBack(prev)
-	return state, leaseExpiry, true
+	return true
 }
 
 // snapshotDead emits the records that rebuild dead letter d: its message
-// (enqueue), failure history, verdict and review.
+// (enqueue), failure history, verdict and review. The dead-letter record
+// carries the last failure (its time, category and text are the
+// verdict's), so the history is written without it.
 func (e *Engine) snapshotDead(d *DeadLetter, emit func(*wal.Record) error) error {
 	at := d.DeadAt.UnixNano()
 	rec := wal.Record{Kind: wal.KindEnqueue, ID: d.ID, Time: at}
@@ -115,14 +155,14 @@ func (e *Engine) snapshotDead(d *DeadLetter, emit func(*wal.Record) error) error
 	if err := emit(&rec); err != nil {
 		return err
 	}
-	if err := emitFailures(d.ID, d.Failures, emit); err != nil {
+	last := dlq.Failure{At: d.DeadAt, Category: d.Category}
+	fs := d.Failures
+	if n := len(fs); n > 0 {
+		last, fs = fs[n-1], fs[:n-1]
+	}
+	if err := emitHistory(d.ID, fs, d.FirstFailedAt.UnixNano(), emit); err != nil {
 		return err
 	}
-	var last dlq.Failure
-	if n := len(d.Failures); n > 0 {
-		last = d.Failures[n-1]
-	}
-	last.At, last.Category = d.DeadAt, d.Category
 	dead := deadLetterRecord(d.ID, last, d.Attempts, d.Message.DedupID)
 	if err := emit(&dead); err != nil {
 		return err
@@ -134,7 +174,18 @@ func (e *Engine) snapshotDead(d *DeadLetter, emit func(*wal.Record) error) error
 	return nil
 }
 
-func emitFailures(id uint64, fs []dlq.Failure, emit func(*wal.Record) error) error {
+// emitHistory emits a failure history. One trimmed to its last
+// dlq.DefaultMaxFailures entries no longer holds its first failure, whose
+// time (FirstFailedAt) it keeps apart: a stand-in failure at that time
+// goes first, which replay's trimming then drops once the history is full
+// again, leaving firstFailedAt where it was.
+func emitHistory(id uint64, fs []dlq.Failure, firstFailedAt int64, emit func(*wal.Record) error) error {
+	if len(fs) > 0 && firstFailedAt != 0 && firstFailedAt < fs[0].At.UnixNano() {
+		rec := failureRecord(id, dlq.Failure{At: time.Unix(0, firstFailedAt)})
+		if err := emit(&rec); err != nil {
+			return err
+		}
+	}
 	for _, f := range fs {
 		rec := failureRecord(id, f)
 		if err := emit(&rec); err != nil {

@@ -30,7 +30,12 @@ type counters struct {
 	cancelledLeased atomic.Uint64 // of which leased ones
 	deadLettered    [numCategories]atomic.Uint64
 	unused          atomic.Uint64 // IDs taken but never enqueued (duplicates, collisions, failed writes)
-	enqueuedBase    uint64        // nextID at Open: Enqueued = nextID - base - unused
+	// moves counts messages moving between the slab and the dead-letter
+	// store (a dead-lettering, a redrive): begun before the message leaves
+	// one, ended once it is in the other. Stats uses them as a sequence
+	// lock so that a message in transit is counted in exactly one state.
+	movesBegun, movesEnded atomic.Uint64
+	enqueuedBase           uint64 // nextID at Open: Enqueued = nextID - base - unused
 }
 
 // numCategories is the number of classify categories; a test checks it

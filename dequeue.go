@@ -13,11 +13,14 @@ import (
 // Dequeue leases the next message in scheduling order, blocking until one
 // is ready, ctx ends (ctx.Err()), or Close starts (ErrClosed). A message
 // already ready is handed out even if ctx has ended. The lease lasts
-// Options.LeaseTimeout unless extended; settle it with Ack or Nack. Safe
-// for concurrent use.
+// Options.LeaseTimeout unless extended; settle it with Ack or Nack. A nil
+// ctx is ErrInvalid. Safe for concurrent use.
 func (e *Engine) Dequeue(ctx context.Context) (Delivery, error) {
 	if err := e.intake(); err != nil {
 		return Delivery{}, err
+	}
+	if ctx == nil {
+		return Delivery{}, invalidf("Dequeue with a nil ctx")
 	}
 	if d, ok := e.TryDequeue(); ok {
 		return d, nil
@@ -118,8 +121,8 @@ const (
 	takeStale            // removed a stale entry: try again
 )
 
-// DequeueBatch leases up to max ready messages (max > 0, else
-// ErrInvalid). It blocks as Dequeue does until the first is ready, ctx
+// DequeueBatch leases up to max ready messages (max > 0 and a non-nil
+// ctx, else ErrInvalid). It blocks as Dequeue does until the first is ready, ctx
 // ends or Close starts, then takes what else is ready without waiting.
 // Safe for concurrent use.
 func (e *Engine) DequeueBatch(ctx context.Context, max int) ([]Delivery, error) {

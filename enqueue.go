@@ -379,5 +379,5 @@ func (e *Engine) publish(slot uint32, now int64) {
 	if d := r.msg.Delay; d > 0 {
 		due = addSat(r.enqueuedAt, int64(d)) // from enqueue, not from publish
 	}
-	e.place(slot, r, due, now)
+	e.place(slot, r, due, 0, now)
 }

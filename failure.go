@@ -35,17 +35,25 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 	r.crashes.Store(0)
 	attempts := int(r.attempts())
 	p := e.categoryPolicy(cat, r.msg.MaxAttempts)
+	id := r.id.Load()
 	if !p.ShouldRetry(attempts, time.Duration(now-r.enqueuedAt)) {
-		return e.deadLetter(slot, r, cat, text, now, wait)
+		// The history already ends with f; the dead-letter record logs it.
+		return e.bury(slot, r, f, wait)
 	}
 	if r.expired(now) {
 		// The TTL ended during this delivery (its timer found the message
-		// leased and left it to this failure): no retry may go out.
-		return e.expire(slot, r, now, wait)
+		// leased and left it to this failure): no retry may go out. The
+		// dead-letter record carries the TTL's verdict, so f is logged on
+		// its own first, or a reopen would lose it from the history.
+		rec := failureRecord(id, f)
+		_, ferr := e.logRecord(&rec, false)
+		if err := e.expire(slot, r, now, wait); err != nil {
+			return err
+		}
+		return ferr
 	}
 	delay := p.Delay(cause, attempts, time.Duration(r.prevDelay.Load()))
 	r.prevDelay.Store(int64(delay))
-	id := r.id.Load()
 	e.ctr.retried.Add(1)
 	// From the clock itself: the cached one may lag, and a retry must not
 	// go out before its delay (classify.After promises exactly d).
@@ -59,21 +67,36 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 	return lg.wait()
 }
 
-// deadLetter moves a busy record to the dead-letter store under cat.
+// deadLetter moves a busy record to the dead-letter store under cat, the
+// verdict (a TTL, a crash loop) being a failure of its own that ends the
+// message's history.
 func (e *Engine) deadLetter(slot uint32, r *rec, cat classify.Category, text string, now int64, wait bool) error {
 	f := dlq.Failure{At: time.Unix(0, now), Category: cat, Error: text}
-	h := r.hist.Load().ending(f)
+	r.hist.Store(r.hist.Load().with(f))
+	return e.bury(slot, r, f, wait)
+}
+
+// bury moves a busy record whose history ends with f (the failure that
+// dead-letters it) to the dead-letter store under f's category. The
+// dead-letter record carries f, and replay appends it to the history the
+// log rebuilt: whatever the texts, the last failure is never taken for
+// one already there.
+func (e *Engine) bury(slot uint32, r *rec, f dlq.Failure, wait bool) error {
+	cat, now := f.Category, f.At.UnixNano()
+	h := r.hist.Load()
 	id := r.id.Load()
 	entry := h.deadLetter(id, cat, r.msg, int(r.attempts()), now)
 	// Logged before the dead letter is visible: an operator's Review,
 	// Purge or Redrive of it must follow it in the log.
 	rec := deadLetterRecord(id, f, entry.Attempts, "")
 	lg, logErr := e.logRecord(&rec, wait)
+	e.ctr.movesBegun.Add(1) // from the store's Add to the slot's release
 	if err := e.dead.Add(entry); err != nil {
 		// Only a duplicate ID can fail, which would be an engine bug; keep
 		// the message rather than lose it.
 		e.opts.Logger.Error("ringwal: dead-letter store refused a message", "id", id, "err", err)
 		e.delay(slot, r, now+int64(time.Minute))
+		e.ctr.movesEnded.Add(1)
 		return err
 	}
 	e.ctr.deadLettered[categoryIndex(cat)].Add(1)
@@ -82,6 +105,7 @@ func (e *Engine) deadLetter(slot uint32, r *rec, cat classify.Category, text str
 	}
 	e.keyGone(r.ks, id, now)
 	e.release(r)
+	e.ctr.movesEnded.Add(1)
 	e.hk.deadLettered(entry)
 	e.opts.Logger.Debug("ringwal: dead-lettered", "id", id, "category", cat.String(), "key", entry.Key, "attempts", entry.Attempts)
 	if logErr != nil {

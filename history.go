@@ -29,16 +29,6 @@ func (h *history) with(f dlq.Failure) *history {
 	return n
 }
 
-// ending returns h ending with f: h itself when its last failure is f's
-// (a Nack already recorded it), a copy with f appended otherwise (a TTL or
-// crash-loop verdict, which is a failure of its own).
-func (h *history) ending(f dlq.Failure) *history {
-	if h != nil && len(h.failures) > 0 && h.failures[len(h.failures)-1].Error == f.Error {
-		return h
-	}
-	return h.with(f)
-}
-
 func (h *history) last() (string, classify.Category) {
 	if h == nil || len(h.failures) == 0 {
 		return "", classify.Unknown

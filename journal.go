@@ -210,13 +210,16 @@ func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, m *recovered) {
 		m = rs.add(r.ID)
 	}
 	*m = recovered{id: r.ID, msg: messageOf(r, &rs.arena), enqueuedAt: r.Time, expiresAt: r.ExpiresAt,
-		attempts: r.Attempt, crashes: r.Crashes, state: stPending}
+		attempts: r.Attempt, crashes: r.Crashes, state: stPending, readyAt: r.Time}
 	switch {
 	case r.Until > 0:
 		m.state, m.nextAt = stDelayed, r.Until
 	case r.NotBefore > 0:
 		m.state, m.nextAt = stDelayed, r.NotBefore
 	}
+	// A redrive record right before says this is not the DedupID's first
+	// enqueue: its window stays where the log (or, in a snapshot, the
+	// dedup records) put it.
 	if r.DedupID != "" && rs.redriven != r.ID {
 		e.dedup.restore(r.DedupID, r.ID, r.Time)
 	}
@@ -261,8 +264,10 @@ func applyNack(r *wal.Record, m *recovered) {
 	}
 }
 
-// --- KindRequeue: the message is pending now (an operator's Requeue, a
-// lease given back at Close or found at a crash).
+// --- KindRequeue: the message is pending since Time (an operator's
+// Requeue, a lease given back at Close or found at a crash; in a snapshot,
+// a pending message whose enqueue record alone would not say when it
+// became ready, or would make it delayed).
 
 func requeueRecord(id uint64, now int64, attempts uint32, crashes int32) wal.Record {
 	return wal.Record{Kind: wal.KindRequeue, ID: id, Time: now, Attempt: int32(attempts), Crashes: crashes}
@@ -270,12 +275,14 @@ func requeueRecord(id uint64, now int64, attempts uint32, crashes int32) wal.Rec
 
 func applyRequeue(r *wal.Record, m *recovered) {
 	if m != nil {
-		m.attempts, m.state, m.crashes = r.Attempt, stPending, r.Crashes
+		m.attempts, m.state, m.crashes, m.readyAt = r.Attempt, stPending, r.Crashes, r.Time
 	}
 }
 
-// --- KindFailure (snapshots only): one entry of a message's failure
-// history.
+// --- KindFailure: one entry of a message's failure history. A snapshot
+// writes the history as these; the log has one where a failure has no
+// record of its own (a nack that found the TTL ended, so that the
+// dead-letter record says Expired).
 
 func failureRecord(id uint64, f dlq.Failure) wal.Record {
 	return wal.Record{Kind: wal.KindFailure, ID: id, Time: f.At.UnixNano(), Category: uint8(f.Category), Text: f.Error}
@@ -291,9 +298,10 @@ func applyFailure(r *wal.Record, m *recovered) {
 	}
 }
 
-// --- KindDeadLetter: the message moved to the dead-letter store. Text is
-// the last failure's; a snapshot's record also carries the DedupID (its
-// enqueue record does not, see snapshotDead).
+// --- KindDeadLetter: the message moved to the dead-letter store. Time,
+// Category and Text are its last failure's (the verdict); a snapshot's
+// record also carries the DedupID (its enqueue record does not, see
+// snapshotDead).
 
 func deadLetterRecord(id uint64, f dlq.Failure, attempts int, dedupID string) wal.Record {
 	return wal.Record{Kind: wal.KindDeadLetter, ID: id, Time: f.At.UnixNano(), Attempt: int32(attempts),
@@ -314,8 +322,11 @@ func (e *Engine) applyDeadLetter(rs *replayState, r *wal.Record, m *recovered) {
 	if r.DedupID != "" { // a snapshot's
 		m.msg.DedupID = r.DedupID
 	}
+	// The record carries the last failure, which no record before it
+	// logged (a snapshot writes the history but its last entry): append it
+	// whatever its text.
 	f := failureOf(r)
-	h := m.hist.ending(f)
+	h := m.hist.with(f)
 	entry := h.deadLetter(r.ID, f.Category, m.msg, int(r.Attempt), r.Time)
 	if l.reviewed {
 		entry.Reviewed, entry.Note, entry.ReviewedAt = true, l.note, time.Unix(0, l.reviewedAt)

@@ -298,10 +298,26 @@ func (ks *keyState) unenter() {
 	}
 }
 
+// keyOrdered reports whether key has an ordered policy.
+func (e *Engine) keyOrdered(key string) bool {
+	return key != "" && e.keys.policy != nil && e.keys.get(key).policy.Ordered
+}
+
+func boolCompare(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
 // place publishes an owned record that enters the slab (enqueue, redrive,
 // restore): an ordered key's message joins its key's queue unless it is
-// the head; otherwise it is delayed until due or made ready.
-func (e *Engine) place(slot uint32, r *rec, due, now int64) {
+// the head; otherwise it is delayed until due, or made ready (since
+// readyAt, when not 0: a restored message keeps its place in line).
+func (e *Engine) place(slot uint32, r *rec, due, readyAt, now int64) {
 	if ks := r.ks; ks != nil && ks.policy.Ordered {
 		ks.mu.Lock()
 		if ks.headOut || len(ks.queue) > 0 {
@@ -313,11 +329,14 @@ func (e *Engine) place(slot uint32, r *rec, due, now int64) {
 		ks.headOut, ks.headID = true, r.id.Load()
 		ks.mu.Unlock()
 	}
-	if due > now {
+	switch {
+	case due > now:
 		e.delay(slot, r, due)
-		return
+	case readyAt != 0:
+		e.makeReadyAt(slot, r, readyAt)
+	default:
+		e.makeReady(slot, r, now)
 	}
-	e.makeReady(slot, r, now)
 }
 
 // setAside publishes an owned record as waiting on its key, at the back of

@@ -138,6 +138,19 @@ func (e *Engine) Redrive(id ID) error {
 	// (or back in the store): Get's miss path waits on it.
 	e.redriveMu.RLock()
 	defer e.redriveMu.RUnlock()
+	if _, ok := e.dead.Get(uint64(id)); !ok {
+		// Not a move: Stats need not scan again for it.
+		return fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
+	}
+	// From leaving the store until the record counts as pending (it does
+	// once committing), Stats must know a message is in transit.
+	e.ctr.movesBegun.Add(1)
+	moved := false
+	defer func() {
+		if !moved {
+			e.ctr.movesEnded.Add(1)
+		}
+	}()
 	d, ok := e.dead.Remove(uint64(id))
 	if !ok {
 		return fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
@@ -164,17 +177,23 @@ func (e *Engine) Redrive(id ID) error {
 	e.ctr.added.Add(1)
 	if e.log != nil {
 		r.commit()
+		// Counted as pending from here; a failed write below is a move of
+		// its own back to the store.
+		moved = true
+		e.ctr.movesEnded.Add(1)
 		// Redrive then the whole message: the log alone can rebuild it even
 		// if a checkpoint saw it in neither the slab nor the DLQ.
 		recs := make([]wal.Record, 2)
 		recs[0] = redriveRecord(uint64(id), now)
 		enqueueRecord(&recs[1], r, uint64(id))
 		if err := e.log.AppendBatch(recs); err != nil {
+			e.ctr.movesBegun.Add(1)
 			_ = e.dead.Add(d) // before the record goes: Get finds one or the other
 			r.uncommit()
 			ks.unenter()
 			r.free()
 			e.ctr.added.Add(-1)
+			e.ctr.movesEnded.Add(1)
 			return fmt.Errorf("ringwal: redrive %d: %w", id, mapWALError(err))
 		}
 	}
@@ -182,7 +201,7 @@ func (e *Engine) Redrive(id ID) error {
 	if r.expiresAt != 0 {
 		e.hk.schedule(r.expiresAt, schedTTL(uint64(id)))
 	}
-	e.place(slot, r, 0, now)
+	e.place(slot, r, 0, 0, now)
 	return nil
 }
 

@@ -38,15 +38,23 @@ func (e *Engine) becomeDue(slot, gen uint32, now int64) {
 		_ = e.deadLetter(slot, r, classify.Expired, "ttl expired while delayed", now, false)
 		return
 	}
-	e.makeReady(slot, r, now)
+	// Ready since it came due, not since the housekeeper got to it: the
+	// log says when it came due, and a reopen must find the same age.
+	e.makeReadyAt(slot, r, r.nextAt.Load())
 }
 
-// makeReady moves a busy record to Pending and into its tier.
+// makeReady moves a busy record to Pending and into its tier, ready now.
 func (e *Engine) makeReady(slot uint32, r *rec, now int64) {
 	if sampled(r.id.Load()) {
 		now = e.preciseNow()
 	}
-	r.readyAt = now
+	e.makeReadyAt(slot, r, now)
+}
+
+// makeReadyAt moves a busy record to Pending and into its tier, ready
+// since readyAt (the wait Stats and Peek count from).
+func (e *Engine) makeReadyAt(slot uint32, r *rec, readyAt int64) {
+	r.readyAt = readyAt
 	rf := r.publish(slot, stPending)
 	tier := r.msg.Priority.tier()
 	if r.deadline != 0 {

@@ -26,7 +26,9 @@ type recovered struct {
 	attempts   int32
 	crashes    int32
 	state      uint32 // stPending, stDelayed or stLeased
-	nextAt     int64
+	nextAt     int64  // stDelayed: when due
+	readyAt    int64  // stPending: since when (Stats.OldestPending, Peek order)
+	ordered    bool   // of an ordered key (restore places those in ID order)
 	hist       *history
 }
 

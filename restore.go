@@ -9,24 +9,45 @@ import (
 	"github.com/ringwal/ringwal/wal"
 )
 
-// restore places the replayed messages into the slab, tiers and wheel, in
-// ID order so that each tier keeps its FIFO order. Messages leased at a
-// crash come back pending with that attempt counted, or are dead-lettered
-// as Poison once they were leased at CrashLoopLimit consecutive crashes.
+// restore places the replayed messages into the slab, tiers and wheel.
+// Messages leased at a crash come back pending with that attempt counted,
+// or are dead-lettered as Poison once they were leased at CrashLoopLimit
+// consecutive crashes. Open returns with what the housekeeper's first
+// pass would make of the rest: a message whose TTL ended while the
+// engine was closed is dead-lettered as Expired (and logged as any
+// expiry), one that came due is pending since its due time, so that Get,
+// Stats and Peek read the same right after Open as a moment later.
 func (e *Engine) restore(rs *replayState) error {
-	// Tiers are FIFO: place messages in ID order. The log mostly has them
-	// so already; a snapshot lists them by slot.
+	now := e.now()
+	// Tiers are FIFO in the order messages became ready, which is what
+	// Peek reports too; IDs break ties (and order the rest). The log
+	// mostly has them so already; a snapshot lists them by slot.
+	// An ordered key's messages go last and in ID order: the first placed
+	// becomes the key's head, the rest wait in its queue behind it.
 	order := make([]int32, 0, rs.count)
 	for i := int32(0); i < rs.n; i++ {
-		if rs.at(i).id != 0 {
+		if m := rs.at(i); m.id != 0 {
+			m.readyAt = m.readySince(now)
+			m.ordered = e.keyOrdered(m.msg.Key)
 			order = append(order, i)
 		}
 	}
-	byID := func(a, b int32) int { return cmp.Compare(rs.at(a).id, rs.at(b).id) }
-	if !slices.IsSortedFunc(order, byID) {
-		slices.SortFunc(order, byID)
+	byReady := func(a, b int32) int {
+		ma, mb := rs.at(a), rs.at(b)
+		switch {
+		case ma.ordered != mb.ordered:
+			return boolCompare(ma.ordered, mb.ordered)
+		case ma.ordered:
+			return cmp.Compare(ma.id, mb.id)
+		}
+		if c := cmp.Compare(ma.readyAt, mb.readyAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(ma.id, mb.id)
 	}
-	now := e.now()
+	if !slices.IsSortedFunc(order, byReady) {
+		slices.SortFunc(order, byReady)
+	}
 	var notes []wal.Record
 	for _, i := range order {
 		m := rs.at(i)
@@ -40,11 +61,7 @@ func (e *Engine) restore(rs *replayState) error {
 		r := e.slab.at(slot)
 		r.fill(&m.msg, m.enqueuedAt, m.expiresAt, uint32(m.attempts), m.crashes, m.hist, e.keyForPlacement(m.msg.Key))
 		e.ctr.added.Add(1)
-		if m.expiresAt != 0 {
-			e.hk.schedule(m.expiresAt, schedTTL(id))
-		}
-		switch m.state {
-		case stLeased:
+		if m.state == stLeased {
 			e.recovered.crashed++
 			crashes := m.crashes + 1
 			if int(crashes) >= e.opts.CrashLoopLimit {
@@ -56,13 +73,25 @@ func (e *Engine) restore(rs *replayState) error {
 				continue
 			}
 			r.crashes.Store(crashes)
-			notes = append(notes, requeueRecord(id, now, uint32(m.attempts), crashes))
-			e.place(slot, r, 0, now)
-		case stDelayed:
-			e.place(slot, r, m.nextAt, now)
-		default:
-			e.place(slot, r, 0, now)
+			if !r.expired(now) {
+				notes = append(notes, requeueRecord(id, now, uint32(m.attempts), crashes))
+			}
 		}
+		if r.expired(now) {
+			// Its TTL timer would fire at once.
+			if err := e.expire(slot, r, now, false); err != nil {
+				return err
+			}
+			continue
+		}
+		if m.expiresAt != 0 {
+			e.hk.schedule(m.expiresAt, schedTTL(id))
+		}
+		due := int64(0)
+		if m.state == stDelayed && m.nextAt > now {
+			due = m.nextAt
+		}
+		e.place(slot, r, due, m.readyAt, now)
 	}
 	e.restorePauses(rs.pauses, now)
 	if rs.maxID > e.nextID.Load() {
@@ -76,6 +105,20 @@ func (e *Engine) restore(rs *replayState) error {
 		e.opts.Logger.Warn("ringwal: messages were leased at a crash", "requeued", len(notes), "poisoned", e.recovered.poisoned)
 	}
 	return nil
+}
+
+// readySince is when a recovered message became (or, placed at now,
+// becomes) ready: a delayed one at its due time, one leased at a crash
+// now, a pending one when its records say (see applyEnqueue and
+// applyRequeue). For a delayed one not yet due it only orders.
+func (m *recovered) readySince(now int64) int64 {
+	switch {
+	case m.state == stDelayed:
+		return m.nextAt
+	case m.state == stLeased || m.readyAt == 0:
+		return now
+	}
+	return m.readyAt
 }
 
 // requeueLeasedOnClose logs every leased message as requeued, so that a

@@ -17,22 +17,31 @@ import (
 // when Close's grace period ends.
 type Handler func(ctx context.Context, d Delivery) error
 
+// maxRunWorkers bounds Run's workers: each is a goroutine, started at
+// once, and a count beyond this is a mistake (an unchecked computation),
+// not a wish for millions of goroutines.
+const maxRunWorkers = 1 << 16
+
 // Run processes messages with workers goroutines calling h until ctx ends
 // or the engine closes, then waits for the handlers in progress and
 // returns nil. The wait has no bound of its own: a handler that ignores
 // its ctx keeps Run from returning (Close stops waiting for it, Run does
-// not). It returns an error only for bad arguments (ErrInvalid) or an
-// engine whose Close has started (ErrClosed). Several Runs may share an
-// engine; Run is safe for concurrent use.
+// not). It returns an error only for bad arguments (ErrInvalid: workers
+// outside [1, 65536], a nil h or ctx) or an engine whose Close has started
+// (ErrClosed). Several Runs may share an engine; Run is safe for
+// concurrent use.
 func (e *Engine) Run(ctx context.Context, workers int, h Handler) error {
 	if err := e.intake(); err != nil {
 		return err // closed wins over bad arguments, as for every method
 	}
-	if workers <= 0 {
-		return invalidf("Run with %d workers: must be positive", workers)
+	if workers <= 0 || workers > maxRunWorkers {
+		return invalidf("Run with %d workers: must be in [1, %d]", workers, maxRunWorkers)
 	}
 	if h == nil {
 		return invalidf("Run with a nil handler")
+	}
+	if ctx == nil {
+		return invalidf("Run with a nil ctx")
 	}
 	e.closeMu.Lock()
 	if e.closing.Load() {

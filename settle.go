@@ -24,8 +24,11 @@ func (e *Engine) acquireLease(l Lease) (*rec, error) {
 // Ack settles a delivery as done: the message is forgotten. Ack returns
 // once its record is as durable as Options.Durability promises: an acked
 // message is not delivered again after a killed process (Write, Fsync) or
-// a power loss (Fsync only). A stale lease gets ErrStaleLease. Safe for
-// concurrent use.
+// a power loss (Fsync only). A stale lease gets ErrStaleLease. If the ack
+// cannot be logged (a full disk), the message is pending again, its
+// attempt counted, and the error is returned: an ack that did not reach
+// the log has not happened, and a later checkpoint must not drop the
+// message. Safe for concurrent use.
 func (e *Engine) Ack(l Lease) error {
 	r, err := e.acquireLease(l)
 	if err != nil {
@@ -40,20 +43,53 @@ func (e *Engine) Ack(l Lease) error {
 	if sampled(id) {
 		e.metrics.observeHandling(e.preciseNow() - r.leasedAt.Load())
 	}
-	e.release(r)
-	if e.log != nil {
-		rec := ackRecord(id, now)
-		if lerr := e.log.Append(&rec); lerr != nil {
-			err = fmt.Errorf("ringwal: ack %d: %w", id, mapWALError(lerr))
-		}
-	}
-	if ks != nil {
-		// After the ack is logged: an ordered key's next message must not
-		// go out while this one could still come back.
+	if e.log == nil {
+		e.release(r)
 		e.keyLeaseEnded(ks, now)
 		e.keyGone(ks, id, now)
+		return nil
 	}
-	return err
+	// The slot may be reused as soon as it is released: keep what it takes
+	// to put the message back should the ack not reach the log.
+	back := unacked{msg: r.msg, enqueuedAt: r.enqueuedAt, expiresAt: r.expiresAt,
+		attempts: r.attempts(), crashes: r.crashes.Load(), hist: r.hist.Load()}
+	e.release(r)
+	rec := ackRecord(id, now)
+	if err := e.log.Append(&rec); err != nil {
+		e.unack(id, &back, ks)
+		e.keyLeaseEnded(ks, now) // the lease is over; the message stays
+		return fmt.Errorf("ringwal: ack %d: %w", id, mapWALError(err))
+	}
+	// After the ack is logged: an ordered key's next message must not go
+	// out while this one could still come back.
+	e.keyLeaseEnded(ks, now)
+	e.keyGone(ks, id, now)
+	return nil
+}
+
+// unacked is a message whose ack is on its way to the log.
+type unacked struct {
+	msg                   Message
+	enqueuedAt, expiresAt int64
+	attempts              uint32
+	crashes               int32
+	hist                  *history
+}
+
+// unack puts back a message whose ack record could not be logged, pending
+// now, as a requeue would (the log still has it live, so a restart would
+// bring it back too).
+func (e *Engine) unack(id uint64, u *unacked, ks *keyState) {
+	slot, ok := e.slab.claimNear(id)
+	if !ok {
+		// The log still holds it: a restart brings it back.
+		e.opts.Logger.Error("ringwal: no slot to put back a message whose ack failed; it returns at the next Open", "id", id)
+		return
+	}
+	r := e.slab.at(slot)
+	r.fill(&u.msg, u.enqueuedAt, u.expiresAt, u.attempts, u.crashes, u.hist, ks)
+	e.ctr.added.Add(1)
+	e.makeReady(slot, r, e.now())
 }
 
 // release frees a busy record's slot for reuse.

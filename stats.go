@@ -1,6 +1,7 @@
 package ringwal
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/ringwal/ringwal/breaker"
@@ -163,6 +164,32 @@ func (e *Engine) scan() stateCounts {
 	return c
 }
 
+// statsRetries bounds how many times Stats scans again because a message
+// moved between the slab and the dead-letter store while it counted.
+const statsRetries = 64
+
+// scanWithDead scans the slab and reads the dead-letter counts into s, so
+// that a message moving between the two (a dead-lettering, a redrive) is
+// counted once: a sequence lock on ctr.moves tells whether a move
+// overlapped the scan, and if one did the scan is repeated once the moves
+// in flight (each a store's Add or Remove and a slot's claim or release)
+// have ended. Under moves that overlap every one of statsRetries scans the
+// last is kept, which may count such a message in no state or in two. A
+// live record owned for a moment is waited out by the scan itself.
+func (e *Engine) scanWithDead(s *Stats) stateCounts {
+	for try := 0; ; try++ {
+		ended := e.ctr.movesEnded.Load()
+		c := e.scan()
+		s.Dead, s.DeadByCategory = e.dead.Len(), e.dead.Counts()
+		if e.ctr.movesBegun.Load() == ended || try == statsRetries {
+			return c
+		}
+		for spins := 0; spins < 1000 && e.ctr.movesBegun.Load() != e.ctr.movesEnded.Load(); spins++ {
+			runtime.Gosched()
+		}
+	}
+}
+
 // Stats returns the engine's current counts and lifetime totals. It scans
 // the engine's records (O(MaxMessages)), so call it for monitoring, not
 // per message. Safe for concurrent use, and usable after Close.
@@ -173,12 +200,10 @@ func (e *Engine) Stats() Stats {
 	// lead, and the high-water marks in e.metrics keep them monotonic.
 	freed := e.ctr.freed.Load()
 	s := Stats{
-		Dead:                   e.dead.Len(),
 		PendingByPriority:      make(map[Priority]int, ring.NumTiers),
 		DelayedByPriority:      make(map[Priority]int, ring.NumTiers),
 		LeasedByPriority:       make(map[Priority]int, ring.NumTiers),
 		HeldByPriority:         make(map[Priority]int, ring.NumTiers),
-		DeadByCategory:         e.dead.Counts(),
 		Enqueued:               e.nextID.Load() - e.ctr.enqueuedBase - e.ctr.unused.Load(),
 		Acked:                  0, // below: freed less dead-lettered
 		Nacked:                 e.ctr.nacked.Load(),
@@ -222,7 +247,7 @@ func (e *Engine) Stats() Stats {
 	if freed > s.DeadLettered+s.Cancelled {
 		s.Acked = freed - s.DeadLettered - s.Cancelled
 	}
-	c := e.scan()
+	c := e.scanWithDead(&s)
 	s.Pending, s.Delayed, s.Leased, s.Held = c.byState[Pending], c.byState[Delayed], c.byState[Leased], c.byState[Held]
 	for t := 0; t < ring.NumTiers; t++ {
 		p := priorityOfTier(t)

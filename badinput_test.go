@@ -1,0 +1,318 @@
+package ringwal_test
+
+// Bad input through the public API: every method given bad arguments
+// returns an error wrapping the sentinel its contract names (ErrInvalid,
+// or ErrNotFound / ErrStaleLease where that is the contract), never a
+// panic and never a hang; and arguments at the edge of their range (huge
+// durations, huge counts) work.
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/breaker"
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
+)
+
+// badCall is one call and the sentinel its error must wrap (nil: it must
+// succeed).
+type badCall struct {
+	name string
+	call func(e *ringwal.Engine, other ringwal.Lease) error
+	want error
+}
+
+// nilCtx is a nil context held in a variable, as a caller's bug would.
+var nilCtx context.Context
+
+func badCalls() []badCall {
+	long := strings.Repeat("k", 4097)
+	enq := func(m ringwal.Message) func(*ringwal.Engine, ringwal.Lease) error {
+		return func(e *ringwal.Engine, _ ringwal.Lease) error { _, err := e.Enqueue(ctxBG, m); return err }
+	}
+	tryEnq := func(m ringwal.Message) func(*ringwal.Engine, ringwal.Lease) error {
+		return func(e *ringwal.Engine, _ ringwal.Lease) error { _, err := e.TryEnqueue(m); return err }
+	}
+	query := func(q dlq.Query) func(*ringwal.Engine, ringwal.Lease) error {
+		return func(e *ringwal.Engine, _ ringwal.Lease) error { _, err := e.DeadLetters(q); return err }
+	}
+	purge := func(q dlq.Query) func(*ringwal.Engine, ringwal.Lease) error {
+		return func(e *ringwal.Engine, _ ringwal.Lease) error { _, err := e.PurgeDeadLetters(q); return err }
+	}
+	handler := func(context.Context, ringwal.Delivery) error { return nil }
+	calls := []badCall{
+		{"Enqueue priority above Critical", enq(ringwal.Message{Priority: ringwal.Critical + 1}), ringwal.ErrInvalid},
+		{"Enqueue priority below Background", enq(ringwal.Message{Priority: math.MinInt8}), ringwal.ErrInvalid},
+		{"Enqueue payload over MaxPayload", enq(ringwal.Message{Payload: make([]byte, 1<<20+1)}), ringwal.ErrInvalid},
+		{"Enqueue negative Delay", enq(ringwal.Message{Delay: -1}), ringwal.ErrInvalid},
+		{"Enqueue negative TTL", enq(ringwal.Message{TTL: math.MinInt64}), ringwal.ErrInvalid},
+		{"Enqueue negative MaxAttempts", enq(ringwal.Message{MaxAttempts: -1}), ringwal.ErrInvalid},
+		{"Enqueue Key too long", enq(ringwal.Message{Key: long}), ringwal.ErrInvalid},
+		{"Enqueue DedupID too long", enq(ringwal.Message{DedupID: long}), ringwal.ErrInvalid},
+		{"Enqueue huge Delay", enq(ringwal.Message{Delay: math.MaxInt64}), nil},
+		{"Enqueue huge TTL", enq(ringwal.Message{TTL: math.MaxInt64}), nil},
+		{"Enqueue huge MaxAttempts", enq(ringwal.Message{MaxAttempts: math.MaxInt}), nil},
+		{"Enqueue far Deadline", enq(ringwal.Message{Deadline: time.Unix(1<<62, 0)}), nil},
+		{"Enqueue Deadline before 1970", enq(ringwal.Message{Deadline: time.Unix(-1<<40, 0)}), nil},
+		{"Enqueue nil ctx", func(e *ringwal.Engine, _ ringwal.Lease) error {
+			_, err := e.Enqueue(nilCtx, ringwal.Message{})
+			return err
+		}, nil},
+		{"TryEnqueue negative Delay", tryEnq(ringwal.Message{Delay: -time.Second}), ringwal.ErrInvalid},
+		{"TryEnqueue priority out of range", tryEnq(ringwal.Message{Priority: 100}), ringwal.ErrInvalid},
+		{"EnqueueBatch one bad message", func(e *ringwal.Engine, _ ringwal.Lease) error {
+			_, err := e.EnqueueBatch(ctxBG, []ringwal.Message{{}, {TTL: -1}})
+			return err
+		}, ringwal.ErrInvalid},
+		{"EnqueueBatch over MaxMessages", func(e *ringwal.Engine, _ ringwal.Lease) error {
+			_, err := e.EnqueueBatch(ctxBG, make([]ringwal.Message, 1<<16+1))
+			return err
+		}, ringwal.ErrInvalid},
+		{"EnqueueBatch nil", func(e *ringwal.Engine, _ ringwal.Lease) error { _, err := e.EnqueueBatch(ctxBG, nil); return err }, nil},
+		{"EnqueueBatch nil ctx", func(e *ringwal.Engine, _ ringwal.Lease) error {
+			_, err := e.EnqueueBatch(nilCtx, []ringwal.Message{{}})
+			return err
+		}, nil},
+		{"Dequeue nil ctx", func(e *ringwal.Engine, _ ringwal.Lease) error { _, err := e.Dequeue(nilCtx); return err }, ringwal.ErrInvalid},
+		{"DequeueBatch zero", func(e *ringwal.Engine, _ ringwal.Lease) error { _, err := e.DequeueBatch(ctxBG, 0); return err }, ringwal.ErrInvalid},
+		{"DequeueBatch negative", func(e *ringwal.Engine, _ ringwal.Lease) error {
+			_, err := e.DequeueBatch(ctxBG, math.MinInt)
+			return err
+		}, ringwal.ErrInvalid},
+		{"DequeueBatch nil ctx", func(e *ringwal.Engine, _ ringwal.Lease) error { _, err := e.DequeueBatch(nilCtx, 1); return err }, ringwal.ErrInvalid},
+		{"DequeueBatch huge", func(e *ringwal.Engine, _ ringwal.Lease) error {
+			if _, err := e.Enqueue(ctxBG, ringwal.Message{}); err != nil {
+				return err
+			}
+			ds, err := e.DequeueBatch(ctxBG, math.MaxInt)
+			if err == nil && len(ds) == 0 {
+				err = fmt.Errorf("no delivery")
+			}
+			return err
+		}, nil},
+		{"Ack zero lease", func(e *ringwal.Engine, _ ringwal.Lease) error { return e.Ack(ringwal.Lease{}) }, ringwal.ErrStaleLease},
+		{"Ack foreign lease", func(e *ringwal.Engine, l ringwal.Lease) error { return e.Ack(l) }, ringwal.ErrStaleLease},
+		{"Nack zero lease", func(e *ringwal.Engine, _ ringwal.Lease) error { return e.Nack(ringwal.Lease{}, nil) }, ringwal.ErrStaleLease},
+		{"Nack foreign lease", func(e *ringwal.Engine, l ringwal.Lease) error { return e.Nack(l, fmt.Errorf("x")) }, ringwal.ErrStaleLease},
+		{"Extend zero lease", func(e *ringwal.Engine, _ ringwal.Lease) error { return e.Extend(ringwal.Lease{}, time.Second) }, ringwal.ErrStaleLease},
+		{"Extend foreign lease", func(e *ringwal.Engine, l ringwal.Lease) error { return e.Extend(l, time.Second) }, ringwal.ErrStaleLease},
+		{"Extend by zero", func(e *ringwal.Engine, l ringwal.Lease) error { return e.Extend(l, 0) }, ringwal.ErrInvalid},
+		{"Extend by a negative duration", func(e *ringwal.Engine, _ ringwal.Lease) error { return e.Extend(ringwal.Lease{}, math.MinInt64) }, ringwal.ErrInvalid},
+		{"Extend by a huge duration", func(e *ringwal.Engine, _ ringwal.Lease) error {
+			if _, err := e.Enqueue(ctxBG, ringwal.Message{}); err != nil {
+				return err
+			}
+			d, err := e.Dequeue(ctxBG)
+			if err != nil {
+				return err
+			}
+			if err := e.Extend(d.Lease, math.MaxInt64); err != nil {
+				return err
+			}
+			return e.Ack(d.Lease)
+		}, nil},
+		{"Run zero workers", func(e *ringwal.Engine, _ ringwal.Lease) error { return e.Run(ctxBG, 0, handler) }, ringwal.ErrInvalid},
+		{"Run negative workers", func(e *ringwal.Engine, _ ringwal.Lease) error { return e.Run(ctxBG, math.MinInt, handler) }, ringwal.ErrInvalid},
+		{"Run huge workers", func(e *ringwal.Engine, _ ringwal.Lease) error { return e.Run(ctxBG, math.MaxInt, handler) }, ringwal.ErrInvalid},
+		{"Run nil handler", func(e *ringwal.Engine, _ ringwal.Lease) error { return e.Run(ctxBG, 1, nil) }, ringwal.ErrInvalid},
+		{"Run nil ctx", func(e *ringwal.Engine, _ ringwal.Lease) error { return e.Run(nilCtx, 1, handler) }, ringwal.ErrInvalid},
+		{"Get zero", func(e *ringwal.Engine, _ ringwal.Lease) error { _, err := e.Get(0); return err }, ringwal.ErrNotFound},
+		{"Get unknown", func(e *ringwal.Engine, _ ringwal.Lease) error { _, err := e.Get(math.MaxUint64); return err }, ringwal.ErrNotFound},
+		{"Requeue zero", func(e *ringwal.Engine, _ ringwal.Lease) error { return e.Requeue(0) }, ringwal.ErrNotFound},
+		{"Requeue unknown", func(e *ringwal.Engine, _ ringwal.Lease) error { return e.Requeue(math.MaxUint64) }, ringwal.ErrNotFound},
+		{"Redrive zero", func(e *ringwal.Engine, _ ringwal.Lease) error { return e.Redrive(0) }, ringwal.ErrNotFound},
+		{"Redrive a live message", func(e *ringwal.Engine, _ ringwal.Lease) error {
+			id, err := e.Enqueue(ctxBG, ringwal.Message{})
+			if err != nil {
+				return err
+			}
+			return e.Redrive(id)
+		}, ringwal.ErrNotFound},
+		{"MarkReviewed unknown", func(e *ringwal.Engine, _ ringwal.Lease) error { return e.MarkReviewed(math.MaxUint64, "n") }, ringwal.ErrNotFound},
+		{"Peek negative", func(e *ringwal.Engine, _ ringwal.Lease) error { return peekLen(e, math.MinInt, 0) }, nil},
+		{"Peek huge", func(e *ringwal.Engine, _ ringwal.Lease) error {
+			if _, err := e.Enqueue(ctxBG, ringwal.Message{}); err != nil {
+				return err
+			}
+			return peekLen(e, math.MaxInt, 1)
+		}, nil},
+		{"DeadLetters negative Limit", query(dlq.Query{Limit: -1}), ringwal.ErrInvalid},
+		{"DeadLetters Since after Until", query(dlq.Query{Since: time.Unix(10, 0), Until: time.Unix(5, 0)}), ringwal.ErrInvalid},
+		{"DeadLetters undeclared category", query(dlq.Query{Categories: []classify.Category{200}}), ringwal.ErrInvalid},
+		{"DeadLetters undeclared Review", query(dlq.Query{Reviewed: 9}), ringwal.ErrInvalid},
+		{"DeadLetters unknown cursor", query(dlq.Query{After: math.MaxUint64}), ringwal.ErrInvalid},
+		{"DeadLetters huge Limit", query(dlq.Query{Limit: math.MaxInt}), nil},
+		{"PurgeDeadLetters negative Limit", purge(dlq.Query{Limit: math.MinInt}), ringwal.ErrInvalid},
+		{"PurgeDeadLetters undeclared category", purge(dlq.Query{Categories: []classify.Category{255}}), ringwal.ErrInvalid},
+	}
+	return calls
+}
+
+// peekLen checks that Peek(n) returns want entries.
+func peekLen(e *ringwal.Engine, n, want int) error {
+	if got := len(e.Peek(n)); got != want {
+		return fmt.Errorf("Peek(%d) returned %d entries, want %d", n, got, want)
+	}
+	return nil
+}
+
+// callNoPanic runs fn and turns a panic into a test failure.
+func callNoPanic(t *testing.T, fn func() error) (err error, panicked bool) {
+	t.Helper()
+	defer func() {
+		if v := recover(); v != nil {
+			t.Errorf("panic: %v", v)
+			panicked = true
+		}
+	}()
+	return fn(), false
+}
+
+func TestBadInputThroughTheAPI(t *testing.T) {
+	// A lease of another engine, whose slot this one's slab may not have.
+	other, _ := memEngine(t, ringwal.Options{MaxMessages: 1 << 20})
+	for i := 0; i < 3; i++ {
+		enqueue(t, other, ringwal.Message{})
+	}
+	var foreign ringwal.Lease
+	for i := 0; i < 3; i++ {
+		foreign = dequeue(t, other).Lease
+	}
+	for _, dir := range []string{"", "dir"} {
+		for _, c := range badCalls() {
+			t.Run(fmt.Sprintf("%s/durable=%v", c.name, dir != ""), func(t *testing.T) {
+				d := ""
+				if dir != "" {
+					d = t.TempDir()
+				}
+				e, _ := memEngineIn(t, d, ringwal.Options{MaxMessages: 1 << 16, CloseGrace: time.Millisecond})
+				done := make(chan struct{})
+				var err error
+				var panicked bool
+				go func() {
+					defer close(done)
+					err, panicked = callNoPanic(t, func() error { return c.call(e, foreign) })
+				}()
+				select {
+				case <-done:
+				case <-time.After(waitFor):
+					require.FailNow(t, "the call did not return")
+				}
+				if panicked {
+					return
+				}
+				if c.want == nil {
+					assert.NoError(t, err)
+				} else {
+					assert.ErrorIs(t, err, c.want)
+				}
+				// After Close every method refuses, still without a panic.
+				require.NoError(t, e.Close())
+				if c.want != nil {
+					err, _ = callNoPanic(t, func() error { return c.call(e, foreign) })
+					assert.Error(t, err)
+				}
+			})
+		}
+	}
+}
+
+// memEngineIn opens an engine on dir ("" = memory) on a fake clock.
+func memEngineIn(t *testing.T, dir string, o ringwal.Options) (*ringwal.Engine, error) {
+	t.Helper()
+	if dir == "" {
+		e, _ := memEngine(t, o)
+		return e, nil
+	}
+	return open(t, dir, o), nil
+}
+
+func TestBadOptions(t *testing.T) {
+	bad := []struct {
+		name string
+		o    ringwal.Options
+	}{
+		{"unknown Durability", ringwal.Options{Durability: 9}},
+		{"negative LeaseTimeout", ringwal.Options{LeaseTimeout: -1}},
+		{"negative DeadlineSlack", ringwal.Options{DeadlineSlack: math.MinInt64}},
+		{"negative FlushInterval", ringwal.Options{FlushInterval: -time.Second}},
+		{"negative CloseGrace", ringwal.Options{CloseGrace: -1}},
+		{"negative TierCapacity", ringwal.Options{TierCapacity: -1}},
+		{"huge TierCapacity", ringwal.Options{TierCapacity: math.MaxInt}},
+		{"negative MaxMessages", ringwal.Options{MaxMessages: math.MinInt}},
+		{"huge MaxMessages", ringwal.Options{MaxMessages: math.MaxInt}},
+		{"negative MaxPayload", ringwal.Options{MaxPayload: -1}},
+		{"negative CrashLoopLimit", ringwal.Options{CrashLoopLimit: -1}},
+		{"negative weight", ringwal.Options{Weights: [5]int{1, -1}}},
+		{"FailureRate above 1", ringwal.Options{Breaker: breaker.Options{FailureRate: 2}}},
+		{"FailureRate NaN", ringwal.Options{Breaker: breaker.Options{FailureRate: math.NaN()}}},
+		{"huge Breaker.Buckets", ringwal.Options{Breaker: breaker.Options{Buckets: math.MaxInt}}},
+		{"policy with negative MaxAttempts", ringwal.Options{Policies: map[classify.Category]classify.RetryPolicy{
+			classify.Transient: {MaxAttempts: -1}}}},
+		{"policy with Base above Max", ringwal.Options{Policies: map[classify.Category]classify.RetryPolicy{
+			classify.Transient: {Base: time.Hour, Max: time.Second}}}},
+		{"policy with infinite Multiplier", ringwal.Options{Policies: map[classify.Category]classify.RetryPolicy{
+			classify.Transient: {Multiplier: math.Inf(1)}}}},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := callOpen(t, c.o)
+			if e != nil {
+				_ = e.Close()
+			}
+			assert.ErrorIs(t, err, ringwal.ErrInvalid)
+		})
+	}
+	// At the edge of their range, these are fine.
+	edge := []struct {
+		name string
+		o    ringwal.Options
+	}{
+		{"huge LeaseTimeout", ringwal.Options{LeaseTimeout: math.MaxInt64}},
+		{"huge DedupWindow", ringwal.Options{DedupWindow: math.MaxInt64}},
+		{"negative DedupWindow (off)", ringwal.Options{DedupWindow: -1}},
+		{"negative AgingAfter (off)", ringwal.Options{AgingAfter: math.MinInt64}},
+		{"huge DeadlineSlack", ringwal.Options{DeadlineSlack: math.MaxInt64}},
+		{"negative CheckpointBytes (off)", ringwal.Options{CheckpointBytes: -1}},
+		{"huge CheckpointBytes", ringwal.Options{CheckpointBytes: math.MaxInt64}},
+		{"huge CrashLoopLimit", ringwal.Options{CrashLoopLimit: math.MaxInt}},
+		{"huge weights", ringwal.Options{Weights: [5]int{math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt}}},
+		{"huge DeadLetterRetention", ringwal.Options{DeadLetterRetention: math.MaxInt64}},
+		{"negative DeadLetterRetention (forever)", ringwal.Options{DeadLetterRetention: -1}},
+		{"huge CloseGrace", ringwal.Options{CloseGrace: math.MaxInt64}},
+		{"huge Breaker durations", ringwal.Options{Breaker: breaker.Options{OpenTimeout: math.MaxInt64, Window: math.MaxInt64}}},
+	}
+	for _, c := range edge {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := callOpen(t, c.o)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = e.Close() })
+			id, err := e.Enqueue(ctxBG, ringwal.Message{DedupID: "d", Key: "k", TTL: time.Hour})
+			require.NoError(t, err)
+			d := dequeue(t, e)
+			require.Equal(t, id, d.ID)
+			require.NoError(t, e.Nack(d.Lease, fmt.Errorf("once")))
+			_ = e.Stats()
+			require.NoError(t, e.Close())
+		})
+	}
+}
+
+// callOpen opens a memory engine with o, turning a panic into a failure.
+func callOpen(t *testing.T, o ringwal.Options) (e *ringwal.Engine, err error) {
+	t.Helper()
+	_, _ = callNoPanic(t, func() error {
+		e, err = ringwal.Open("", o)
+		return err
+	})
+	return e, err
+}
