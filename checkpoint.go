@@ -121,19 +121,19 @@ func (e *Engine) snapshotRecord(r *rec, lr *liveRecords, now int64) bool {
 	enqueueRecord(&lr.enqueue, r, id)
 	lr.enqueue.Crashes = r.crashes.Load()
 	lr.hist = r.hist.Load()
-	lr.hasMarker = r.msg.DedupID != "" && e.opts.DedupWindow > 0
+	lr.hasMarker = r.dedupID() != "" && e.opts.DedupWindow > 0
 	if lr.hasMarker {
 		lr.marker = redriveRecord(id, r.enqueuedAt)
 	}
 	lr.hasThen = false
 	switch st := prev.state(); st {
 	case stDelayed:
-		lr.enqueue.Until = r.nextAt.Load()
+		lr.enqueue.Until = r.at
 	case stLeased:
-		lr.then, lr.hasThen = leaseRecord(id, now, uint32(lr.enqueue.Attempt), r.leaseExpiry), true
+		lr.then, lr.hasThen = leaseRecord(id, now, uint32(lr.enqueue.Attempt), r.at), true
 	default: // pending (committing: published as pending) or held
-		if lr.enqueue.NotBefore != 0 || r.readyAt != r.enqueuedAt {
-			lr.then, lr.hasThen = requeueRecord(id, r.readyAt, uint32(lr.enqueue.Attempt), lr.enqueue.Crashes), true
+		if lr.enqueue.NotBefore != 0 || r.at != r.enqueuedAt {
+			lr.then, lr.hasThen = requeueRecord(id, r.at, uint32(lr.enqueue.Attempt), lr.enqueue.Crashes), true
 		}
 	}
 	r.putBack(prev)

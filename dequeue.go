@@ -206,7 +206,7 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 		e.deadLetter(slot, r, classify.Expired, "ttl expired before delivery", now, false)
 		return false
 	}
-	if key := r.msg.Key; key != "" {
+	if key := r.key; key != "" {
 		ks, ok := e.keyGate(slot, r, now)
 		if !ok {
 			return false // set aside by its key
@@ -220,19 +220,22 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 		r.ticket = t
 	}
 	attempt := r.attempts() + 1
-	expiry := addSat(addSat(now, int64(e.opts.LeaseTimeout)), e.leaseSlop())
-	r.leaseExpiry = expiry
 	id := r.id.Load()
+	leasedAt := now
 	if sampled(id) {
-		precise := e.preciseNow()
-		e.metrics.observeWait(precise - r.readyAt)
-		r.leasedAt.Store(precise)
+		// Measured from the clock itself; the lease's start is derived
+		// from its end when it settles (handlingTime).
+		leasedAt = e.preciseNow()
+		e.metrics.observeWait(leasedAt - r.at) // at: when it became ready
+		r.setExtended(false)
 	}
+	expiry := addSat(addSat(leasedAt, int64(e.opts.LeaseTimeout)), e.leaseSlop())
+	r.at = expiry
 	// Fill d while the record is still ours: once published, a lease
 	// expiry or a Requeue may move it on.
 	*d = Delivery{
 		ID:         ID(id),
-		Message:    r.msg,
+		Message:    r.message(),
 		Attempt:    int(attempt),
 		EnqueuedAt: time.Unix(0, r.enqueuedAt),
 	}

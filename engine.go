@@ -280,6 +280,17 @@ func (e *Engine) leaseSlop() int64 {
 	return int64(coarseTick) + int64(e.opts.LeaseTimeout)>>10
 }
 
+// observeHandling records a sampled delivery's handling time as its
+// lease ends; the lease's start is derived from its end (rec.at), unless
+// Extend moved it.
+func (e *Engine) observeHandling(r *rec) {
+	if !sampled(r.id.Load()) || r.extended() {
+		return
+	}
+	start := r.at - int64(e.opts.LeaseTimeout) - e.leaseSlop()
+	e.metrics.observeHandling(e.preciseNow() - start)
+}
+
 // categoryPolicy returns the effective policy for a message that failed
 // with category c, the message's MaxAttempts replacing the policy's.
 func (e *Engine) categoryPolicy(c classify.Category, maxAttempts int) classify.RetryPolicy {

@@ -334,16 +334,12 @@ func (e *Engine) claim(now int64, m *Message, ks *keyState) (uint32, uint64, err
 			skip = min(2*skip, e.slab.mask+1)
 			continue
 		}
-		expiresAt := int64(0)
 		if m.TTL > 0 || m.Delay > 0 {
 			// Their due times count from here and must not come early:
 			// read the clock rather than the cache, which may lag.
 			now = e.preciseNow()
-			if m.TTL > 0 {
-				expiresAt = addSat(now, int64(m.TTL))
-			}
 		}
-		e.slab.at(slot).fill(m, now, expiresAt, 0, 0, nil, ks)
+		e.slab.at(slot).fill(m, now, 0, 0, nil, ks)
 		return slot, id, nil
 	}
 	return 0, 0, errNoSlot
@@ -362,8 +358,8 @@ func (e *Engine) unclaim(slot uint32) {
 func (e *Engine) abortClaim(slot uint32) {
 	r := e.slab.at(slot)
 	r.uncommit()
-	if r.msg.DedupID != "" {
-		e.dedup.forget(r.msg.DedupID, r.id.Load())
+	if d := r.dedupID(); d != "" {
+		e.dedup.forget(d, r.id.Load())
 	}
 	e.unclaim(slot)
 }
@@ -372,11 +368,11 @@ func (e *Engine) abortClaim(slot uint32) {
 // behind its ordered key's head.
 func (e *Engine) publish(slot uint32, now int64) {
 	r := e.slab.at(slot)
-	if r.expiresAt != 0 {
-		e.hk.schedule(r.expiresAt, schedTTL(r.id.Load()))
+	if exp := r.expiresAt(); exp != 0 {
+		e.hk.schedule(exp, schedTTL(r.id.Load()))
 	}
 	due := int64(0)
-	if d := r.msg.Delay; d > 0 {
+	if d := r.delay(); d > 0 {
 		due = addSat(r.enqueuedAt, int64(d)) // from enqueue, not from publish
 	}
 	e.place(slot, r, due, 0, now)

@@ -19,22 +19,22 @@ import (
 
 // fail handles a failed delivery of a busy, formerly leased record.
 func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, now int64, wait bool) error {
-	if key := r.msg.Key; key != "" {
+	if key := r.key; key != "" {
 		e.settleBreaker(r, cat)
 		e.keyLeaseEnded(r.ks, now)
 		if cat == classify.RateLimited {
 			e.pauseForRetryAfter(key, cause, now)
 		}
 	}
-	if sampled(r.id.Load()) {
-		e.metrics.observeHandling(e.preciseNow() - r.leasedAt.Load())
-	}
+	e.observeHandling(r)
 	text := cause.Error()
 	f := dlq.Failure{At: time.Unix(0, now), Category: cat, Error: text}
-	r.hist.Store(r.hist.Load().with(f))
+	prev := r.hist.Load()
+	h := prev.with(f)
+	r.hist.Store(h)
 	r.crashes.Store(0)
 	attempts := int(r.attempts())
-	p := e.categoryPolicy(cat, r.msg.MaxAttempts)
+	p := e.categoryPolicy(cat, r.maxAttempts())
 	id := r.id.Load()
 	if !p.ShouldRetry(attempts, time.Duration(now-r.enqueuedAt)) {
 		// The history already ends with f; the dead-letter record logs it.
@@ -52,8 +52,8 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 		}
 		return ferr
 	}
-	delay := p.Delay(cause, attempts, time.Duration(r.prevDelay.Load()))
-	r.prevDelay.Store(int64(delay))
+	delay := p.Delay(cause, attempts, prev.lastDelay())
+	h.delay = delay // h is this record's; readers never look at its delay
 	e.ctr.retried.Add(1)
 	// From the clock itself: the cached one may lag, and a retry must not
 	// go out before its delay (classify.After promises exactly d).
@@ -85,7 +85,7 @@ func (e *Engine) bury(slot uint32, r *rec, f dlq.Failure, wait bool) error {
 	cat, now := f.Category, f.At.UnixNano()
 	h := r.hist.Load()
 	id := r.id.Load()
-	entry := h.deadLetter(id, cat, r.msg, int(r.attempts()), now)
+	entry := h.deadLetter(id, cat, r.message(), int(r.attempts()), now)
 	// Logged before the dead letter is visible: an operator's Review,
 	// Purge or Redrive of it must follow it in the log.
 	rec := deadLetterRecord(id, f, entry.Attempts, "")
@@ -116,7 +116,7 @@ func (e *Engine) bury(slot uint32, r *rec, f dlq.Failure, wait bool) error {
 
 // hold sets a busy record aside while its key's breaker is open.
 func (e *Engine) hold(slot uint32, r *rec, now int64) {
-	key := r.msg.Key
+	key := r.key
 	var maxHold time.Duration
 	if r.ks != nil {
 		maxHold = r.ks.policy.MaxHold
@@ -139,7 +139,7 @@ func (e *Engine) expireHold(slot, gen uint32, now int64) {
 		return // released, expired or cancelled meanwhile
 	}
 	cat := classify.Category(r.ks.breakerCat.Load())
-	text := fmt.Sprintf("held longer than MaxHold %v behind the open breaker of key %q", r.ks.policy.MaxHold, r.msg.Key)
+	text := fmt.Sprintf("held longer than MaxHold %v behind the open breaker of key %q", r.ks.policy.MaxHold, r.key)
 	_ = e.deadLetter(slot, r, cat, text, now, false)
 }
 
@@ -218,7 +218,7 @@ func (e *Engine) expireLease(en sched.Entry, now int64) {
 	if !r.own(en.Gen, stLeased) {
 		return // settled, or Extend is running and will reschedule
 	}
-	if r.leaseExpiry > now {
+	if r.at > now {
 		r.keep(stLeased) // extended: its own timer fires later
 		return
 	}
@@ -253,7 +253,7 @@ func (e *Engine) expireTTL(id uint64, now int64) {
 
 // expire dead-letters a busy record whose TTL has passed, as Expired.
 func (e *Engine) expire(slot uint32, r *rec, now int64, wait bool) error {
-	return e.deadLetter(slot, r, classify.Expired, fmt.Sprintf("ttl of %v expired", r.msg.TTL), now, wait)
+	return e.deadLetter(slot, r, classify.Expired, fmt.Sprintf("ttl of %v expired", r.ttl()), now, wait)
 }
 
 // addSat is a+b for due times (unix ns), saturating instead of wrapping:

@@ -15,6 +15,18 @@ import (
 type history struct {
 	failures      []dlq.Failure
 	firstFailedAt int64 // unix ns; survives the trimming of old failures
+	// delay is the backoff the last failure was given (decorrelated jitter
+	// grows from it); set by fail, the record's owner, before anyone but
+	// the owner reads it.
+	delay time.Duration
+}
+
+// lastDelay is the backoff the last failure was given (0: none yet).
+func (h *history) lastDelay() time.Duration {
+	if h == nil {
+		return 0
+	}
+	return h.delay
 }
 
 // with returns a copy of h with f appended.

@@ -194,10 +194,8 @@ func flattenHeaders(h map[string]string) []string {
 // owns r.
 func enqueueRecord(dst *wal.Record, r *rec, id uint64) {
 	*dst = wal.Record{Kind: wal.KindEnqueue, ID: id, Time: r.enqueuedAt, Attempt: int32(r.attempts())}
-	putMessage(dst, &r.msg, r.enqueuedAt)
-	// The TTL counts from when the message was enqueued or redriven; the
-	// record keeps the exact end rather than recompute it.
-	dst.ExpiresAt = r.expiresAt
+	m := r.message()
+	putMessage(dst, &m, r.enqueuedAt) // the TTL counts from enqueuedAt, as r.expiresAt does
 }
 
 func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, m *recovered) {

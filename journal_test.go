@@ -58,7 +58,7 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 	enqueue := func() wal.Record {
 		var r rec
 		r.id.Store(id)
-		r.fill(&m, t0, t0+int64(m.TTL), 0, 0, nil, nil)
+		r.fill(&m, t0, 0, 0, nil, nil)
 		var out wal.Record
 		enqueueRecord(&out, &r, id)
 		return out

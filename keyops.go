@@ -157,7 +157,7 @@ func (e *Engine) Cancel(id ID) error {
 	now := e.now()
 	ks := r.ks
 	if prev.state() == stLeased {
-		if r.msg.Key != "" {
+		if r.key != "" {
 			e.breakers.Release(r.ticket) // no verdict on the target
 		}
 		if c := r.cancel.Load(); c != nil {

@@ -321,7 +321,7 @@ func (e *Engine) place(slot uint32, r *rec, due, readyAt, now int64) {
 	if ks := r.ks; ks != nil && ks.policy.Ordered {
 		ks.mu.Lock()
 		if ks.headOut || len(ks.queue) > 0 {
-			r.nextAt.Store(due)
+			r.at = due
 			ks.setAside(slot, r, WaitOrdered, false)
 			ks.mu.Unlock()
 			return
@@ -342,7 +342,7 @@ func (e *Engine) place(slot uint32, r *rec, due, readyAt, now int64) {
 // setAside publishes an owned record as waiting on its key, at the back of
 // the queue (or the front: an ordered key's head going back). ks.mu held.
 func (ks *keyState) setAside(slot uint32, r *rec, why WaitReason, front bool) {
-	r.wait = why
+	r.setWait(why)
 	we := waitEntry{rf: r.publish(slot, stWaiting), reason: why}
 	if front {
 		ks.queue = append(ks.queue, waitEntry{})
@@ -453,7 +453,7 @@ func (e *Engine) releaseWaiting(ks *keyState, now int64) {
 		id := uint64(0)
 		if ok {
 			id = r.id.Load()
-			r.wait = NotWaiting
+			r.setWait(NotWaiting)
 		}
 		ks.mu.Lock()
 		if !ok {
@@ -466,7 +466,7 @@ func (e *Engine) releaseWaiting(ks *keyState, now int64) {
 		if ks.policy.Ordered {
 			ks.headID = id
 		}
-		if due := r.nextAt.Load(); due > now {
+		if due := r.at; due > now {
 			e.delay(we.rf.slot, r, due)
 		} else {
 			e.makeReady(we.rf.slot, r, now)
@@ -513,7 +513,8 @@ func (e *Engine) markFront(ks *keyState, why WaitReason) {
 	}
 	r := e.slab.at(we.rf.slot)
 	if r.tryOwn(we.rf.gen, stWaiting) { // cosmetic: never wait with ks.mu held
-		r.wait, we.reason = why, why
+		r.setWait(why)
+		we.reason = why
 		r.keep(stWaiting)
 	}
 }
@@ -575,7 +576,7 @@ func (e *Engine) keyGate(slot uint32, r *rec, now int64) (ks *keyState, ok bool)
 		if e.keys.paused.Load() == 0 {
 			return nil, true
 		}
-		if ks = e.keys.lookup(r.msg.Key); ks == nil {
+		if ks = e.keys.lookup(r.key); ks == nil {
 			return nil, true
 		}
 	}

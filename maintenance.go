@@ -102,7 +102,7 @@ func (e *Engine) scanLeases(now int64) int64 {
 		if w.state() != stLeased || !r.own(w.gen(), stLeased) {
 			return
 		}
-		if exp := r.leaseExpiry; exp > now {
+		if exp := r.at; exp > now {
 			r.putBack(w)
 			earliest = min(earliest, exp)
 			return

@@ -82,7 +82,7 @@ func (e *Engine) Requeue(id ID) error {
 	if prev.state() == stLeased {
 		e.keyLeaseEnded(r.ks, e.now())
 		e.ctr.requeuedLeased.Add(1)
-		if r.msg.Key != "" {
+		if r.key != "" {
 			// The delivery ends without a verdict on the target.
 			e.breakers.Release(r.ticket)
 		}
@@ -168,12 +168,8 @@ func (e *Engine) Redrive(id ID) error {
 	// now; its Delay is not applied again.
 	m := d.Message
 	m.Delay = 0
-	expiresAt := int64(0)
-	if m.TTL > 0 {
-		expiresAt = addSat(now, int64(m.TTL))
-	}
 	ks := e.keyForPlacement(m.Key)
-	r.fill(&m, now, expiresAt, 0, 0, nil, ks)
+	r.fill(&m, now, 0, 0, nil, ks)
 	e.ctr.added.Add(1)
 	if e.log != nil {
 		r.commit()
@@ -198,8 +194,8 @@ func (e *Engine) Redrive(id ID) error {
 		}
 	}
 	e.ctr.redriven.Add(1)
-	if r.expiresAt != 0 {
-		e.hk.schedule(r.expiresAt, schedTTL(uint64(id)))
+	if exp := r.expiresAt(); exp != 0 {
+		e.hk.schedule(exp, schedTTL(uint64(id)))
 	}
 	e.place(slot, r, 0, 0, now)
 	return nil
@@ -273,7 +269,7 @@ func (e *Engine) Peek(n int) []Info {
 		if !ok {
 			return
 		}
-		c := cand{info: r.info(stPending), readyAt: r.readyAt, deadline: r.deadline}
+		c := cand{info: r.info(stPending), readyAt: r.at, deadline: r.deadline()}
 		r.putBack(prev)
 		if c.deadline != 0 && c.deadline <= slack {
 			urgent = append(urgent, c)

@@ -22,7 +22,7 @@ type spillQueue struct {
 
 // delay moves a busy record to Delayed until at.
 func (e *Engine) delay(slot uint32, r *rec, at int64) {
-	r.nextAt.Store(at)
+	r.at = at
 	rf := r.publish(slot, stDelayed)
 	e.hk.schedule(at, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen, Kind: timerDue})
 }
@@ -40,7 +40,7 @@ func (e *Engine) becomeDue(slot, gen uint32, now int64) {
 	}
 	// Ready since it came due, not since the housekeeper got to it: the
 	// log says when it came due, and a reopen must find the same age.
-	e.makeReadyAt(slot, r, r.nextAt.Load())
+	e.makeReadyAt(slot, r, r.at)
 }
 
 // makeReady moves a busy record to Pending and into its tier, ready now.
@@ -54,11 +54,11 @@ func (e *Engine) makeReady(slot uint32, r *rec, now int64) {
 // makeReadyAt moves a busy record to Pending and into its tier, ready
 // since readyAt (the wait Stats and Peek count from).
 func (e *Engine) makeReadyAt(slot uint32, r *rec, readyAt int64) {
-	r.readyAt = readyAt
+	r.at = readyAt
 	rf := r.publish(slot, stPending)
-	tier := r.msg.Priority.tier()
-	if r.deadline != 0 {
-		e.sched.Deadlines().Push(r.deadline, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen})
+	tier := r.tierIndex()
+	if dl := r.deadline(); dl != 0 {
+		e.sched.Deadlines().Push(dl, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen})
 	}
 	e.pushTier(tier, rf)
 	e.waiting.signalReady()

@@ -86,36 +86,128 @@ type ref struct {
 	gen  uint32
 }
 
-// rec is one live message. Fields without atomics are written only while the
-// writer owns the record (stBusy, or before it is published) and are
-// immutable while it is live, except as noted.
+// rec is one live message: 128 bytes, so that a queued message costs the
+// engine little more than its record (a benchmark reports B/msg). The
+// message is kept compact: Key and Payload inline, the options a message
+// rarely sets in more (nil when it sets none). Fields without atomics are
+// written only while the writer owns the record (stBusy, or before it is
+// published) and read under ownership too.
 type rec struct {
 	word atomic.Uint64 // a word; only this file touches it
 	id   atomic.Uint64 // kept after free: check the state too (find does)
 
-	msg        Message
+	payload    []byte
+	key        string
+	more       *msgMore
 	enqueuedAt int64 // unix ns
-	expiresAt  int64 // unix ns; 0 = no TTL
-	deadline   int64 // unix ns; 0 = none
 
-	tier    atomic.Uint32 // msg.Priority's tier, readable by scans
+	// at is a time whose meaning follows the state: Pending, when it
+	// became ready (Peek order, wait time); Delayed and Waiting, when it
+	// is due; Leased, when the lease ends.
+	at int64
+
+	meta    atomic.Uint32 // tier (bits 0-7), WaitReason (8-15), metaExtended; readable by scans
 	crashes atomic.Int32  // consecutive crashes while leased
-	nextAt  atomic.Int64  // Delayed: when due
-	// Plain fields, read and written only by the record's owner (stBusy):
-	// an atomic store is a full barrier on amd64, and the hot path sets both.
-	readyAt     int64 // when it last became pending (Peek order, wait time)
-	leaseExpiry int64
-	leasedAt    atomic.Int64
-	prevDelay   atomic.Int64 // last backoff, for decorrelated jitter
 
-	ks   *keyState  // the key's state when it has a policy (keys.go); set by fill
-	wait WaitReason // stWaiting: why
+	ks *keyState // the key's state when it has a policy (keys.go); set by fill
 
 	// Written by the goroutine that leased the record, read by whoever
 	// settles that lease (ordered by the word's CAS).
 	ticket breaker.Ticket
 	cancel atomic.Pointer[context.CancelFunc] // Run's handler context
 	hist   atomic.Pointer[history]
+}
+
+// msgMore holds the Message fields a message rarely sets.
+type msgMore struct {
+	dedupID     string
+	headers     map[string]string
+	delay, ttl  time.Duration
+	deadline    time.Time
+	maxAttempts int
+}
+
+// metaExtended marks a lease that Extend moved: its start can no longer be
+// derived from its end (leasedAt).
+const metaExtended = 1 << 16
+
+func needsMore(m *Message) bool {
+	return m.DedupID != "" || m.Headers != nil || m.Delay != 0 || m.TTL != 0 || !m.Deadline.IsZero() || m.MaxAttempts != 0
+}
+
+// message rebuilds the record's Message; the caller owns the record.
+func (r *rec) message() Message {
+	m := Message{Key: r.key, Payload: r.payload, Priority: r.priority()}
+	if x := r.more; x != nil {
+		m.DedupID, m.Headers, m.Delay, m.TTL, m.Deadline, m.MaxAttempts = x.dedupID, x.headers, x.delay, x.ttl, x.deadline, x.maxAttempts
+	}
+	return m
+}
+
+func (r *rec) tierIndex() int         { return int(r.meta.Load() & 0xff) }
+func (r *rec) priority() Priority     { return priorityOfTier(r.tierIndex()) }
+func (r *rec) waitReason() WaitReason { return WaitReason(r.meta.Load() >> 8 & 0xff) }
+
+// setWait records why a record the caller owns waits on its key.
+func (r *rec) setWait(w WaitReason) {
+	storeIfChanged32(&r.meta, r.meta.Load()&^0xff00|uint32(w)<<8)
+}
+
+// setExtended marks (or clears) a lease moved by Extend; the caller owns
+// the record.
+func (r *rec) setExtended(on bool) {
+	m := r.meta.Load() &^ metaExtended
+	if on {
+		m |= metaExtended
+	}
+	storeIfChanged32(&r.meta, m)
+}
+
+func (r *rec) extended() bool { return r.meta.Load()&metaExtended != 0 }
+
+func (r *rec) dedupID() string {
+	if r.more == nil {
+		return ""
+	}
+	return r.more.dedupID
+}
+
+func (r *rec) delay() time.Duration {
+	if r.more == nil {
+		return 0
+	}
+	return r.more.delay
+}
+
+func (r *rec) ttl() time.Duration {
+	if r.more == nil {
+		return 0
+	}
+	return r.more.ttl
+}
+
+func (r *rec) maxAttempts() int {
+	if r.more == nil {
+		return 0
+	}
+	return r.more.maxAttempts
+}
+
+// deadline is the message's Deadline in unix ns, 0 for none.
+func (r *rec) deadline() int64 {
+	if r.more == nil || r.more.deadline.IsZero() {
+		return 0
+	}
+	return r.more.deadline.UnixNano()
+}
+
+// expiresAt is the end of the message's TTL in unix ns, 0 for none: it
+// counts from enqueuedAt (the enqueue, or the last redrive).
+func (r *rec) expiresAt() int64 {
+	if r.more == nil || r.more.ttl == 0 {
+		return 0
+	}
+	return addSat(r.enqueuedAt, int64(r.more.ttl))
 }
 
 // load returns the record's word for a look that takes nothing: whether a
@@ -246,7 +338,7 @@ func (r *rec) setAttempts(n uint32) {
 // free clears an owned record and returns its slot to the free pool.
 // Message fields are cleared so the slab keeps no payload alive.
 func (r *rec) free() {
-	r.msg = Message{}
+	r.payload, r.key, r.more, r.ks = nil, "", nil, nil
 	// Most records never fail or run under Run: a load is cheaper than an
 	// atomic pointer store with its write barrier.
 	if r.hist.Load() != nil {
@@ -256,30 +348,28 @@ func (r *rec) free() {
 		r.cancel.Store(nil)
 	}
 	r.ticket = breaker.Ticket{}
-	r.ks, r.wait = nil, NotWaiting
 	// id stays: find may still meet it, and every caller checks the state.
 	r.word.Store(uint64(makeWord(r.load().gen()+1, 0, stFree)))
 }
 
 // fill sets every field of an owned record for a message entering the
 // slab: a new enqueue (enqueuedAt now, no attempts), a redrive, or a
-// message recovered from the log. expiresAt is the TTL's end (0: none);
-// ks is the key's state when the key has a policy.
-func (r *rec) fill(m *Message, enqueuedAt, expiresAt int64, attempts uint32, crashes int32, hist *history, ks *keyState) {
-	r.msg = *m
-	r.ks = ks
-	r.enqueuedAt = enqueuedAt
-	r.expiresAt = expiresAt
-	r.deadline = 0
-	if !m.Deadline.IsZero() {
-		r.deadline = m.Deadline.UnixNano()
+// message recovered from the log. A TTL counts from enqueuedAt; ks is the
+// key's state when the key has a policy.
+func (r *rec) fill(m *Message, enqueuedAt int64, attempts uint32, crashes int32, hist *history, ks *keyState) {
+	r.payload, r.key, r.ks = m.Payload, m.Key, ks
+	r.more = nil
+	if needsMore(m) {
+		r.more = &msgMore{dedupID: m.DedupID, headers: m.Headers, delay: m.Delay, ttl: m.TTL,
+			deadline: m.Deadline, maxAttempts: m.MaxAttempts}
 	}
+	r.enqueuedAt = enqueuedAt
+	r.at = 0
 	// Atomic stores are full barriers on amd64; on the enqueue path most
-	// of these fields are already zero, and a load is a plain move.
-	storeIfChanged32(&r.tier, uint32(m.Priority.tier()))
+	// of these fields are already what they must be, and a load is a
+	// plain move.
+	storeIfChanged32(&r.meta, uint32(m.Priority.tier()))
 	storeIfChangedI32(&r.crashes, crashes)
-	storeIfChanged64(&r.prevDelay, 0)
-	storeIfChanged64(&r.nextAt, 0)
 	if r.hist.Load() != hist {
 		r.hist.Store(hist)
 	}
@@ -290,7 +380,10 @@ func (r *rec) fill(m *Message, enqueuedAt, expiresAt int64, attempts uint32, cra
 
 // expired reports whether the message's TTL has passed at now; the caller
 // owns the record.
-func (r *rec) expired(now int64) bool { return r.expiresAt != 0 && now >= r.expiresAt }
+func (r *rec) expired(now int64) bool {
+	exp := r.expiresAt()
+	return exp != 0 && now >= exp
+}
 
 // info describes an owned record that was in state st.
 func (r *rec) info(st uint32) Info {
@@ -298,15 +391,15 @@ func (r *rec) info(st uint32) Info {
 	info := Info{
 		ID:         ID(r.id.Load()),
 		State:      state,
-		Message:    r.msg,
+		Message:    r.message(),
 		Attempts:   int(r.attempts()),
 		EnqueuedAt: time.Unix(0, r.enqueuedAt),
 	}
 	switch st {
 	case stDelayed:
-		info.NextAt = time.Unix(0, r.nextAt.Load())
+		info.NextAt = time.Unix(0, r.at)
 	case stWaiting:
-		info.Waiting = r.wait
+		info.Waiting = r.waitReason()
 	}
 	info.LastError, info.LastCategory = r.hist.Load().last()
 	return info
@@ -327,8 +420,3 @@ func storeIfChangedI32(a *atomic.Int32, v int32) {
 	}
 }
 
-func storeIfChanged64(a *atomic.Int64, v int64) {
-	if a.Load() != v {
-		a.Store(v)
-	}
-}

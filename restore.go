@@ -59,7 +59,7 @@ func (e *Engine) restore(rs *replayState) error {
 			}
 		}
 		r := e.slab.at(slot)
-		r.fill(&m.msg, m.enqueuedAt, m.expiresAt, uint32(m.attempts), m.crashes, m.hist, e.keyForPlacement(m.msg.Key))
+		r.fill(&m.msg, m.enqueuedAt, uint32(m.attempts), m.crashes, m.hist, e.keyForPlacement(m.msg.Key))
 		e.ctr.added.Add(1)
 		if m.state == stLeased {
 			e.recovered.crashed++

@@ -37,12 +37,10 @@ func (e *Engine) Ack(l Lease) error {
 	now := e.now()
 	id := r.id.Load()
 	ks := r.ks
-	if r.msg.Key != "" {
+	if r.key != "" {
 		e.breakers.Done(r.ticket, true)
 	}
-	if sampled(id) {
-		e.metrics.observeHandling(e.preciseNow() - r.leasedAt.Load())
-	}
+	e.observeHandling(r)
 	if e.log == nil {
 		e.release(r)
 		e.keyLeaseEnded(ks, now)
@@ -51,7 +49,7 @@ func (e *Engine) Ack(l Lease) error {
 	}
 	// The slot may be reused as soon as it is released: keep what it takes
 	// to put the message back should the ack not reach the log.
-	back := unacked{msg: r.msg, enqueuedAt: r.enqueuedAt, expiresAt: r.expiresAt,
+	back := unacked{msg: r.message(), enqueuedAt: r.enqueuedAt,
 		attempts: r.attempts(), crashes: r.crashes.Load(), hist: r.hist.Load()}
 	e.release(r)
 	rec := ackRecord(id, now)
@@ -69,8 +67,8 @@ func (e *Engine) Ack(l Lease) error {
 
 // unacked is a message whose ack is on its way to the log.
 type unacked struct {
-	msg                   Message
-	enqueuedAt, expiresAt int64
+	msg        Message
+	enqueuedAt int64
 	attempts              uint32
 	crashes               int32
 	hist                  *history
@@ -87,7 +85,7 @@ func (e *Engine) unack(id uint64, u *unacked, ks *keyState) {
 		return
 	}
 	r := e.slab.at(slot)
-	r.fill(&u.msg, u.enqueuedAt, u.expiresAt, u.attempts, u.crashes, u.hist, ks)
+	r.fill(&u.msg, u.enqueuedAt, u.attempts, u.crashes, u.hist, ks)
 	e.ctr.added.Add(1)
 	e.makeReady(slot, r, e.now())
 }
@@ -138,8 +136,11 @@ func (e *Engine) Extend(l Lease, d time.Duration) error {
 	}
 	now := e.preciseNow() // a short Extend must not end early because the cache lags
 	expiry := addSat(now, int64(d))
-	r.leaseExpiry = expiry
+	r.at = expiry
 	id := r.id.Load()
+	if sampled(id) {
+		r.setExtended(true) // its start no longer follows from its end
+	}
 	// Logged while the record is ours, before whatever settles the lease.
 	rec := extendRecord(id, now, expiry)
 	err = e.appendRecord(&rec, false)

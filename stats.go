@@ -146,16 +146,17 @@ func (e *Engine) scan() stateCounts {
 			return
 		}
 		c.byState[st]++
-		if t := r.tier.Load(); t < ring.NumTiers {
+		if t := r.tierIndex(); t < ring.NumTiers {
 			c.byTier[st][t]++
 		}
 		if st == Pending {
 			if w, ok := r.ownAny(1<<stPending | 1<<stWaiting); ok {
-				if at := r.readyAt; at != 0 && (c.oldestReady == 0 || at < c.oldestReady) {
+				// at: when it became ready (or, waiting on its key, when due).
+				if at := r.at; at != 0 && (c.oldestReady == 0 || at < c.oldestReady) {
 					c.oldestReady = at
 				}
-				if w.state() == stWaiting && int(r.wait) < len(c.waiting) {
-					c.waiting[r.wait]++
+				if why := r.waitReason(); w.state() == stWaiting && int(why) < len(c.waiting) {
+					c.waiting[why]++
 				}
 				r.putBack(w)
 			}
