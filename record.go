@@ -419,4 +419,3 @@ func storeIfChangedI32(a *atomic.Int32, v int32) {
 		a.Store(v)
 	}
 }
-

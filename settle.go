@@ -69,9 +69,9 @@ func (e *Engine) Ack(l Lease) error {
 type unacked struct {
 	msg        Message
 	enqueuedAt int64
-	attempts              uint32
-	crashes               int32
-	hist                  *history
+	attempts   uint32
+	crashes    int32
+	hist       *history
 }
 
 // unack puts back a message whose ack record could not be logged, pending
