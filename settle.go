@@ -25,13 +25,45 @@ func (e *Engine) acquireLease(l Lease) (*rec, error) {
 // once its record is as durable as Options.Durability promises: an acked
 // message is not delivered again after a killed process (Write, Fsync) or
 // a power loss (Fsync only). A stale lease gets ErrStaleLease. Safe for
-// concurrent use.
+// concurrent use. (A Run worker acks without this wait; see Run.)
 func (e *Engine) Ack(l Lease) error {
 	r, err := e.acquireLease(l)
 	if err != nil {
 		return err
 	}
 	now := e.now()
+	id := e.settleDone(r)
+	if e.log != nil {
+		rec := ackRecord(id, now)
+		if err := e.log.Append(&rec); err != nil {
+			return fmt.Errorf("ringwal: ack %d: %w", id, mapWALError(err))
+		}
+	}
+	return nil
+}
+
+// ackLater is a Run worker's Ack: the same settlement, but the ack record
+// is appended without waiting for it (logLater): it is durable with the
+// next group commit, and a crash before that redelivers the message.
+func (e *Engine) ackLater(l Lease) error {
+	r, err := e.acquireLease(l)
+	if err != nil {
+		return err
+	}
+	now := e.now()
+	id := e.settleDone(r)
+	if e.log != nil {
+		rec := ackRecord(id, now)
+		if err := e.logLater(&rec); err != nil {
+			return fmt.Errorf("ringwal: ack %d: %w", id, mapWALError(err))
+		}
+	}
+	return nil
+}
+
+// settleDone settles an owned, leased record as acked (breaker, handling
+// latency) and frees it; it returns the message's ID, for the ack record.
+func (e *Engine) settleDone(r *rec) uint64 {
 	id := r.id.Load()
 	if r.msg.Key != "" {
 		e.breakers.Done(r.ticket, true)
@@ -40,13 +72,7 @@ func (e *Engine) Ack(l Lease) error {
 		e.metrics.observeHandling(e.preciseNow() - r.leasedAt.Load())
 	}
 	e.release(r)
-	if e.log != nil {
-		rec := ackRecord(id, now)
-		if err := e.log.Append(&rec); err != nil {
-			return fmt.Errorf("ringwal: ack %d: %w", id, mapWALError(err))
-		}
-	}
-	return nil
+	return id
 }
 
 // release frees a busy record's slot for reuse.
