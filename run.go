@@ -38,7 +38,7 @@ type Handler func(ctx context.Context, d Delivery) error
 // error or panic) do wait, as Nack does: the retry or dead letter is as
 // durable as Options.Durability promises before the worker moves on. A
 // consumer that needs each ack durable before it proceeds calls Dequeue
-// and Ack itself.
+// and Ack (or AckBatch) itself.
 func (e *Engine) Run(ctx context.Context, workers int, h Handler) error {
 	if err := e.intake(); err != nil {
 		return err // closed wins over bad arguments, as for every method

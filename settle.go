@@ -3,9 +3,12 @@ package ringwal
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/ringwal/ringwal/sched"
+	"github.com/ringwal/ringwal/wal"
 )
 
 // acquireLease owns the record a lease names, waiting out a concurrent
@@ -59,6 +62,108 @@ func (e *Engine) ackLater(l Lease) error {
 		}
 	}
 	return nil
+}
+
+// AckBatch acks every lease in ls as Ack would, one after the other, but
+// waits for the log once: the ack records go into the log as one batch
+// (after a crash either all of them are in it or none), and AckBatch
+// returns once that batch is as durable as Options.Durability promises.
+// It is Ack for consumers that take messages with DequeueBatch.
+//
+// A stale lease does not stop the others: every lease that is still valid
+// is acked, and the error then wraps ErrStaleLease and says how many of
+// the leases were stale and the indexes in ls of the first eight. A lease
+// that appears twice in ls is acked once; its second appearance is stale.
+// After Close, AckBatch acks nothing and returns ErrClosed (also for an
+// empty ls, which otherwise returns nil). If Close starts while AckBatch
+// runs, the leases not yet settled are left to Close (which gives them
+// back as pending) and the error wraps ErrClosed. A log failure is
+// returned as Ack returns it; the messages are settled in memory either
+// way. Safe for concurrent use; no allocation per lease.
+func (e *Engine) AckBatch(ls []Lease) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	if len(ls) == 0 {
+		return nil
+	}
+	var recs *[]wal.Record
+	if e.log != nil {
+		recs = ackRecords.Get().(*[]wal.Record)
+		*recs = (*recs)[:0]
+		defer putAckRecords(recs)
+	}
+	now := e.now()
+	var stale staleLeases
+	closedAt := -1
+	for i, l := range ls {
+		r, err := e.acquireLease(l)
+		if err != nil {
+			if errors.Is(err, ErrStaleLease) {
+				stale.add(i)
+				continue
+			}
+			closedAt = i // ErrClosed: Close has taken over the rest
+			break
+		}
+		id := e.settleDone(r)
+		if recs != nil {
+			*recs = append(*recs, ackRecord(id, now))
+		}
+	}
+	var logErr error
+	if recs != nil && len(*recs) > 0 {
+		if err := e.log.AppendBatch(*recs); err != nil {
+			logErr = fmt.Errorf("ringwal: ack batch of %d: %w", len(*recs), mapWALError(err))
+		}
+	}
+	if closedAt < 0 && stale.n == 0 {
+		return logErr
+	}
+	var errs []error
+	if logErr != nil {
+		errs = append(errs, logErr)
+	}
+	if closedAt >= 0 {
+		errs = append(errs, fmt.Errorf("ringwal: ack batch: closed at lease %d of %d: %w", closedAt, len(ls), ErrClosed))
+	}
+	if stale.n > 0 {
+		errs = append(errs, stale.err(len(ls)))
+	}
+	return errors.Join(errs...)
+}
+
+// ackRecords holds AckBatch's record buffers between calls.
+var ackRecords = sync.Pool{New: func() any { return new([]wal.Record) }}
+
+// putAckRecords returns a buffer to ackRecords unless a huge batch grew it.
+func putAckRecords(recs *[]wal.Record) {
+	if cap(*recs) <= 1<<12 {
+		ackRecords.Put(recs)
+	}
+}
+
+// staleLeases counts AckBatch's stale leases and keeps the first indexes.
+type staleLeases struct {
+	n     int
+	first [8]int
+}
+
+func (s *staleLeases) add(i int) {
+	if s.n < len(s.first) {
+		s.first[s.n] = i
+	}
+	s.n++
+}
+
+func (s *staleLeases) err(of int) error {
+	idx := s.first[:min(s.n, len(s.first))]
+	more := ""
+	if s.n > len(idx) {
+		more = ", ..."
+	}
+	return fmt.Errorf("ringwal: ack batch: %d of %d leases stale (indexes %s%s): %w",
+		s.n, of, strings.Trim(fmt.Sprint(idx), "[]"), more, ErrStaleLease)
 }
 
 // settleDone settles an owned, leased record as acked (breaker, handling
