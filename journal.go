@@ -52,6 +52,30 @@ func (e *Engine) appendRecord(rec *wal.Record, wait bool) error {
 	return lg.wait()
 }
 
+// logLater appends rec to be durable with the next group commit, without
+// waiting for it: Run's acks, whose workers go on to the next message
+// while the log catches up (a crash before the commit loses the record,
+// which for an ack means the message is delivered again). In Write and
+// Buffered modes that is AppendNoWait: the batch is written at once
+// (Write) or within FlushInterval (Buffered), and a write failure is
+// returned by the log's next Flush, Sync or Close. In Fsync mode
+// AppendNoWait would write the record but leave it unsynced until some
+// other caller wanted an fsync, so the record is appended as a waiter's
+// (AppendCommit, which has its batch fsynced) and nobody waits: a failure
+// of that batch reaches the waiters that share it and the log's own error
+// log, and a failed fsync makes the log unusable, which every later call
+// reports.
+func (e *Engine) logLater(rec *wal.Record) error {
+	if e.log == nil {
+		return nil
+	}
+	if e.opts.Durability == Fsync {
+		_, err := e.log.AppendCommit(rec)
+		return err
+	}
+	return e.log.AppendNoWait(rec)
+}
+
 // logged is a record appended by logRecord, not yet waited for.
 type logged struct {
 	commit wal.Commit

@@ -15,20 +15,36 @@ import (
 // Durability says when a mutation counts as done, and so what a crash can
 // lose. The zero value is Write. A memory-only engine (Open with dir "")
 // ignores it: everything is lost with the process.
+//
+// Two kinds of record never wait, in every mode: leases and extends (a
+// message leased at a crash comes back pending), and the acks of Run's
+// workers. A Run worker appends its handler's ack without waiting and takes
+// the next message; the ack is durable with the next group commit, so a
+// crash delivers again exactly the messages whose acks had not yet reached
+// the log as the mode promises: Run is at least once, as a broker consumer
+// that acks asynchronously is. Ack and AckBatch called directly, Nack (also
+// a Run handler's error) and every other mutation wait as the constants say.
 type Durability uint8
 
 const (
 	// Write (the default): methods return once their record reached
 	// write(2) in a group-commit batch. Survives a killed process (kill -9);
 	// a power loss or kernel crash may lose what the OS had not yet written
-	// back.
+	// back. A Run worker's ack is written with the next batch without the
+	// worker waiting: a killed process may deliver again the messages whose
+	// acks had not been written yet (the last moments' acks).
 	Write Durability = iota
 	// Fsync: methods return once their batch was fsynced. Survives power
-	// loss. Concurrent callers share each fsync (group commit).
+	// loss. Concurrent callers share each fsync (group commit). A Run
+	// worker's ack is fsynced with the next group commit without the worker
+	// waiting: a killed process or a power loss may deliver again the
+	// messages whose acks had not been written (killed process) or fsynced
+	// (power loss) yet.
 	Fsync
 	// Buffered: methods return at once; the log is written within
 	// Options.FlushInterval (default 1ms). A killed process may lose the
-	// last interval's mutations.
+	// last interval's mutations; for Run's acks, as for every ack, that
+	// means those messages are delivered again.
 	Buffered
 )
 

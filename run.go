@@ -30,6 +30,21 @@ const maxRunWorkers = 1 << 16
 // outside [1, 65536], a nil h or ctx) or an engine whose Close has started
 // (ErrClosed). Several Runs may share an engine; Run is safe for
 // concurrent use.
+//
+// Acks do not wait for the log. When a handler returns nil, its worker
+// frees the message and appends the ack record without waiting for it,
+// then takes the next message; the ack becomes durable with the next
+// group commit (Write: the next batch's write(2), Fsync: that batch's
+// fsync, Buffered: within FlushInterval). A crash before then, a killed
+// process in Write and Fsync modes or a power loss in Fsync mode, delivers
+// again exactly the messages whose acks had not reached the log, so Run's
+// delivery is at least once, as with every broker consumer that acks
+// asynchronously. Close writes (and fsyncs) every ack appended before it,
+// so a clean Close redelivers nothing a handler acked. Nacks (a handler's
+// error or panic) do wait, as Nack does: the retry or dead letter is as
+// durable as Options.Durability promises before the worker moves on. A
+// consumer that needs each ack durable before it proceeds calls Dequeue
+// and Ack (or AckBatch) itself.
 func (e *Engine) Run(ctx context.Context, workers int, h Handler) error {
 	if err := e.intake(); err != nil {
 		return err // closed wins over bad arguments, as for every method
@@ -106,7 +121,7 @@ func (e *Engine) work(ctx, handlerBase context.Context, h Handler) {
 		cancel()
 		var serr error
 		if herr == nil {
-			serr = e.Ack(d.Lease)
+			serr = e.ackLater(d.Lease) // no wait for the log: see Run
 		} else {
 			serr = e.Nack(d.Lease, herr)
 		}

@@ -3,9 +3,12 @@ package ringwal
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/ringwal/ringwal/sched"
+	"github.com/ringwal/ringwal/wal"
 )
 
 // acquireLease owns the record a lease names, waiting out a concurrent
@@ -28,41 +31,66 @@ func (e *Engine) acquireLease(l Lease) (*rec, error) {
 // cannot be logged (a full disk), the message is pending again, its
 // attempt counted, and the error is returned: an ack that did not reach
 // the log has not happened, and a later checkpoint must not drop the
-// message. Safe for concurrent use.
+// message. Safe for concurrent use. (A Run worker acks without this wait;
+// see Run.)
 func (e *Engine) Ack(l Lease) error {
+	return e.ack(l, true)
+}
+
+// ackLater is a Run worker's Ack: the same settlement, but the ack record
+// is appended without waiting for it (logLater): it is durable with the
+// next group commit, and a crash before that redelivers the message. An
+// ordered key's ack waits all the same: its next message must not go out
+// while this one could still come back.
+func (e *Engine) ackLater(l Lease) error {
+	return e.ack(l, false)
+}
+
+func (e *Engine) ack(l Lease, wait bool) error {
 	r, err := e.acquireLease(l)
 	if err != nil {
 		return err
 	}
 	now := e.now()
-	id := r.id.Load()
-	ks := r.ks
-	if r.key != "" {
-		e.breakers.Done(r.ticket, true)
-	}
-	e.observeHandling(r)
-	if e.log == nil {
-		e.release(r)
-		e.keyLeaseEnded(ks, now)
-		e.keyGone(ks, id, now)
-		return nil
-	}
-	// The slot may be reused as soon as it is released: keep what it takes
-	// to put the message back should the ack not reach the log.
-	back := unacked{msg: r.message(), enqueuedAt: r.enqueuedAt,
-		attempts: r.attempts(), crashes: r.crashes.Load(), hist: r.hist.Load()}
-	e.release(r)
-	rec := ackRecord(id, now)
-	if err := e.log.Append(&rec); err != nil {
-		e.unack(id, &back, ks)
-		e.keyLeaseEnded(ks, now) // the lease is over; the message stays
-		return fmt.Errorf("ringwal: ack %d: %w", id, mapWALError(err))
+	var back unacked
+	id, ks := e.settleDone(r, &back)
+	if e.log != nil {
+		rec := ackRecord(id, now)
+		var err error
+		if wait || (ks != nil && ks.policy.Ordered) {
+			err = e.log.Append(&rec)
+		} else {
+			err = e.logLater(&rec)
+		}
+		if err != nil {
+			e.unack(id, &back, ks)
+			e.keyLeaseEnded(ks, now) // the lease is over; the message stays
+			return fmt.Errorf("ringwal: ack %d: %w", id, mapWALError(err))
+		}
 	}
 	// After the ack is logged: an ordered key's next message must not go
 	// out while this one could still come back.
 	e.keyLeaseEnded(ks, now)
 	e.keyGone(ks, id, now)
 	return nil
+}
+
+// settleDone settles an owned, leased record as acked (breaker, handling
+// latency) and frees it. It returns the message's ID and key state, and
+// fills back, when the engine has a log, with what it takes to put the
+// message back should the ack not reach the log.
+func (e *Engine) settleDone(r *rec, back *unacked) (uint64, *keyState) {
+	id, ks := r.id.Load(), r.ks
+	if r.key != "" {
+		e.breakers.Done(r.ticket, true)
+	}
+	e.observeHandling(r)
+	if e.log != nil {
+		*back = unacked{msg: r.message(), enqueuedAt: r.enqueuedAt,
+			attempts: r.attempts(), crashes: r.crashes.Load(), hist: r.hist.Load()}
+	}
+	e.release(r)
+	return id, ks
 }
 
 // unacked is a message whose ack is on its way to the log.
@@ -88,6 +116,134 @@ func (e *Engine) unack(id uint64, u *unacked, ks *keyState) {
 	r.fill(&u.msg, u.enqueuedAt, u.attempts, u.crashes, u.hist, ks)
 	e.ctr.added.Add(1)
 	e.makeReady(slot, r, e.now())
+}
+
+// AckBatch acks every lease in ls as Ack would, one after the other, but
+// waits for the log once: the ack records go into the log as one batch
+// (after a crash either all of them are in it or none), and AckBatch
+// returns once that batch is as durable as Options.Durability promises.
+// It is Ack for consumers that take messages with DequeueBatch.
+//
+// A stale lease does not stop the others: every lease that is still valid
+// is acked, and the error then wraps ErrStaleLease and says how many of
+// the leases were stale and the indexes in ls of the first eight. A lease
+// that appears twice in ls is acked once; its second appearance is stale.
+// After Close, AckBatch acks nothing and returns ErrClosed (also for an
+// empty ls, which otherwise returns nil). If Close starts while AckBatch
+// runs, the leases not yet settled are left to Close (which gives them
+// back as pending) and the error wraps ErrClosed. If the batch cannot be
+// logged, its messages are pending again, as for Ack, and the error says
+// so. Safe for concurrent use; no allocation per lease.
+func (e *Engine) AckBatch(ls []Lease) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	if len(ls) == 0 {
+		return nil
+	}
+	b := ackBatches.Get().(*ackBatch)
+	b.recs, b.done = b.recs[:0], b.done[:0]
+	defer putAckBatch(b)
+	now := e.now()
+	var stale staleLeases
+	closedAt := -1
+	for i, l := range ls {
+		r, err := e.acquireLease(l)
+		if err != nil {
+			if errors.Is(err, ErrStaleLease) {
+				stale.add(i)
+				continue
+			}
+			closedAt = i // ErrClosed: Close has taken over the rest
+			break
+		}
+		b.done = append(b.done, ackedLease{})
+		d := &b.done[len(b.done)-1]
+		d.id, d.ks = e.settleDone(r, &d.back)
+		if e.log != nil {
+			b.recs = append(b.recs, ackRecord(d.id, now))
+		}
+	}
+	var logErr error
+	if len(b.recs) > 0 {
+		if err := e.log.AppendBatch(b.recs); err != nil {
+			logErr = fmt.Errorf("ringwal: ack batch of %d: %w", len(b.recs), mapWALError(err))
+		}
+	}
+	for i := range b.done {
+		d := &b.done[i]
+		if logErr != nil {
+			e.unack(d.id, &d.back, d.ks)
+			e.keyLeaseEnded(d.ks, now)
+			continue
+		}
+		e.keyLeaseEnded(d.ks, now)
+		e.keyGone(d.ks, d.id, now)
+	}
+	if closedAt < 0 && stale.n == 0 {
+		return logErr
+	}
+	var errs []error
+	if logErr != nil {
+		errs = append(errs, logErr)
+	}
+	if closedAt >= 0 {
+		errs = append(errs, fmt.Errorf("ringwal: ack batch: closed at lease %d of %d: %w", closedAt, len(ls), ErrClosed))
+	}
+	if stale.n > 0 {
+		errs = append(errs, stale.err(len(ls)))
+	}
+	return errors.Join(errs...)
+}
+
+// ackBatch is AckBatch's scratch: the records to log, and what each acked
+// lease needs once the log has answered.
+type ackBatch struct {
+	recs []wal.Record
+	done []ackedLease
+}
+
+type ackedLease struct {
+	id   uint64
+	ks   *keyState
+	back unacked
+}
+
+// ackBatches holds AckBatch's scratch between calls.
+var ackBatches = sync.Pool{New: func() any { return new(ackBatch) }}
+
+// putAckBatch returns scratch to ackBatches unless a huge batch grew it;
+// it drops the references it holds first.
+func putAckBatch(b *ackBatch) {
+	if cap(b.done) > 1<<12 {
+		return
+	}
+	clear(b.recs)
+	clear(b.done)
+	ackBatches.Put(b)
+}
+
+// staleLeases counts AckBatch's stale leases and keeps the first indexes.
+type staleLeases struct {
+	n     int
+	first [8]int
+}
+
+func (s *staleLeases) add(i int) {
+	if s.n < len(s.first) {
+		s.first[s.n] = i
+	}
+	s.n++
+}
+
+func (s *staleLeases) err(of int) error {
+	idx := s.first[:min(s.n, len(s.first))]
+	more := ""
+	if s.n > len(idx) {
+		more = ", ..."
+	}
+	return fmt.Errorf("ringwal: ack batch: %d of %d leases stale (indexes %s%s): %w",
+		s.n, of, strings.Trim(fmt.Sprint(idx), "[]"), more, ErrStaleLease)
 }
 
 // release frees a busy record's slot for reuse.

@@ -184,8 +184,14 @@ func runRingwal(b *testing.B, s shape, e *ringwal.Engine, size int, retry bool) 
 			}
 			return nil
 		})
-	// Untimed: each message was acked exactly once (none lost, none
-	// delivered twice while another never came).
+	checkRingwalAcked(b, e)
+}
+
+// checkRingwalAcked fails b unless each of b.N messages was acked exactly
+// once (none lost, none delivered twice while another never came) and
+// nothing is left. Untimed.
+func checkRingwalAcked(b *testing.B, e *ringwal.Engine) {
+	b.Helper()
 	st := e.Stats()
 	if live := st.Pending + st.Delayed + st.Leased + st.Held; live != 0 || st.Acked != uint64(b.N) {
 		b.Fatalf("after the run: %d acked of %d, %d still live", st.Acked, b.N, live)

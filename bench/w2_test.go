@@ -8,15 +8,25 @@ package bench
 //
 //	BenchmarkW2/ringwal-write/{128B,1KiB}/{1P4C,8P4C,64P4C}  Options.Durability = Write (write(2) before returning)
 //	BenchmarkW2/ringwal-fsync/...                          Durability = Fsync (group-committed fsync)
-//	BenchmarkW2/jetstream/...                              embedded nats-server, file stream, work-queue retention, explicit ack
+//	BenchmarkW2/jetstream/...                              embedded nats-server, file stream, work-queue retention, explicit ack (Ack)
+//	BenchmarkW2/jetstream-sync/...                         the same with sync_always, consumers acking with DoubleAck (AckSync)
 //	BenchmarkW2/goqite/...                                 maragu.dev/goqite on modernc.org/sqlite (WAL, synchronous=NORMAL)
 //	BenchmarkW2/sqlite-seed/...                            the seed design's SQLite queue (internal/seedq)
+//
+// ringwal's producers call Enqueue; its consumers are one Run with
+// w2Consumers workers whose handler returns nil, as a user would write
+// them: a worker acks without waiting for the log (the ack is durable with
+// the next group commit), as JetStream's Ack() does not wait for the
+// server.
 //
 // Durability of each: ringwal-write, jetstream, goqite and sqlite-seed
 // all survive a killed process and may lose the last moments to a power
 // loss (write(2) without fsync: JetStream fsyncs every 2 minutes, SQLite
-// in WAL mode with synchronous=NORMAL at checkpoints); ringwal-fsync also
-// survives a power loss. So ringwal-write is the like-for-like reference.
+// in WAL mode with synchronous=NORMAL at checkpoints); ringwal-fsync and
+// jetstream-sync also survive a power loss. So ringwal-write is the
+// like-for-like reference of jetstream, and jetstream-sync that of
+// ringwal-fsync. (A message whose ack a crash loses is delivered again by
+// every peer: ringwal's Run, and JetStream's Ack(), ack asynchronously.)
 
 import (
 	"context"
@@ -52,7 +62,8 @@ func BenchmarkW2(b *testing.B) {
 	}{
 		{"ringwal-write", func(b *testing.B, s shape, size int) { w2Ringwal(b, s, size, ringwal.Write) }},
 		{"ringwal-fsync", func(b *testing.B, s shape, size int) { w2Ringwal(b, s, size, ringwal.Fsync) }},
-		{"jetstream", w2JetStream},
+		{"jetstream", func(b *testing.B, s shape, size int) { w2JetStream(b, s, size, false) }},
+		{"jetstream-sync", func(b *testing.B, s shape, size int) { w2JetStream(b, s, size, true) }},
 		{"goqite", w2Goqite},
 		{"sqlite-seed", w2Seed},
 	}
@@ -69,17 +80,53 @@ func BenchmarkW2(b *testing.B) {
 	}
 }
 
+// w2Ringwal: producers Enqueue; the consumers are one Run with s.C
+// workers (started by consumer 0; the harness's other consumer slots have
+// nothing to do), whose handler counts the message and returns nil.
 func w2Ringwal(b *testing.B, s shape, size int, d ringwal.Durability) {
 	e, err := ringwal.Open(b.TempDir(), ringwal.Options{Durability: d})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	runRingwal(b, s, e, size, false)
+	pl := payload(size)
+	cd := newCountdown(b.N)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-cd.done; cancel() }()
+	run(b, s, cd,
+		func(_, n int) error {
+			for range n {
+				if _, err := e.Enqueue(ctx, ringwal.Message{Payload: pl}); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func(i int) error {
+			if i != 0 {
+				return nil
+			}
+			// Run returns once ctx ends (the last message was taken) and
+			// its workers have settled what they were handling.
+			return e.Run(ctx, s.C, func(context.Context, ringwal.Delivery) error {
+				cd.take()
+				return nil
+			})
+		})
+	checkRingwalAcked(b, e)
 }
 
-func w2JetStream(b *testing.B, s shape, size int) {
-	ns, err := natsjs.Start(b.TempDir())
+// w2JetStream: syncAlways selects the server's sync_always (every store
+// write synced) and consumers that ack with DoubleAck, the jetstream
+// package's AckSync (it waits for the server's reply); otherwise the
+// defaults and Ack(), which does not wait.
+func w2JetStream(b *testing.B, s shape, size int, syncAlways bool) {
+	start := natsjs.Start
+	if syncAlways {
+		start = natsjs.StartSyncAlways
+	}
+	ns, err := start(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -144,7 +191,11 @@ func w2JetStream(b *testing.B, s shape, size int) {
 					}
 					return err
 				}
-				if err := m.Ack(); err != nil {
+				ack := m.Ack
+				if syncAlways {
+					ack = func() error { return m.DoubleAck(ctx) }
+				}
+				if err := ack(); err != nil {
 					return err
 				}
 				cd.take()

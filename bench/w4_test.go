@@ -219,8 +219,12 @@ func w4JetStream(b *testing.B) {
 			return err
 		}
 		pl := payload(Small)
+		// On a loaded machine the server can fall behind the 4096
+		// outstanding publishes for longer than the client's default stall
+		// wait (200 ms), which then fails the setup; wait as long as it takes.
+		stall := jetstream.WithStallWait(time.Minute)
 		for range n {
-			if _, err := js.PublishAsync(natsjs.Subject, pl); err != nil {
+			if _, err := js.PublishAsync(natsjs.Subject, pl, stall); err != nil {
 				return err
 			}
 		}

@@ -597,15 +597,16 @@ func ratioText(x float64) string {
 // ---- chart ----------------------------------------------------------------
 
 var palette = map[string]string{
-	"ringwal":       "#d62728",
-	"ringwal-write": "#d62728",
-	"ringwal-fsync": "#ff9896",
-	"chan":          "#1f77b4",
-	"workiva-ring":  "#2ca02c",
-	"workqueue":     "#9467bd",
-	"jetstream":     "#17becf",
-	"goqite":        "#8c564b",
-	"sqlite-seed":   "#7f7f7f",
+	"ringwal":        "#d62728",
+	"ringwal-write":  "#d62728",
+	"ringwal-fsync":  "#ff9896",
+	"chan":           "#1f77b4",
+	"workiva-ring":   "#2ca02c",
+	"workqueue":      "#9467bd",
+	"jetstream":      "#17becf",
+	"jetstream-sync": "#9edae5",
+	"goqite":         "#8c564b",
+	"sqlite-seed":    "#7f7f7f",
 }
 
 func color(p string) string {

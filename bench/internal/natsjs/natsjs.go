@@ -3,11 +3,14 @@
 // 127.0.0.1 at a random port, and one work-queue stream with one durable
 // pull consumer with explicit acks.
 //
-// Durability: a one-replica file stream writes each message to its block
-// file (write(2)) before it sends the PubAck ("flush in place"), and
-// fsyncs every SyncInterval (2 minutes by default). That is ringwal's
-// Write mode: a killed process loses nothing acknowledged, a power loss
-// may.
+// Durability: by default (Start) a one-replica file stream writes each
+// message to its block file (write(2)) before it sends the PubAck ("flush
+// in place"), and fsyncs every SyncInterval (2 minutes by default). That is
+// ringwal's Write mode: a killed process loses nothing acknowledged, a
+// power loss may. StartSyncAlways sets the server's sync_always option
+// (Options.SyncAlways): the store files are opened O_SYNC, so every write,
+// the message's before its PubAck and the ack's removal alike, is on disk
+// when it returns. That is ringwal's Fsync mode.
 package natsjs
 
 import (
@@ -30,14 +33,20 @@ const (
 
 // Start starts a server with JetStream storing in dir and waits until it
 // accepts connections.
-func Start(dir string) (*server.Server, error) {
+func Start(dir string) (*server.Server, error) { return start(dir, false) }
+
+// StartSyncAlways is Start with sync_always: every store write is synced.
+func StartSyncAlways(dir string) (*server.Server, error) { return start(dir, true) }
+
+func start(dir string, syncAlways bool) (*server.Server, error) {
 	opts := &server.Options{
-		Host:      "127.0.0.1",
-		Port:      server.RANDOM_PORT,
-		JetStream: true,
-		StoreDir:  dir,
-		NoLog:     true,
-		NoSigs:    true,
+		Host:       "127.0.0.1",
+		Port:       server.RANDOM_PORT,
+		JetStream:  true,
+		StoreDir:   dir,
+		SyncAlways: syncAlways,
+		NoLog:      true,
+		NoSigs:     true,
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
