@@ -48,6 +48,7 @@ type Log struct {
 	last     uint64 // index of the last batch written
 	tailSize int    // mirror of tidwall/wal's tail segment size, to see segment switches
 	dirDirty bool   // a segment file was created since the last directory fsync
+	synced   uint64 // last batch index known fsynced (written into each batch header)
 	scratch  []byte // compression buffer
 	written  int64  // framed bytes written, cumulative (incl. the log found at Open)
 
@@ -72,14 +73,17 @@ type Log struct {
 // It takes the directory lock (ErrLocked if this or another process has it
 // open), checks the format version (ErrVersion), finishes an interrupted
 // truncation, reads every segment to check every batch's header and
-// checksum, cuts a torn tail after keeping a copy of it (see Repair),
-// refuses damage before the tail unless o.RepairCorrupt, picks the newest
+// checksum, cuts what o.Recovery allows after keeping a copy of it (see
+// RecoveryMode and Repair), refuses other damage, picks the newest
 // valid snapshot the log covers, and opens tidwall/wal with NoSync (the
 // writer does its own fsyncs).
 func Open(dir string, o Options) (*Log, error) {
 	o = o.withDefaults()
 	if o.Mode > Buffered {
 		return nil, fmt.Errorf("ringwal/wal: unknown mode %d", o.Mode)
+	}
+	if o.Recovery > SkipToPointInTime {
+		return nil, fmt.Errorf("ringwal/wal: unknown recovery mode %d", o.Recovery)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -128,26 +132,26 @@ func (l *Log) recover() error {
 		return err
 	}
 	if c := sc.cut; c != nil {
-		if !c.torn && !l.opt.RepairCorrupt {
-			return fmt.Errorf("%s offset %d (batch %d): %s; %d later bytes (%d batches) follow (Options.RepairCorrupt cuts from here on): %w",
-				c.path, c.off, c.index, c.reason, c.bytes, c.batches, ErrCorrupt)
+		if err := c.allows(l.opt.Recovery); err != nil {
+			return err
 		}
 		kept, err := applyCut(segs, c)
 		if err != nil {
 			return fmt.Errorf("ringwal/wal: cutting %s at %d: %w", c.path, c.off, err)
 		}
 		l.repair = c.report()
+		l.repair.Mode = l.opt.Recovery
 		l.repair.BrokenFiles = kept
-		what := "cut damaged log"
-		if c.torn {
-			what = "cut torn tail"
-		}
-		l.opt.Logger.Warn("ringwal/wal: "+what, "segment", c.path, "offset", c.off, "index", c.index,
-			"bytes", c.bytes, "batches", c.batches, "records", c.records, "reason", c.reason,
-			"kept", kept)
+		l.opt.Logger.Warn("ringwal/wal: cut "+c.class.String(), "segment", c.path, "offset", c.off, "index", c.index,
+			"bytes", c.bytes, "batches", c.batches, "records", c.records, "valid_after", c.after,
+			"reason", c.reason, "mode", l.opt.Recovery.String(), "kept", kept)
 		sc.last = c.index - 1
 		sc.segs = segs[:c.seg+1]
 	}
+	// Claims in the log stay true after a restart: carry the highest on,
+	// so batches written before the first fsync of this run still say how
+	// far fsync had reached. (scanLog saw only batches before any cut.)
+	l.synced = sc.durable
 	snap, err := chooseSnapshot(l.dir, sc.first)
 	if err != nil {
 		if len(sc.segs) == 0 && errors.Is(err, ErrCorrupt) {
@@ -166,6 +170,9 @@ func (l *Log) recover() error {
 	}
 	if snap != nil {
 		l.snap = snap
+		// A checkpoint fsyncs the log up to its index before it writes the
+		// snapshot, so that index is known durable.
+		l.synced = max(l.synced, snap.index)
 		l.ckIndex.Store(snap.index)
 		l.ckTime.Store(snap.header.created)
 		// The log must continue right after the snapshot. If it ends
@@ -173,8 +180,8 @@ func (l *Log) recover() error {
 		// covers), restart it empty at index+1: tidwall/wal names segments
 		// by first index, so an empty segment file fixes where it resumes.
 		if len(sc.segs) == 0 || sc.last < snap.index {
-			if len(sc.segs) == 0 && snap.index > 0 && !l.opt.RepairCorrupt {
-				return fmt.Errorf("log directory %s holds no segments but snapshot %s covers up to %d (Options.RepairCorrupt restarts the log after it): %w",
+			if len(sc.segs) == 0 && snap.index > 0 && l.opt.Recovery != SkipToPointInTime {
+				return fmt.Errorf("log directory %s holds no segments but snapshot %s covers up to %d (Options.Recovery = SkipToPointInTime restarts the log after it): %w",
 					l.logDir, snap.path, snap.index, ErrCorrupt)
 			}
 			if err := resetLog(l.logDir, sc.segs, snap.index+1); err != nil {
@@ -264,8 +271,8 @@ func (l *Log) openTidwall(initial bool) error {
 	return nil
 }
 
-// Repair reports what Open cut from the log: a torn tail, or damage when
-// Options.RepairCorrupt was set, and where it kept a copy of the cut bytes
+// Repair reports what Open cut from the log (what Options.Recovery
+// allowed: a torn or unsynced tail, or damage), and where it kept a copy of the cut bytes
 // (RepairReport.BrokenFiles). Zero if nothing was cut. Safe for concurrent
 // use (it never changes after Open).
 func (l *Log) Repair() RepairReport { return l.repair }

@@ -113,7 +113,7 @@ func TestTornTailMatrix(t *testing.T) {
 	require.Len(t, bounds, batches)
 	start, end := bounds[batches-1][0], bounds[batches-1][1]
 	allIDs, allButLast := seq(1, batches*perBatch), seq(1, (batches-1)*perBatch)
-	headerEnd := start + 1 + 18 // one-byte length prefix for these small batches
+	headerEnd := start + 1 + 34 // one-byte length prefix for these small batches; a version 2 header
 
 	type tc struct {
 		name      string
@@ -184,8 +184,10 @@ func TestTornTailMatrix(t *testing.T) {
 
 func TestDamageBeforeTail(t *testing.T) {
 	base := t.TempDir()
-	// Small segments: several segments of a few batches each.
-	buildLog(t, base, 40, wal.Options{SegmentSize: 1024, CompressAbove: -1})
+	// Small segments: several segments of a few batches each. Fsync mode:
+	// each batch records the one before as fsynced, so damage followed by
+	// a later batch is provably not a power-loss tail.
+	buildLog(t, base, 41, wal.Options{SegmentSize: 1024, CompressAbove: -1, Mode: wal.Fsync})
 	segs := segments(t, base)
 	require.Greater(t, len(segs), 3)
 

@@ -419,7 +419,7 @@ func (l *Log) writeBatch(b *pending, info *BatchInfo) error {
 	if b.n > math.MaxUint32 || info.RawBytes > maxBatchBody {
 		return fmt.Errorf("ringwal/wal: batch of %d records, %d bytes is too large (max %d bytes)", b.n, info.RawBytes, maxBatchBody)
 	}
-	entry, scratch, compressed := finishBatch(b.buf, b.n, l.opt.CompressAbove, l.scratch)
+	entry, scratch, compressed := finishBatch(b.buf, b.n, l.opt.CompressAbove, l.scratch, min(l.synced, l.last))
 	l.scratch = scratch
 	info.Bytes, info.Compressed = len(entry), compressed
 	t0 := time.Now()
@@ -470,8 +470,12 @@ func (l *Log) syncLog(info *BatchInfo) error {
 	if err != nil {
 		err = fmt.Errorf("ringwal/wal: fsync: %w", err)
 		l.setFailed(err)
+		return err
 	}
-	return err
+	// Every batch up to l.last is on disk: the tail was just fsynced and
+	// tidwall/wal fsynced each earlier segment when it switched away.
+	l.synced = l.last
+	return nil
 }
 
 // repairAfterFailure closes tidwall/wal, cuts the file back to the last
