@@ -44,13 +44,14 @@ type Log struct {
 	wakeups uint64
 
 	// Owned by the writer goroutine (and by Open before it starts).
-	tw       *twal.Log
-	last     uint64 // index of the last batch written
-	tailSize int    // mirror of tidwall/wal's tail segment size, to see segment switches
-	dirDirty bool   // a segment file was created since the last directory fsync
-	synced   uint64 // last batch index known fsynced (written into each batch header)
-	scratch  []byte // compression buffer
-	written  int64  // framed bytes written, cumulative (incl. the log found at Open)
+	tw        *twal.Log
+	last      uint64 // index of the last batch written
+	tailSize  int    // mirror of tidwall/wal's tail segment size, to see segment switches
+	tailIndex uint64 // first index of the tail segment (its file name)
+	dirDirty  bool   // a segment file was created since the last directory fsync
+	synced    uint64 // last batch index known fsynced (written into each batch header)
+	scratch   []byte // compression buffer
+	written   int64  // framed bytes written, cumulative (incl. the log found at Open)
 
 	// Read by Stats and Size from any goroutine.
 	firstIndex atomic.Uint64
@@ -89,7 +90,7 @@ func Open(dir string, o Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	if err := mkdirAll(abs); err != nil {
 		return nil, err
 	}
 	lk, err := lockDir(abs)
@@ -114,7 +115,7 @@ func (l *Log) recover() error {
 	if err := ensureFormat(l.dir); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(l.logDir, 0o755); err != nil {
+	if err := mkdirAll(l.logDir); err != nil {
 		return err
 	}
 	if err := removeSnapshotTemps(l.dir); err != nil {
@@ -190,17 +191,29 @@ func (l *Log) recover() error {
 			l.repair.LogReset = len(sc.segs) > 0 || snap.index > 0
 		}
 	}
-	return l.openTidwall(true)
+	if err := l.openTidwall(true); err != nil {
+		return err
+	}
+	// tidwall/wal creates the first segment of an empty log directory:
+	// make every entry Open made or found durable now rather than at the
+	// first fsync, which Write mode may never do.
+	if err := syncDir(l.logDir); err != nil {
+		l.tw.Close()
+		l.tw = nil
+		return err
+	}
+	l.dirDirty = false
+	return nil
 }
 
 // resetLog replaces the log by an empty one whose next index is next.
 func resetLog(logDir string, segs []segment, next uint64) error {
 	for _, s := range segs {
-		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if _, err := removeFile(s.path); err != nil {
 			return err
 		}
 	}
-	f, err := os.OpenFile(filepath.Join(logDir, segmentName(next)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
+	f, err := createFile(filepath.Join(logDir, segmentName(next)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
 	if err != nil {
 		return err
 	}
@@ -229,9 +242,17 @@ func tidwallOptions(segmentSize int) *twal.Options {
 // openTidwall opens tidwall/wal on the (checked) log directory and sets the
 // writer's mirrors of it. Called by Open and by the writer's repair path.
 func (l *Log) openTidwall(initial bool) error {
+	before, _, err := logView(l.logDir)
+	if err != nil {
+		return err
+	}
 	tw, err := twal.Open(l.logDir, tidwallOptions(l.opt.SegmentSize))
 	if err != nil {
 		return fmt.Errorf("ringwal/wal: opening %s: %w", l.logDir, err)
+	}
+	if len(before) == 0 {
+		// tidwall/wal's load starts an empty directory with segment 1.
+		trace(ioEvent{op: opCreate, path: filepath.Join(l.logDir, segmentName(1))})
 	}
 	first, err1 := tw.FirstIndex()
 	last, err2 := tw.LastIndex()
@@ -245,6 +266,7 @@ func (l *Log) openTidwall(initial bool) error {
 		return err
 	}
 	var size, total int64
+	tailIndex := last + 1 // an empty log's first segment
 	for i, s := range segs {
 		fi, err := os.Stat(s.path)
 		if err != nil {
@@ -254,9 +276,10 @@ func (l *Log) openTidwall(initial bool) error {
 		total += fi.Size()
 		if i == len(segs)-1 {
 			size = fi.Size()
+			tailIndex = s.index
 		}
 	}
-	l.tw, l.last, l.tailSize = tw, last, int(size)
+	l.tw, l.last, l.tailSize, l.tailIndex = tw, last, int(size), tailIndex
 	l.firstIndex.Store(first)
 	l.lastIndex.Store(last)
 	if initial {

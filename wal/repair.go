@@ -346,7 +346,7 @@ func keepCut(segs []segment, c *cut, now time.Time) ([]string, error) {
 	for i := len(segs) - 1; i > c.seg; i-- {
 		p, err := freeBrokenPath(segs[i].path, now)
 		if err == nil {
-			err = os.Rename(segs[i].path, p)
+			err = renameFile(segs[i].path, p)
 		}
 		if err != nil {
 			for _, p := range later {
@@ -370,7 +370,7 @@ func keepCut(segs []segment, c *cut, now time.Time) ([]string, error) {
 func writeBroken(seg string, data []byte, now time.Time) (string, error) {
 	for n := 0; ; n++ {
 		p := filepath.Join(filepath.Dir(seg), brokenName(filepath.Base(seg), now, n))
-		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
+		f, err := createFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
@@ -379,7 +379,8 @@ func writeBroken(seg string, data []byte, now time.Time) (string, error) {
 		}
 		_, err = f.Write(data)
 		if err == nil {
-			err = f.Sync()
+			trace(ioEvent{op: opWrite, path: p, data: append([]byte(nil), data...)})
+			err = syncFile(f)
 		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
@@ -421,7 +422,7 @@ func applyCut(segs []segment, c *cut) (kept []string, err error) {
 // what is left of them: keepCut renamed them away).
 func cutFiles(segs []segment, c *cut) error {
 	for i := len(segs) - 1; i > c.seg; i-- {
-		if err := os.Remove(segs[i].path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if _, err := removeFile(segs[i].path); err != nil {
 			return err
 		}
 	}

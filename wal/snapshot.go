@@ -131,12 +131,17 @@ func removeSnapshotTemps(dir string) error {
 	if err != nil {
 		return err
 	}
+	removed := false
 	for _, de := range ents {
 		if n := de.Name(); strings.HasPrefix(n, snapPrefix) && strings.HasSuffix(n, snapTmpSuffix) {
-			if err := os.Remove(filepath.Join(dir, n)); err != nil {
+			if _, err := removeFile(filepath.Join(dir, n)); err != nil {
 				return err
 			}
+			removed = true
 		}
+	}
+	if removed {
+		return syncDir(dir)
 	}
 	return nil
 }
@@ -266,7 +271,7 @@ func (c *crcWriter) Write(p []byte) (int, error) {
 func writeSnapshot(dir string, index uint64, fn func(emit func(*Record) error) error) (info CheckpointInfo, err error) {
 	final := filepath.Join(dir, snapName(index))
 	tmp := final + snapTmpSuffix
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+	f, err := createFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
 	if err != nil {
 		return info, err
 	}
@@ -323,13 +328,15 @@ func writeSnapshot(dir string, index uint64, fn func(emit func(*Record) error) e
 	if _, err = f.WriteAt(h.encode(), 0); err != nil {
 		return info, err
 	}
-	if err = f.Sync(); err != nil {
+	traceWholeFile(tmp)
+	if err = syncFile(f); err != nil {
 		return info, err
 	}
 	if err = f.Close(); err != nil {
 		return info, err
 	}
-	if err = os.Rename(tmp, final); err != nil {
+	fail("checkpoint-before-rename")
+	if err = renameFile(tmp, final); err != nil {
 		return info, err
 	}
 	if err = syncDir(dir); err != nil {
@@ -392,18 +399,24 @@ func chooseSnapshot(dir string, logFirst uint64) (*chosenSnapshot, error) {
 	return nil, nil
 }
 
-// removeSnapshotsBefore deletes snapshots older than index.
+// removeSnapshotsBefore deletes snapshots older than index, durably.
 func removeSnapshotsBefore(dir string, index uint64) error {
 	snaps, err := listSnapshots(dir)
 	if err != nil {
 		return err
 	}
+	removed := false
 	for _, sf := range snaps {
 		if sf.index < index {
-			if err := os.Remove(sf.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			ok, err := removeFile(sf.path)
+			if err != nil {
 				return err
 			}
+			removed = removed || ok
 		}
+	}
+	if removed {
+		return syncDir(dir)
 	}
 	return nil
 }
