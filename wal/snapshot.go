@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -192,6 +193,14 @@ func readSnapshot(path string, r *Record, fn func(*Record) error) (uint64, error
 		return 0, err
 	}
 	defer f.Close()
+	return decodeSnapshot(path, f, r, fn)
+}
+
+// decodeSnapshot is readSnapshot over any reader (name is for errors):
+// the header, then the zstd body's records, checking the record count and
+// the body checksum.
+func decodeSnapshot(name string, f io.Reader, r *Record, fn func(*Record) error) (uint64, error) {
+	path := name
 	hb := make([]byte, snapHeaderSize)
 	if _, err := io.ReadFull(f, hb); err != nil {
 		return 0, corruptf("%s: reading header: %v", path, err)
@@ -208,7 +217,7 @@ func readSnapshot(path string, r *Record, fn func(*Record) error) (uint64, error
 	}
 	defer dec.Close()
 	br := bufio.NewReaderSize(dec, 256<<10)
-	var buf []byte
+	var rb bytes.Buffer
 	var n uint64
 	for {
 		size, err := binary.ReadUvarint(br)
@@ -221,14 +230,14 @@ func readSnapshot(path string, r *Record, fn func(*Record) error) (uint64, error
 		if size > maxRecordBody {
 			return n, corruptf("%s: record %d claims %d bytes", path, n+1, size)
 		}
-		if cap(buf) < int(size) {
-			buf = make([]byte, size, size+size/4)
+		// Grow the buffer as the bytes arrive rather than by the claimed
+		// size: a damaged length must not allocate more than the snapshot
+		// holds.
+		rb.Reset()
+		if m, err := io.CopyN(&rb, br, int64(size)); err != nil {
+			return n, corruptf("%s: record %d: %d of %d bytes: %v", path, n+1, m, size, err)
 		}
-		buf = buf[:size]
-		if _, err := io.ReadFull(br, buf); err != nil {
-			return n, corruptf("%s: record %d: %v", path, n+1, err)
-		}
-		if err := decodeRecordBody(buf, r); err != nil {
+		if err := decodeRecordBody(rb.Bytes(), r); err != nil {
 			return n, fmt.Errorf("%s: record %d: %w", path, n+1, err)
 		}
 		n++
