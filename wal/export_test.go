@@ -32,3 +32,12 @@ func ValidBatchesAfter(data []byte, from int) (n int, unknown bool) {
 	a := validBatchesAfter(data, from)
 	return a.n, a.unknown
 }
+
+// SetFailpoint installs f as the failpoint hook (nil removes it).
+func SetFailpoint(f func(name string)) {
+	if f == nil {
+		failpoint.Store(nil)
+		return
+	}
+	failpoint.Store(&f)
+}
