@@ -28,6 +28,12 @@
 //     checked by tidwall_compat_test.go);
 //   - the directory lock (lock.go) and the on-disk format version
 //     (format.go);
+//   - every directory change and fsync (fsops.go): a create, rename or
+//     remove is followed by an fsync of its parent directory before the
+//     operation that made it returns (a new data directory and log/
+//     included), and two test-only hooks see them: a trace of each step
+//     (the power-loss test builds disk images from it) and named
+//     failpoints (the crash test kills the process there);
 //   - offline tools for the CLI (verify.go): Verify and Dump.
 //
 // One record field has a meaning the log defines: a snapshot opens with a
