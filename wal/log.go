@@ -149,10 +149,6 @@ func (l *Log) recover() error {
 		sc.last = c.index - 1
 		sc.segs = segs[:c.seg+1]
 	}
-	// Claims in the log stay true after a restart: carry the highest on,
-	// so batches written before the first fsync of this run still say how
-	// far fsync had reached. (scanLog saw only batches before any cut.)
-	l.synced = sc.durable
 	snap, err := chooseSnapshot(l.dir, sc.first)
 	if err != nil {
 		if len(sc.segs) == 0 && errors.Is(err, ErrCorrupt) {
@@ -171,9 +167,6 @@ func (l *Log) recover() error {
 	}
 	if snap != nil {
 		l.snap = snap
-		// A checkpoint fsyncs the log up to its index before it writes the
-		// snapshot, so that index is known durable.
-		l.synced = max(l.synced, snap.index)
 		l.ckIndex.Store(snap.index)
 		l.ckTime.Store(snap.header.created)
 		// The log must continue right after the snapshot. If it ends
@@ -196,13 +189,25 @@ func (l *Log) recover() error {
 	}
 	// tidwall/wal creates the first segment of an empty log directory:
 	// make every entry Open made or found durable now rather than at the
-	// first fsync, which Write mode may never do.
-	if err := syncDir(l.logDir); err != nil {
+	// first fsync, which Write mode may never do. And fsync the tail
+	// segment: what a killed process wrote may still be only in the page
+	// cache. Every earlier segment was fsynced when tidwall/wal switched
+	// away from it, so the whole log found is now durable, and the first
+	// batch this run writes says so (its durable index): damage found
+	// later in that part of the log is then never taken for a power-loss
+	// tail, whatever the mode.
+	err = l.tw.Sync()
+	if err == nil {
+		trace(ioEvent{op: opSync, path: l.tailPath()})
+		err = syncDir(l.logDir)
+	}
+	if err != nil {
 		l.tw.Close()
 		l.tw = nil
 		return err
 	}
 	l.dirDirty = false
+	l.synced = l.last
 	return nil
 }
 

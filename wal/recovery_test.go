@@ -240,9 +240,9 @@ func TestBatchesRecordDurableIndex(t *testing.T) {
 	r = rec(4)
 	require.NoError(t, l.Append(&r))
 	require.NoError(t, l.Close())
-	// After the reopen the highest claim found (2) carries on; Close's
-	// fsync of batch 3 is recorded by no batch.
-	require.Equal(t, []uint64{0, 0, 2, 2}, durables(dir))
+	// Open fsyncs the log it found, so the first batch after a reopen
+	// claims all of it.
+	require.Equal(t, []uint64{0, 0, 2, 3}, durables(dir))
 }
 
 // A log written by batch format version 1 (testdata/v1log, by the build
@@ -279,8 +279,9 @@ func TestReadsFormatV1Log(t *testing.T) {
 	require.NoError(t, l.Close())
 	require.Equal(t, string(want)+"ack 7 0\n", got)
 	d := wal.DurableIndexes(t, dir)
-	assert.Equal(t, []uint64{30}, d[len(d)-1:],
-		"version 1 batches claim nothing; the snapshot's index (30) is known fsynced")
+	assert.Zero(t, d[0], "version 1 batches claim nothing")
+	assert.Equal(t, []uint64{uint64(len(d) + 30 - 1)}, d[len(d)-1:],
+		"the first batch after Open claims the whole log Open found (it fsyncs it)")
 }
 
 // Damage in a version 1 log followed by version 1 batches stays an error:
