@@ -45,7 +45,11 @@ import (
 // still be whole (pages are written back out of order), but none of those
 // later batches can claim an index at or past the hole as durable. A
 // valid batch that does is proof that the damaged batch had been fsynced,
-// so its loss is corruption, not a crash.
+// so its loss is corruption, not a crash. A sync point is recorded by the
+// next batch written, so two more things make sure one follows: Open
+// fsyncs the log it found (the first batch of a run claims all of it), and
+// Close appends an empty batch, the close marker, claiming everything
+// before it (writeCloseMarker).
 const (
 	batchVersion = 2
 	// batchHeaderSize is the header this build writes (version 2).

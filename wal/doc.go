@@ -11,7 +11,7 @@
 //     group-commit batch, with a version, a record count, flags, CRC32C
 //     (Castagnoli) checksums, the stored body length, the last batch known
 //     fsynced when it was written, and an s2-compressed body above a size
-//     threshold;
+//     threshold; Close appends an empty batch recording its final fsync;
 //   - the writer (writer.go): one goroutine that owns the tidwall/wal log
 //     (opened with NoSync, so the writer decides when to fsync), collects
 //     whatever producers handed over while the previous write or fsync ran

@@ -50,6 +50,7 @@ type Log struct {
 	tailIndex uint64 // first index of the tail segment (its file name)
 	dirDirty  bool   // a segment file was created since the last directory fsync
 	synced    uint64 // last batch index known fsynced (written into each batch header)
+	claimed   uint64 // highest index some batch in the log claims durable (see writeCloseMarker)
 	scratch   []byte // compression buffer
 	written   int64  // framed bytes written, cumulative (incl. the log found at Open)
 
@@ -208,6 +209,10 @@ func (l *Log) recover() error {
 	}
 	l.dirDirty = false
 	l.synced = l.last
+	l.claimed = sc.durable
+	if sc.lastEmpty && sc.lastClaim+1 == l.last {
+		l.claimed = l.last // the log ends with a close marker
+	}
 	return nil
 }
 

@@ -214,7 +214,9 @@ func TestTornCompressedBatchWithEntryShapedPayload(t *testing.T) {
 
 // Each batch records the last batch known fsynced when it was written:
 // in Fsync mode the previous sync point, in Write mode nothing until an
-// explicit Sync (or a checkpoint), and the claim survives a reopen.
+// explicit Sync (or a checkpoint); Close appends an empty marker batch
+// that records its final fsync; and Open fsyncs the log it found, so the
+// first batch after a reopen claims all of it.
 func TestBatchesRecordDurableIndex(t *testing.T) {
 	durables := func(dir string) []uint64 { return wal.DurableIndexes(t, dir) }
 	dir := t.TempDir()
@@ -224,7 +226,7 @@ func TestBatchesRecordDurableIndex(t *testing.T) {
 		require.NoError(t, l.Append(&r))
 	}
 	require.NoError(t, l.Close())
-	require.Equal(t, []uint64{0, 1, 2}, durables(dir))
+	require.Equal(t, []uint64{0, 1, 2, 3}, durables(dir), "three batches, then the close marker")
 
 	dir = t.TempDir()
 	l = open(t, dir, wal.Options{Mode: wal.Write})
@@ -235,14 +237,50 @@ func TestBatchesRecordDurableIndex(t *testing.T) {
 	require.NoError(t, l.Sync())
 	r := rec(3)
 	require.NoError(t, l.Append(&r))
-	require.NoError(t, l.Close()) // fsyncs batch 3
+	require.NoError(t, l.Close()) // marker at 4, claiming 3
 	l = open(t, dir, wal.Options{Mode: wal.Write})
 	r = rec(4)
-	require.NoError(t, l.Append(&r))
+	require.NoError(t, l.Append(&r)) // batch 5 claims 4: Open fsynced the log
+	require.NoError(t, l.Close())    // marker at 6
+	require.Equal(t, []uint64{0, 0, 2, 3, 4, 5}, durables(dir))
+
+	// An idle Open and Close adds nothing: the log already ends with a
+	// marker.
+	l = open(t, dir, wal.Options{})
 	require.NoError(t, l.Close())
-	// Open fsyncs the log it found, so the first batch after a reopen
-	// claims all of it.
-	require.Equal(t, []uint64{0, 0, 2, 3}, durables(dir))
+	require.Len(t, durables(dir), 6)
+}
+
+// A cleanly closed Write-mode log (no batch in it was fsynced when
+// written): the close marker records the final fsync, so a damaged batch
+// in it is damage, not a power-loss tail; tearing the marker itself loses
+// nothing.
+func TestCloseMarkerMakesDamageDetectable(t *testing.T) {
+	base := t.TempDir()
+	l := open(t, base, wal.Options{})
+	for i := uint64(1); i <= 5; i++ {
+		r := rec(i)
+		require.NoError(t, l.Append(&r))
+	}
+	require.NoError(t, l.Close())
+	seg := segments(t, base)[0]
+	b := entryBounds(t, seg)
+	require.Len(t, b, 6)
+
+	dir := t.TempDir()
+	copyDir(t, base, dir)
+	modifyFile(t, segments(t, dir)[0], func(d []byte) []byte { d[b[1][0]+9] ^= 4; return d })
+	_, err := wal.Open(dir, wal.Options{})
+	require.ErrorIs(t, err, wal.ErrCorrupt)
+	assert.Contains(t, err.Error(), "fsynced after it")
+
+	dir = t.TempDir()
+	copyDir(t, base, dir)
+	modifyFile(t, segments(t, dir)[0], func(d []byte) []byte { return d[:len(d)-3] })
+	ids, rep := reopenIDs(t, dir, wal.Options{})
+	require.Equal(t, seq(1, 5), ids)
+	assert.True(t, rep.Torn)
+	assert.Zero(t, rep.Records)
 }
 
 // A log written by batch format version 1 (testdata/v1log, by the build
@@ -270,6 +308,7 @@ func TestReadsFormatV1Log(t *testing.T) {
 	l := open(t, dir, wal.Options{})
 	require.Zero(t, l.Repair())
 	require.Equal(t, string(want), replayLines(l))
+	last := l.Stats().LastIndex
 	r := wal.Record{Kind: wal.KindAck, ID: 7}
 	require.NoError(t, l.Append(&r))
 	require.NoError(t, l.Close())
@@ -280,8 +319,8 @@ func TestReadsFormatV1Log(t *testing.T) {
 	require.Equal(t, string(want)+"ack 7 0\n", got)
 	d := wal.DurableIndexes(t, dir)
 	assert.Zero(t, d[0], "version 1 batches claim nothing")
-	assert.Equal(t, []uint64{uint64(len(d) + 30 - 1)}, d[len(d)-1:],
-		"the first batch after Open claims the whole log Open found (it fsyncs it)")
+	assert.Equal(t, []uint64{last, last + 1}, d[len(d)-2:],
+		"the first batch after Open claims the whole log Open found (it fsyncs it); then the close marker")
 }
 
 // Damage in a version 1 log followed by version 1 batches stays an error:

@@ -117,6 +117,11 @@ type scan struct {
 	bytes   int64  // bytes of valid entries, framing included
 	durable uint64 // highest durable index a valid batch claims
 	cut     *cut   // first damage, nil if none
+	// The last valid batch: empty (no records) and its durable index. A
+	// close marker (writeCloseMarker) is an empty batch claiming the one
+	// before it.
+	lastEmpty bool
+	lastClaim uint64
 }
 
 // visitFunc sees every valid batch of a scan in index order.
@@ -176,6 +181,7 @@ func scanLog(segs []segment, visit visitFunc) (*scan, error) {
 			s.records += uint64(h.count)
 			s.bytes += int64(n)
 			s.durable = max(s.durable, h.durable)
+			s.lastEmpty, s.lastClaim = h.count == 0, h.durable
 			s.last = index
 			index++
 			off += n

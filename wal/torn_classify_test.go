@@ -29,6 +29,7 @@ func TestTornTailWithEmbeddedEntry(t *testing.T) {
 	r.Payload = append(append([]byte("prefix"), embedded...), make([]byte, 200)...)
 	require.NoError(t, l.Append(&r))
 	require.NoError(t, l.Close())
+	dropCloseMarker(t, dir)
 
 	b = entryBounds(t, seg)
 	require.Len(t, b, 4)

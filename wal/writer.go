@@ -432,6 +432,7 @@ func (l *Log) writeBatch(b *pending, info *BatchInfo) error {
 	}
 	n := framedLen(len(entry))
 	l.last = idx
+	l.claimed = max(l.claimed, min(l.synced, idx-1))
 	l.noteEntry(idx, entry)
 	l.written += int64(n)
 	l.total.Store(l.written)
@@ -503,13 +504,17 @@ func (l *Log) repairAfterFailure(cause error) {
 	}
 }
 
-// shutdown is the writer's last act: fsync and close tidwall/wal.
+// shutdown is the writer's last act: fsync, record the fsync in the log
+// (writeCloseMarker), and close tidwall/wal.
 func (l *Log) shutdown() {
 	failed := l.failedErr()
 	var err error
 	if l.tw != nil {
 		if failed == nil {
 			err = l.syncLog(&BatchInfo{})
+		}
+		if err == nil && failed == nil && l.claimed < l.last {
+			err = l.writeCloseMarker()
 		}
 		if cerr := l.tw.Close(); err == nil && failed == nil {
 			err = cerr
@@ -525,4 +530,29 @@ func (l *Log) shutdown() {
 	if err != nil && !errors.Is(err, ErrClosed) {
 		l.closeErr = err
 	}
+}
+
+// writeCloseMarker appends one empty batch whose durable index is the last
+// batch, and fsyncs it: Close's final fsync is then recorded in the log,
+// as every later sync point is recorded by the next batch. Without it, in
+// Write and Buffered modes (which fsync only at Sync, Checkpoint and
+// Close) nothing in a cleanly closed log would say its batches were
+// fsynced, and damage in them would read as a power-loss tail and be cut
+// instead of refused. Replay skips it (it holds no records). Only written
+// when some batch is not yet claimed durable, so repeated Open and Close
+// of an idle log add nothing.
+func (l *Log) writeCloseMarker() error {
+	entry, _, _ := finishBatch(make([]byte, batchHeaderSize), 0, -1, nil, l.last)
+	idx := l.last + 1
+	if err := l.tw.Write(idx, entry); err != nil {
+		return fmt.Errorf("ringwal/wal: writing the close marker: %w", err)
+	}
+	l.claimed = l.last
+	l.last = idx
+	l.noteEntry(idx, entry)
+	if err := l.syncLog(&BatchInfo{}); err != nil {
+		return err
+	}
+	l.claimed = idx // a marker stands for itself: nothing left unclaimed
+	return nil
 }
