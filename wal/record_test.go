@@ -249,6 +249,7 @@ func FuzzDecodeBatch(f *testing.F) {
 		}
 		_, _, _ = nextEntry(e)
 		_ = validBatchesAfter(e, 0)
+		_ = cutShort(e)
 	})
 }
 

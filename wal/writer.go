@@ -514,7 +514,12 @@ func (l *Log) shutdown() {
 			err = l.syncLog(&BatchInfo{})
 		}
 		if err == nil && failed == nil && l.claimed < l.last {
-			err = l.writeCloseMarker()
+			// Everything is fsynced already; the marker only helps a later
+			// Open tell damage from a torn tail. A full disk must not make
+			// Close fail for it: a partial marker is cut as a torn tail.
+			if merr := l.writeCloseMarker(); merr != nil {
+				l.opt.Logger.Warn("ringwal/wal: could not write the close marker", "err", merr)
+			}
 		}
 		if cerr := l.tw.Close(); err == nil && failed == nil {
 			err = cerr
