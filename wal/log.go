@@ -305,9 +305,9 @@ func (l *Log) openTidwall(initial bool) error {
 }
 
 // Repair reports what Open cut from the log (what Options.Recovery
-// allowed: a torn or unsynced tail, or damage), and where it kept a copy of the cut bytes
-// (RepairReport.BrokenFiles). Zero if nothing was cut. Safe for concurrent
-// use (it never changes after Open).
+// allowed: a torn or unsynced tail, or damage), and where it kept a copy
+// of the cut bytes (RepairReport.BrokenFiles). Zero if nothing was cut.
+// Safe for concurrent use (it never changes after Open).
 func (l *Log) Repair() RepairReport { return l.repair }
 
 // Dir returns the log's directory (absolute). Safe for concurrent use.
