@@ -61,6 +61,60 @@ func (d Durability) String() string {
 	return fmt.Sprintf("durability(%d)", uint8(d))
 }
 
+// RecoveryMode is what Open does with a damaged write-ahead log, as
+// RocksDB's WAL recovery modes. Whatever the mode, what Open cuts is first
+// kept as .broken files in the log directory, logged, and reported in
+// Stats().Recovery (and the admin API's recovery view); a log written by a
+// newer version is never cut (ErrVersion). The zero value is PointInTime.
+type RecoveryMode uint8
+
+const (
+	// PointInTime (the default) cuts the newest log segment at its first
+	// bad batch when a crash or power loss explains the damage: the batch
+	// was cut short, nothing valid follows it, or every valid batch after
+	// it was written before it was fsynced (each batch records how far
+	// fsync had reached). Open fails, with an error wrapping
+	// wal.ErrCorrupt, on damage in an older segment or damage followed by
+	// a batch that claims it fsynced (or by a batch of the log format
+	// before this one, which records nothing about fsync).
+	//
+	// What a crash or power loss can lose with it is what the Durability
+	// mode allows and no more: after a killed process nothing that
+	// returned (Write, Fsync); after a power loss, in Fsync mode nothing
+	// that returned, in Write and Buffered modes what was written since
+	// the last Checkpoint or Close. Bit rot inside the last batches
+	// written before the final fsync cannot be told from a torn tail and
+	// is cut too.
+	PointInTime RecoveryMode = iota
+	// AbsoluteConsistency refuses any damage, even the torn tail a power
+	// loss (or a crash in Buffered mode) can leave: Open fails with an
+	// error wrapping wal.ErrCorrupt until the log is repaired (ringwal wal
+	// verify --repair) or opened with another mode. It loses nothing by
+	// itself; the price is an engine that does not start after such a
+	// crash without an operator.
+	AbsoluteConsistency
+	// SkipToPointInTime cuts at the first bad batch wherever it is and
+	// whatever follows: the engine starts from the valid prefix of the log
+	// and loses every batch after the damage, in its segment and in every
+	// later one, fsynced or not, acknowledged or not (the .broken copies
+	// keep them). For starting from a damaged disk when a prefix is worth
+	// more than nothing.
+	SkipToPointInTime
+)
+
+// String returns the mode's name.
+func (m RecoveryMode) String() string {
+	switch m {
+	case PointInTime:
+		return "point-in-time"
+	case AbsoluteConsistency:
+		return "absolute-consistency"
+	case SkipToPointInTime:
+		return "skip-to-point-in-time"
+	}
+	return fmt.Sprintf("recovery(%d)", uint8(m))
+}
+
 // Options configures an Engine. The zero value is sensible everywhere:
 // Open fills every zero field with the default its comment states, and
 // fails with ErrInvalid when a field is out of range (a negative duration
@@ -148,6 +202,11 @@ type Options struct {
 	// Clock is the time source; nil is the real clock. Tests pass a
 	// clock.Fake.
 	Clock clock.Clock
+	// Recovery is what Open does with a damaged log tail: see the
+	// RecoveryMode constants for what each can lose. Default PointInTime:
+	// a torn or never-fsynced tail of the newest segment is cut (and kept
+	// as a .broken copy); other damage fails Open.
+	Recovery RecoveryMode
 }
 
 const (
@@ -174,6 +233,9 @@ const (
 func (o Options) withDefaults() (Options, error) {
 	if o.Durability > Buffered {
 		return o, invalidf("unknown durability %d", o.Durability)
+	}
+	if o.Recovery > SkipToPointInTime {
+		return o, invalidf("unknown recovery mode %d", o.Recovery)
 	}
 	for _, f := range []struct {
 		name string

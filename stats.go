@@ -119,10 +119,24 @@ type LatencyBucket struct {
 type RecoveryStats struct {
 	Records   uint64        // log records replayed after the snapshot
 	Bytes     int64         // bytes of log read after the snapshot
-	TornBytes int64         // bytes of torn log tail cut off
+	TornBytes int64         // bytes of log Open cut (a torn tail, or what Mode allowed)
 	Crashed   int           // messages leased at a crash, requeued
 	Poisoned  int           // of those, dead-lettered for crash-looping
 	Duration  time.Duration // how long Open took to recover
+	// Mode is the recovery mode Open ran with (Options.Recovery).
+	Mode RecoveryMode
+	// Damage describes what Open cut and where, in one line ("" if
+	// nothing): the kind ("torn final batch", "torn tail", "unsynced
+	// tail", or "damage" when Mode is SkipToPointInTime), the segment file,
+	// offset and batch, the reason, and how much was cut.
+	Damage string
+	// CutBatches and CutRecords count the batches and records the cut
+	// removed, as far as their headers could still be read.
+	CutBatches, CutRecords int
+	// BrokenFiles are the copies of the cut bytes Open kept in the log
+	// directory (<segment>.<UTC time>.broken), in log order; nothing reads
+	// them back: inspect, then delete them.
+	BrokenFiles []string
 }
 
 // stateCounts is one scan of the slab: counts by state and tier, and the
@@ -223,6 +237,7 @@ func (e *Engine) Stats() Stats {
 		Recovery: RecoveryStats{
 			Records: e.recovered.records, Bytes: e.recovered.bytes, TornBytes: e.recovered.tornBytes,
 			Crashed: e.recovered.crashed, Poisoned: e.recovered.poisoned, Duration: e.recovered.duration,
+			Mode: e.opts.Recovery,
 		},
 		Breakers: e.breakers.Keys(),
 		Durable:  e.log != nil,
@@ -236,6 +251,11 @@ func (e *Engine) Stats() Stats {
 		if ls.Failed != nil {
 			s.WAL.Failed = ls.Failed.Error()
 		}
+		// What Open cut: fixed once Open returned, read from the log.
+		rep := e.log.Repair()
+		s.Recovery.Damage = rep.String()
+		s.Recovery.CutBatches, s.Recovery.CutRecords = rep.Batches, rep.Records
+		s.Recovery.BrokenFiles = append([]string(nil), rep.BrokenFiles...)
 	}
 	requeuedLeased := e.ctr.requeuedLeased.Load()
 	for _, cat := range classify.Categories() {

@@ -202,6 +202,13 @@ type RecoveryView struct {
 	Crashed         int     `json:"crashed"`
 	Poisoned        int     `json:"poisoned"`
 	DurationSeconds float64 `json:"duration_seconds"`
+	// Mode is the recovery mode Open ran with; Damage, CutBatches,
+	// CutRecords and BrokenFiles describe what it cut (empty if nothing).
+	Mode        string   `json:"mode"`
+	Damage      string   `json:"damage,omitempty"`
+	CutBatches  int      `json:"cut_batches,omitempty"`
+	CutRecords  int      `json:"cut_records,omitempty"`
+	BrokenFiles []string `json:"broken_files,omitempty"`
 }
 
 // StatsView is a ringwal.Stats. WAL and Recovery are present for a
@@ -285,7 +292,9 @@ func NewStatsView(s ringwal.Stats) StatsView {
 			FailedBatches: s.WAL.FailedBatches, Write: NewLatencyView(s.WAL.Write), Fsync: NewLatencyView(s.WAL.Fsync)}
 		r := s.Recovery
 		v.Recovery = &RecoveryView{Records: r.Records, Bytes: r.Bytes, TornBytes: r.TornBytes,
-			Crashed: r.Crashed, Poisoned: r.Poisoned, DurationSeconds: r.Duration.Seconds()}
+			Crashed: r.Crashed, Poisoned: r.Poisoned, DurationSeconds: r.Duration.Seconds(),
+			Mode: r.Mode.String(), Damage: r.Damage, CutBatches: r.CutBatches, CutRecords: r.CutRecords,
+			BrokenFiles: r.BrokenFiles}
 	}
 	return v
 }

@@ -70,6 +70,7 @@ func TestRepairKeepsTornTail(t *testing.T) {
 	r := rec(100)
 	require.NoError(t, l.Append(&r))
 	require.NoError(t, l.Close())
+	dropCloseMarker(t, dir) // as if killed
 	want2 := tearTail(t, dir, 1)
 	ids, rep = reopenIDs(t, dir, wal.Options{})
 	require.Equal(t, seq(1, 4*perBatch), ids)

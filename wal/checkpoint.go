@@ -55,6 +55,7 @@ func (l *Log) Checkpoint(fn func(emit func(*Record) error) error) (CheckpointInf
 		// checkpoint tries again.
 		l.opt.Logger.Warn("ringwal/wal: removing old snapshots", "err", err)
 	}
+	fail("checkpoint-before-truncate")
 	if err := l.control(func() error { return l.truncateFront(index + 1) }); err != nil {
 		return info, err
 	}

@@ -47,6 +47,8 @@ func TestHelperProcess(t *testing.T) {
 		err = childEFBIG(os.Getenv(envDir))
 	case "lock":
 		err = childLock(os.Getenv(envDir))
+	case "failpoint":
+		err = childFailpoint(os.Getenv(envDir), os.Getenv(envBase), os.Getenv(envFailpoint), os.Getenv(envFailHit))
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

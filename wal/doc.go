@@ -9,7 +9,9 @@
 //     caller's buffer without allocating, decoded with every length checked;
 //   - batch framing (batch.go): one github.com/tidwall/wal entry per
 //     group-commit batch, with a version, a record count, flags, CRC32C
-//     (Castagnoli) checksums and an s2-compressed body above a size threshold;
+//     (Castagnoli) checksums, the stored body length, the last batch known
+//     fsynced when it was written, and an s2-compressed body above a size
+//     threshold; Close appends an empty batch recording its final fsync;
 //   - the writer (writer.go): one goroutine that owns the tidwall/wal log
 //     (opened with NoSync, so the writer decides when to fsync), collects
 //     whatever producers handed over while the previous write or fsync ran
@@ -17,15 +19,21 @@
 //   - checkpoints (checkpoint.go, snapshot.go): a zstd-compressed snapshot of the caller's
 //     live state, written to a temporary file, fsynced and renamed, after
 //     which the log before it is truncated so disk use follows live data;
-//   - repair (repair.go, over the segment listing of segment.go): a torn
-//     final batch left by a crash is cut on Open and reported; damage
-//     anywhere else is an error naming the segment file unless
-//     Options.RepairCorrupt is set; what is cut is first kept as .broken
-//     files;
+//   - repair (repair.go, over the segment listing of segment.go): the
+//     first bad batch is classified (torn final batch, torn tail, a tail
+//     never fsynced, or damage a crash cannot explain) and cut or refused
+//     as Options.Recovery says (RecoveryMode); what is cut is first kept
+//     as .broken files and reported;
 //   - what it relies on in tidwall/wal's private behaviour (segment.go,
 //     checked by tidwall_compat_test.go);
 //   - the directory lock (lock.go) and the on-disk format version
 //     (format.go);
+//   - every directory change and fsync (fsops.go): a create, rename or
+//     remove is followed by an fsync of its parent directory before the
+//     operation that made it returns (a new data directory and log/
+//     included), and two test-only hooks see them: a trace of each step
+//     (the power-loss test builds disk images from it) and named
+//     failpoints (the crash test kills the process there);
 //   - offline tools for the CLI (verify.go): Verify and Dump.
 //
 // One record field has a meaning the log defines: a snapshot opens with a

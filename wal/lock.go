@@ -39,9 +39,19 @@ func lockDir(dir string) (*dirLock, error) {
 	if openDirs[key] {
 		return nil, fmt.Errorf("%s (open in this process): %w", dir, ErrLocked)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, lockFileName), os.O_CREATE|os.O_RDWR, 0o644)
+	path := filepath.Join(dir, lockFileName)
+	_, statErr := os.Lstat(path)
+	f, err := createFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		// A new lock file's entry, like every other, is made durable, so
+		// that the directory after a power loss is one this package made.
+		if err := syncDir(dir); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	for {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)

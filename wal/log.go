@@ -44,12 +44,15 @@ type Log struct {
 	wakeups uint64
 
 	// Owned by the writer goroutine (and by Open before it starts).
-	tw       *twal.Log
-	last     uint64 // index of the last batch written
-	tailSize int    // mirror of tidwall/wal's tail segment size, to see segment switches
-	dirDirty bool   // a segment file was created since the last directory fsync
-	scratch  []byte // compression buffer
-	written  int64  // framed bytes written, cumulative (incl. the log found at Open)
+	tw        *twal.Log
+	last      uint64 // index of the last batch written
+	tailSize  int    // mirror of tidwall/wal's tail segment size, to see segment switches
+	tailIndex uint64 // first index of the tail segment (its file name)
+	dirDirty  bool   // a segment file was created since the last directory fsync
+	synced    uint64 // last batch index known fsynced (written into each batch header)
+	claimed   uint64 // highest index some batch in the log claims durable (see writeCloseMarker)
+	scratch   []byte // compression buffer
+	written   int64  // framed bytes written, cumulative (incl. the log found at Open)
 
 	// Read by Stats and Size from any goroutine.
 	firstIndex atomic.Uint64
@@ -72,8 +75,8 @@ type Log struct {
 // It takes the directory lock (ErrLocked if this or another process has it
 // open), checks the format version (ErrVersion), finishes an interrupted
 // truncation, reads every segment to check every batch's header and
-// checksum, cuts a torn tail after keeping a copy of it (see Repair),
-// refuses damage before the tail unless o.RepairCorrupt, picks the newest
+// checksum, cuts what o.Recovery allows after keeping a copy of it (see
+// RecoveryMode and Repair), refuses other damage, picks the newest
 // valid snapshot the log covers, and opens tidwall/wal with NoSync (the
 // writer does its own fsyncs).
 func Open(dir string, o Options) (*Log, error) {
@@ -81,11 +84,14 @@ func Open(dir string, o Options) (*Log, error) {
 	if o.Mode > Buffered {
 		return nil, fmt.Errorf("ringwal/wal: unknown mode %d", o.Mode)
 	}
+	if o.Recovery > SkipToPointInTime {
+		return nil, fmt.Errorf("ringwal/wal: unknown recovery mode %d", o.Recovery)
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	if err := mkdirAll(abs); err != nil {
 		return nil, err
 	}
 	lk, err := lockDir(abs)
@@ -110,7 +116,7 @@ func (l *Log) recover() error {
 	if err := ensureFormat(l.dir); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(l.logDir, 0o755); err != nil {
+	if err := mkdirAll(l.logDir); err != nil {
 		return err
 	}
 	if err := removeSnapshotTemps(l.dir); err != nil {
@@ -128,23 +134,19 @@ func (l *Log) recover() error {
 		return err
 	}
 	if c := sc.cut; c != nil {
-		if !c.torn && !l.opt.RepairCorrupt {
-			return fmt.Errorf("%s offset %d (batch %d): %s; %d later bytes (%d batches) follow (Options.RepairCorrupt cuts from here on): %w",
-				c.path, c.off, c.index, c.reason, c.bytes, c.batches, ErrCorrupt)
+		if err := c.allows(l.opt.Recovery); err != nil {
+			return err
 		}
 		kept, err := applyCut(segs, c)
 		if err != nil {
 			return fmt.Errorf("ringwal/wal: cutting %s at %d: %w", c.path, c.off, err)
 		}
 		l.repair = c.report()
+		l.repair.Mode = l.opt.Recovery
 		l.repair.BrokenFiles = kept
-		what := "cut damaged log"
-		if c.torn {
-			what = "cut torn tail"
-		}
-		l.opt.Logger.Warn("ringwal/wal: "+what, "segment", c.path, "offset", c.off, "index", c.index,
-			"bytes", c.bytes, "batches", c.batches, "records", c.records, "reason", c.reason,
-			"kept", kept)
+		l.opt.Logger.Warn("ringwal/wal: cut "+c.class.String(), "segment", c.path, "offset", c.off, "index", c.index,
+			"bytes", c.bytes, "batches", c.batches, "records", c.records, "valid_after", c.after,
+			"reason", c.reason, "mode", l.opt.Recovery.String(), "kept", kept)
 		sc.last = c.index - 1
 		sc.segs = segs[:c.seg+1]
 	}
@@ -173,8 +175,8 @@ func (l *Log) recover() error {
 		// covers), restart it empty at index+1: tidwall/wal names segments
 		// by first index, so an empty segment file fixes where it resumes.
 		if len(sc.segs) == 0 || sc.last < snap.index {
-			if len(sc.segs) == 0 && snap.index > 0 && !l.opt.RepairCorrupt {
-				return fmt.Errorf("log directory %s holds no segments but snapshot %s covers up to %d (Options.RepairCorrupt restarts the log after it): %w",
+			if len(sc.segs) == 0 && snap.index > 0 && l.opt.Recovery != SkipToPointInTime {
+				return fmt.Errorf("log directory %s holds no segments but snapshot %s covers up to %d (Options.Recovery = SkipToPointInTime restarts the log after it): %w",
 					l.logDir, snap.path, snap.index, ErrCorrupt)
 			}
 			if err := resetLog(l.logDir, sc.segs, snap.index+1); err != nil {
@@ -183,17 +185,45 @@ func (l *Log) recover() error {
 			l.repair.LogReset = len(sc.segs) > 0 || snap.index > 0
 		}
 	}
-	return l.openTidwall(true)
+	if err := l.openTidwall(true); err != nil {
+		return err
+	}
+	// tidwall/wal creates the first segment of an empty log directory:
+	// make every entry Open made or found durable now rather than at the
+	// first fsync, which Write mode may never do. And fsync the tail
+	// segment: what a killed process wrote may still be only in the page
+	// cache. Every earlier segment was fsynced when tidwall/wal switched
+	// away from it, so the whole log found is now durable, and the first
+	// batch this run writes says so (its durable index): damage found
+	// later in that part of the log is then never taken for a power-loss
+	// tail, whatever the mode.
+	err = l.tw.Sync()
+	if err == nil {
+		trace(ioEvent{op: opSync, path: l.tailPath()})
+		err = syncDir(l.logDir)
+	}
+	if err != nil {
+		l.tw.Close()
+		l.tw = nil
+		return err
+	}
+	l.dirDirty = false
+	l.synced = l.last
+	l.claimed = sc.durable
+	if sc.lastEmpty && sc.lastClaim+1 == l.last {
+		l.claimed = l.last // the log ends with a close marker
+	}
+	return nil
 }
 
 // resetLog replaces the log by an empty one whose next index is next.
 func resetLog(logDir string, segs []segment, next uint64) error {
 	for _, s := range segs {
-		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if _, err := removeFile(s.path); err != nil {
 			return err
 		}
 	}
-	f, err := os.OpenFile(filepath.Join(logDir, segmentName(next)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
+	f, err := createFile(filepath.Join(logDir, segmentName(next)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
 	if err != nil {
 		return err
 	}
@@ -222,9 +252,17 @@ func tidwallOptions(segmentSize int) *twal.Options {
 // openTidwall opens tidwall/wal on the (checked) log directory and sets the
 // writer's mirrors of it. Called by Open and by the writer's repair path.
 func (l *Log) openTidwall(initial bool) error {
+	before, _, err := logView(l.logDir)
+	if err != nil {
+		return err
+	}
 	tw, err := twal.Open(l.logDir, tidwallOptions(l.opt.SegmentSize))
 	if err != nil {
 		return fmt.Errorf("ringwal/wal: opening %s: %w", l.logDir, err)
+	}
+	if len(before) == 0 {
+		// tidwall/wal's load starts an empty directory with segment 1.
+		trace(ioEvent{op: opCreate, path: filepath.Join(l.logDir, segmentName(1))})
 	}
 	first, err1 := tw.FirstIndex()
 	last, err2 := tw.LastIndex()
@@ -238,6 +276,7 @@ func (l *Log) openTidwall(initial bool) error {
 		return err
 	}
 	var size, total int64
+	tailIndex := last + 1 // an empty log's first segment
 	for i, s := range segs {
 		fi, err := os.Stat(s.path)
 		if err != nil {
@@ -247,9 +286,10 @@ func (l *Log) openTidwall(initial bool) error {
 		total += fi.Size()
 		if i == len(segs)-1 {
 			size = fi.Size()
+			tailIndex = s.index
 		}
 	}
-	l.tw, l.last, l.tailSize = tw, last, int(size)
+	l.tw, l.last, l.tailSize, l.tailIndex = tw, last, int(size), tailIndex
 	l.firstIndex.Store(first)
 	l.lastIndex.Store(last)
 	if initial {
@@ -264,10 +304,10 @@ func (l *Log) openTidwall(initial bool) error {
 	return nil
 }
 
-// Repair reports what Open cut from the log: a torn tail, or damage when
-// Options.RepairCorrupt was set, and where it kept a copy of the cut bytes
-// (RepairReport.BrokenFiles). Zero if nothing was cut. Safe for concurrent
-// use (it never changes after Open).
+// Repair reports what Open cut from the log (what Options.Recovery
+// allowed: a torn or unsynced tail, or damage), and where it kept a copy
+// of the cut bytes (RepairReport.BrokenFiles). Zero if nothing was cut.
+// Safe for concurrent use (it never changes after Open).
 func (l *Log) Repair() RepairReport { return l.repair }
 
 // Dir returns the log's directory (absolute). Safe for concurrent use.

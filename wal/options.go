@@ -2,6 +2,7 @@ package wal
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -52,6 +53,62 @@ func (m Mode) String() string {
 	return "mode(" + strconv.Itoa(int(m)) + ")"
 }
 
+// RecoveryMode is what Open does with a damaged log, as RocksDB's WAL
+// recovery modes. Whatever the mode, what Open cuts is first kept as
+// .broken files beside the segments and reported (Log.Repair, a warning on
+// Options.Logger); a batch written by a newer version is never cut
+// (ErrVersion).
+//
+// What each mode can lose is about the log only; a batch is the unit (a
+// record is never half kept).
+type RecoveryMode uint8
+
+const (
+	// PointInTime (the default) cuts the newest segment's tail at its first
+	// bad batch when a crash or power loss explains the damage: the batch
+	// was cut short, nothing valid follows it, or every valid batch after
+	// it was written before it was fsynced (each batch records how far
+	// fsync had reached; see batch.go). It refuses, with an error wrapping
+	// ErrCorrupt, damage in an older segment, damage followed by a batch
+	// that claims the damaged one fsynced, and damage followed by a batch
+	// of the old format version 1 (which records nothing about fsync).
+	//
+	// Loses: after a killed process, nothing that reached write(2) (Write
+	// and Fsync modes); after a power loss, only batches never fsynced
+	// (in Fsync mode none that an Append returned for; in Write and
+	// Buffered modes whatever was written since the last Checkpoint, Sync
+	// or Close). Bit rot inside the last batches written before the final
+	// fsync cannot be told from a torn tail and is cut too.
+	PointInTime RecoveryMode = iota
+	// AbsoluteConsistency refuses any damage, even a torn tail a crash
+	// left: Open fails with an error wrapping ErrCorrupt until someone
+	// repairs the log (ringwal wal verify --repair) or reopens with another
+	// mode. It loses nothing by itself, but a crash in the middle of a write
+	// (possible in any mode on power loss) then stops the engine from
+	// starting.
+	AbsoluteConsistency
+	// SkipToPointInTime cuts at the first bad batch wherever it is and
+	// whatever follows: the log keeps the valid prefix before it, and
+	// loses every batch after the damage, in its segment and in every later
+	// segment, fsynced or not, acknowledged or not. For getting a damaged
+	// disk's log running again when a prefix is worth more than nothing;
+	// the .broken copies keep what was cut.
+	SkipToPointInTime
+)
+
+// String returns the mode's name.
+func (m RecoveryMode) String() string {
+	switch m {
+	case PointInTime:
+		return "point-in-time"
+	case AbsoluteConsistency:
+		return "absolute-consistency"
+	case SkipToPointInTime:
+		return "skip-to-point-in-time"
+	}
+	return "recovery(" + strconv.Itoa(int(m)) + ")"
+}
+
 // Options configure Open. The zero value is sensible; defaults are filled in
 // by withDefaults, the one place that knows them.
 type Options struct {
@@ -67,9 +124,13 @@ type Options struct {
 	// s2-compressed (kept raw if that does not shrink them). Default 4096;
 	// negative = never.
 	CompressAbove int
-	// RepairCorrupt makes Open cut damage found before the tail of the log
-	// (everything from the first bad batch on) instead of failing. A torn
-	// tail is always cut; this is for damage that a crash cannot explain.
+	// Recovery is what Open does with a damaged log; see RecoveryMode.
+	// Default PointInTime.
+	Recovery RecoveryMode
+	// RepairCorrupt is the older spelling of Recovery = SkipToPointInTime,
+	// kept for existing callers: when set, Open cuts damage found before
+	// the tail of the log (everything from the first bad batch on) instead
+	// of failing, whatever Recovery says.
 	RepairCorrupt bool
 	// Logger receives warnings (cuts, skipped snapshots, write failures).
 	// nil discards them.
@@ -102,6 +163,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CompressAbove == 0 {
 		o.CompressAbove = defaultCompressAbove
+	}
+	if o.RepairCorrupt {
+		o.Recovery = SkipToPointInTime
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -145,8 +209,23 @@ type RepairReport struct {
 	Segment string // segment file where the cut began ("" = none)
 	Offset  int64  // byte offset of the cut in that file
 	Index   uint64 // index of the first cut batch
-	Torn    bool   // a torn tail (crash mid-write) rather than damage before it
-	Reason  string // what was wrong with the first cut batch
+	// Torn: a crash or power loss explains the cut (a torn tail, or a
+	// tail never fsynced); false means damage a crash cannot explain, cut
+	// only because Options.Recovery is SkipToPointInTime.
+	Torn   bool
+	Reason string // what was wrong with the first cut batch
+	// Class names the kind of damage: "torn final batch" (cut short),
+	// "torn tail" (nothing valid after it), "unsynced tail" (valid batches
+	// after it, none of them claims it fsynced), or "damage".
+	Class string
+	// ValidAfter counts the valid batches found after the first bad one in
+	// its segment (they are cut with it); SyncedAfter says one of them
+	// claims the bad batch was fsynced, or makes no claim (format version
+	// 1), so the damage is not a power-loss tail.
+	ValidAfter  int
+	SyncedAfter bool
+	// Mode is the recovery mode Open (or Verify) ran with.
+	Mode RecoveryMode
 	// BrokenFiles are the copies of the cut bytes kept in the log
 	// directory before the cut, in log order: the tail of Segment from
 	// Offset, then each later segment removed whole. Named
@@ -159,6 +238,24 @@ type RepairReport struct {
 	// LogReset: the log ended before the snapshot's index (e.g. after a
 	// repair), so it was restarted just after the snapshot.
 	LogReset bool
+}
+
+// String describes the cut in one line for logs and operators, "" if
+// nothing was cut.
+func (r RepairReport) String() string {
+	if r.Segment == "" && r.Bytes == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("%s at %s offset %d (batch %d): %s; cut %d bytes (%d batches, %d records",
+		r.Class, r.Segment, r.Offset, r.Index, r.Reason, r.Bytes, r.Batches, r.Records)
+	if r.ValidAfter > 0 {
+		s += fmt.Sprintf(", %d valid after the damage", r.ValidAfter)
+	}
+	s += ")"
+	if len(r.BrokenFiles) > 0 {
+		s += fmt.Sprintf("; kept in %d .broken file(s)", len(r.BrokenFiles))
+	}
+	return s
 }
 
 // ReplayStats describes one Replay.

@@ -15,10 +15,45 @@ import (
 // entry; zero bytes appended by a crash after the file grew open as extra
 // empty entries, and flipped bytes read back without error. So every batch
 // carries its own header and checksums (batch.go), Open scans the log
-// before tidwall/wal sees it, and a bad batch is classified here: in the
-// last segment with nothing valid after it, it is a torn tail (what a crash
-// mid-write leaves) and is cut; anywhere else it is damage, reported with
-// the segment file and offset, and cut only if the caller asks.
+// before tidwall/wal sees it, and the first bad batch is classified here
+// (damageClass), then cut or refused as Options.Recovery says (allows).
+
+// damageClass is what a bad batch can be explained by.
+type damageClass uint8
+
+const (
+	// tornShort: the last batch of the newest segment was cut short; its
+	// length prefix and checksummed header agree, so everything to the end
+	// of the file is that batch's own bytes. A crash mid-write.
+	tornShort damageClass = iota + 1
+	// tornEnd: bad bytes in the newest segment with no valid batch after
+	// them. A crash mid-write, or a file grown but never written.
+	tornEnd
+	// unsynced: bad bytes in the newest segment followed by valid batches,
+	// none of which claims the bad one durable (their durable index is
+	// below it). What a power loss leaves when pages written after the last
+	// fsync reach the disk out of order.
+	unsynced
+	// damage: anything else: a bad batch in an older segment (tidwall/wal
+	// fsyncs a segment before it switches away from it), one followed by a
+	// batch that claims it was fsynced, or one followed by a version 1
+	// batch (which says nothing about fsync, so nothing can be proven).
+	damage
+)
+
+func (d damageClass) String() string {
+	switch d {
+	case tornShort:
+		return "torn final batch"
+	case tornEnd:
+		return "torn tail"
+	case unsynced:
+		return "unsynced tail"
+	case damage:
+		return "damage"
+	}
+	return "none"
+}
 
 // cut is a place where the log goes bad, and what lies from there to the end.
 type cut struct {
@@ -26,18 +61,49 @@ type cut struct {
 	path   string // that segment's file
 	off    int64  // byte offset of the first bad entry
 	index  uint64 // its index
-	torn   bool   // nothing valid follows it: a crash mid-write
+	class  damageClass
 	reason string
+
+	after       int  // valid batches found after the bad one in its segment
+	syncedAfter bool // one of them claims index durable (or says nothing: version 1)
 
 	bytes   int64 // bytes from off to the end of the log
 	batches int   // entries there whose header checks out
 	records int   // records those headers announce
 }
 
+// torn reports whether a crash or power loss explains the cut: the bytes
+// were never fsynced, so cutting them loses nothing acknowledged as
+// durable.
+func (c *cut) torn() bool { return c.class != damage }
+
+// allows reports whether mode lets Open cut c, and if not, the error.
+func (c *cut) allows(mode RecoveryMode) error {
+	switch {
+	case mode == SkipToPointInTime:
+		return nil
+	case mode == PointInTime && c.torn():
+		return nil
+	}
+	what := c.class.String()
+	hint := "Options.Recovery = SkipToPointInTime cuts from here on"
+	if mode == AbsoluteConsistency {
+		hint = "Options.Recovery = AbsoluteConsistency refuses any damage; the default, PointInTime, cuts a torn or unsynced tail"
+		if c.class == damage {
+			hint = "Options.Recovery = SkipToPointInTime cuts from here on"
+		}
+	} else if c.syncedAfter {
+		what += ", followed by batches that were fsynced after it"
+	}
+	return fmt.Errorf("%s offset %d (batch %d): %s: %s; %d bytes (%d batches, %d records) from here on (%s): %w",
+		c.path, c.off, c.index, what, c.reason, c.bytes, c.batches, c.records, hint, ErrCorrupt)
+}
+
 func (c *cut) report() RepairReport {
 	return RepairReport{
 		Bytes: c.bytes, Batches: c.batches, Records: c.records,
-		Segment: c.path, Offset: c.off, Index: c.index, Torn: c.torn, Reason: c.reason,
+		Segment: c.path, Offset: c.off, Index: c.index, Torn: c.torn(), Reason: c.reason,
+		Class: c.class.String(), ValidAfter: c.after, SyncedAfter: c.syncedAfter,
 	}
 }
 
@@ -48,8 +114,14 @@ type scan struct {
 	last    uint64 // index of the last valid entry (first-1 if none)
 	batches uint64
 	records uint64
-	bytes   int64 // bytes of valid entries, framing included
-	cut     *cut  // first damage, nil if none
+	bytes   int64  // bytes of valid entries, framing included
+	durable uint64 // highest durable index a valid batch claims
+	cut     *cut   // first damage, nil if none
+	// The last valid batch: empty (no records) and its durable index. A
+	// close marker (writeCloseMarker) is an empty batch claiming the one
+	// before it.
+	lastEmpty bool
+	lastClaim uint64
 }
 
 // visitFunc sees every valid batch of a scan in index order.
@@ -57,11 +129,10 @@ type visitFunc func(index uint64, e []byte, h batchHeader) error
 
 // scanLog reads every segment and checks every entry's framing, header and
 // body checksum (not the records: visit may decode them). It stops at the
-// first bad entry and classifies it: in the last segment, with no valid
-// batch anywhere after it, it is a torn tail; otherwise it is damage. A
-// batch written by a newer version is an error, not damage. Segment
-// boundaries are checked too: a segment must hold exactly the entries up to
-// the next segment's first index.
+// first bad entry and classifies it (damageClass). A batch written by a
+// newer version is an error, not damage. Segment boundaries are checked
+// too: a segment must hold exactly the entries up to the next segment's
+// first index.
 func scanLog(segs []segment, visit visitFunc) (*scan, error) {
 	s := &scan{segs: segs}
 	if len(segs) == 0 {
@@ -83,7 +154,7 @@ func scanLog(segs []segment, visit visitFunc) (*scan, error) {
 		off := 0
 		for off < len(buf) {
 			if !lastSeg && index == segs[i+1].index {
-				s.cut = s.newCut(i, off, index, false, fmt.Sprintf("entries past the next segment's first index %d", index), buf)
+				s.cut = s.newCut(i, off, index, damage, fmt.Sprintf("entries past the next segment's first index %d", index), buf)
 				return s, nil
 			}
 			e, n, ok := nextEntry(buf[off:])
@@ -98,8 +169,7 @@ func scanLog(segs []segment, visit visitFunc) (*scan, error) {
 				reason = err.Error()
 			}
 			if reason != "" {
-				torn := lastSeg && (cutShort(buf[off:]) || !validBatchAfter(buf, off+1))
-				s.cut = s.newCut(i, off, index, torn, reason, buf)
+				s.cut = s.classify(i, off, index, lastSeg, reason, buf)
 				return s, nil
 			}
 			if visit != nil {
@@ -110,12 +180,14 @@ func scanLog(segs []segment, visit visitFunc) (*scan, error) {
 			s.batches++
 			s.records += uint64(h.count)
 			s.bytes += int64(n)
+			s.durable = max(s.durable, h.durable)
+			s.lastEmpty, s.lastClaim = h.count == 0, h.durable
 			s.last = index
 			index++
 			off += n
 		}
 		if !lastSeg && index != segs[i+1].index {
-			s.cut = s.newCut(i, off, index, false,
+			s.cut = s.newCut(i, off, index, damage,
 				fmt.Sprintf("segment ends at index %d but the next one starts at %d", index-1, segs[i+1].index), buf)
 			return s, nil
 		}
@@ -123,10 +195,33 @@ func scanLog(segs []segment, visit visitFunc) (*scan, error) {
 	return s, nil
 }
 
+// classify describes the first bad entry, at (seg, off) with index index,
+// whose segment's bytes are buf.
+func (s *scan) classify(seg, off int, index uint64, lastSeg bool, reason string, buf []byte) *cut {
+	if !lastSeg {
+		return s.newCut(seg, off, index, damage, reason, buf)
+	}
+	if cutShort(buf[off:]) {
+		return s.newCut(seg, off, index, tornShort, reason, buf)
+	}
+	after := validBatchesAfter(buf, off+1)
+	class := tornEnd
+	switch {
+	case after.n > 0 && (after.unknown || after.durable >= index):
+		class = damage
+	case after.n > 0:
+		class = unsynced
+	}
+	c := s.newCut(seg, off, index, class, reason, buf)
+	c.after = after.n
+	c.syncedAfter = after.n > 0 && (after.unknown || after.durable >= index)
+	return c
+}
+
 // newCut describes a cut at (seg, off): what it would remove, counting the
 // rest of that segment (whose bytes are in buf) and every later segment.
-func (s *scan) newCut(seg, off int, index uint64, torn bool, reason string, buf []byte) *cut {
-	c := &cut{seg: seg, path: s.segs[seg].path, off: int64(off), index: index, torn: torn, reason: reason}
+func (s *scan) newCut(seg, off int, index uint64, class damageClass, reason string, buf []byte) *cut {
+	c := &cut{seg: seg, path: s.segs[seg].path, off: int64(off), index: index, class: class, reason: reason}
 	c.count(buf[off:])
 	for _, sg := range s.segs[seg+1:] {
 		data, err := os.ReadFile(sg.path)
@@ -146,8 +241,8 @@ func (c *cut) count(data []byte) {
 		e, n, ok := nextEntry(data)
 		if !ok {
 			// A batch cut short: its header may still be whole.
-			if size, k := uvarint(data); k > 0 && size >= batchHeaderSize && len(data)-k >= batchHeaderSize {
-				if h, err := decodeBatchHeader(data[k : k+batchHeaderSize]); err == nil || errors.Is(err, ErrVersion) {
+			if size, k := uvarint(data); k > 0 && size >= batchHeaderV1 && len(data)-k >= batchHeaderV1 {
+				if h, err := decodeBatchHeader(data[k:]); err == nil || errors.Is(err, ErrVersion) {
 					c.batches++
 					c.records += int(h.count)
 				}
@@ -162,34 +257,67 @@ func (c *cut) count(data []byte) {
 	}
 }
 
-// cutShort reports whether data starts with an uncompressed batch whose
-// length prefix runs past the end of data and agrees with its checksummed
-// header: the length is genuine, so the write was cut short, and whatever
-// follows up to the end is that batch's own bytes (its payload may even
-// hold a copy of a log entry), not a later batch.
+// cutShort reports whether data starts with a batch whose length prefix
+// runs past the end of data and agrees with its checksummed header (the
+// stored length of a version 2 batch, compressed or not; the raw length of
+// an uncompressed version 1 batch): the length is genuine, so the write
+// was cut short, and whatever follows up to the end is that batch's own
+// bytes (its payload may even hold a copy of a log entry), not a later
+// batch.
 func cutShort(data []byte) bool {
 	size, k := uvarint(data)
-	if k <= 0 || size <= uint64(len(data)-k) || len(data)-k < batchHeaderSize {
+	if k <= 0 || size <= uint64(len(data)-k) || len(data)-k < batchHeaderV1 {
 		return false
 	}
-	h, err := decodeBatchHeader(data[k : k+batchHeaderSize])
-	return err == nil && h.flags&flagS2 == 0 && uint64(h.rawLen)+batchHeaderSize == size
+	h, err := decodeBatchHeader(data[k:])
+	if err != nil {
+		return false
+	}
+	n, ok := h.entryLen()
+	return ok && n == size
 }
 
-// validBatchAfter reports whether any offset from `from` on starts an entry
-// that is a valid batch. Garbage is rejected by the length (it must fit) and
-// the 18-byte header checksum, so the scan is fast even over megabytes.
-func validBatchAfter(data []byte, from int) bool {
-	for q := from; q < len(data); q++ {
-		e, _, ok := nextEntry(data[q:])
-		if !ok || len(e) < batchHeaderSize {
+// afterDamage is what validBatchesAfter found.
+type afterDamage struct {
+	n       int    // valid batches
+	durable uint64 // the highest durable index they claim
+	unknown bool   // one of them makes no claim (version 1) or is newer than this build
+}
+
+// validBatchesAfter finds the valid batches from offset `from` on: any
+// offset may start one (the bytes before are damaged, so entry boundaries
+// are lost). Garbage is rejected by the length (it must fit) and the
+// 18-byte header checksum, so the scan is fast even over megabytes. After a
+// valid batch the scan goes on from its end: the entries after it are
+// framed normally, and its own body (a payload may hold entry-shaped
+// bytes) is not searched.
+func validBatchesAfter(data []byte, from int) afterDamage {
+	var a afterDamage
+	for q := from; q < len(data); {
+		e, n, ok := nextEntry(data[q:])
+		if !ok || len(e) < batchHeaderV1 {
+			q++
 			continue
 		}
-		if _, err := checkBatch(e); err == nil || errors.Is(err, ErrVersion) {
-			return true
+		h, err := checkBatch(e)
+		switch {
+		case errors.Is(err, ErrVersion):
+			a.n++
+			a.unknown = true
+		case err == nil:
+			a.n++
+			if h.claims() {
+				a.durable = max(a.durable, h.durable)
+			} else {
+				a.unknown = true
+			}
+		default:
+			q++
+			continue
 		}
+		q += n
 	}
-	return false
+	return a
 }
 
 // Keeping what a repair cuts: before a cut removes anything, the bytes go
@@ -224,7 +352,7 @@ func keepCut(segs []segment, c *cut, now time.Time) ([]string, error) {
 	for i := len(segs) - 1; i > c.seg; i-- {
 		p, err := freeBrokenPath(segs[i].path, now)
 		if err == nil {
-			err = os.Rename(segs[i].path, p)
+			err = renameFile(segs[i].path, p)
 		}
 		if err != nil {
 			for _, p := range later {
@@ -248,7 +376,7 @@ func keepCut(segs []segment, c *cut, now time.Time) ([]string, error) {
 func writeBroken(seg string, data []byte, now time.Time) (string, error) {
 	for n := 0; ; n++ {
 		p := filepath.Join(filepath.Dir(seg), brokenName(filepath.Base(seg), now, n))
-		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
+		f, err := createFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
@@ -257,7 +385,8 @@ func writeBroken(seg string, data []byte, now time.Time) (string, error) {
 		}
 		_, err = f.Write(data)
 		if err == nil {
-			err = f.Sync()
+			trace(ioEvent{op: opWrite, path: p, data: append([]byte(nil), data...)})
+			err = syncFile(f)
 		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
@@ -299,7 +428,7 @@ func applyCut(segs []segment, c *cut) (kept []string, err error) {
 // what is left of them: keepCut renamed them away).
 func cutFiles(segs []segment, c *cut) error {
 	for i := len(segs) - 1; i > c.seg; i-- {
-		if err := os.Remove(segs[i].path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if _, err := removeFile(segs[i].path); err != nil {
 			return err
 		}
 	}

@@ -107,16 +107,29 @@ func framedLen(size int) int { return uvarintLen(uint64(size)) + size }
 // created (0, 1, or 2 when both rules fire; each new directory entry needs
 // an fsync).
 func afterEntry(tail, n, segmentSize int) (newTail, created int) {
-	if tail > segmentSize {
+	before, after := segmentSwitches(tail, n, segmentSize)
+	if before {
 		tail = 0
 		created++
 	}
 	tail += n
-	if tail >= segmentSize {
+	if after {
 		tail = 0
 		created++
 	}
 	return tail, created
+}
+
+// segmentSwitches is afterEntry's rule spelled out: whether tidwall/wal
+// switches to a new segment (fsyncing the old one, then creating the new
+// file, named by the next index) before writing an entry of n framed bytes
+// to a tail of tail bytes, and whether it switches after it.
+func segmentSwitches(tail, n, segmentSize int) (before, after bool) {
+	if tail > segmentSize {
+		before = true
+		tail = 0
+	}
+	return before, tail+n >= segmentSize
 }
 
 // brokenSuffix ends the name of a copy of bytes a repair cut (keepCut).
@@ -194,16 +207,24 @@ func normalizeLogDir(logDir string) error {
 	if err != nil {
 		return err
 	}
+	removed := false
 	for _, de := range ents {
 		if strings.HasSuffix(de.Name(), tempSuffix) {
-			if err := os.Remove(filepath.Join(logDir, de.Name())); err != nil {
+			if _, err := removeFile(filepath.Join(logDir, de.Name())); err != nil {
 				return err
 			}
+			removed = true
 		}
 	}
 	all, finish, err := logView(logDir)
-	if err != nil || !finish {
+	if err != nil {
 		return err
+	}
+	if !finish {
+		if removed {
+			return syncDir(logDir)
+		}
+		return nil
 	}
 	keep := make(map[string]bool, len(all))
 	for _, s := range all {
@@ -215,14 +236,14 @@ func normalizeLogDir(logDir string) error {
 			continue
 		}
 		if _, kind := parseSegmentName(de.Name()); kind != segNone {
-			if err := os.Remove(p); err != nil {
+			if _, err := removeFile(p); err != nil {
 				return err
 			}
 		}
 	}
 	for _, s := range all {
 		if base := filepath.Base(s.path); len(base) != segNameDigits {
-			if err := os.Rename(s.path, filepath.Join(logDir, base[:segNameDigits])); err != nil {
+			if err := renameFile(s.path, filepath.Join(logDir, base[:segNameDigits])); err != nil {
 				return err
 			}
 		}
@@ -262,23 +283,10 @@ func truncateFile(path string, size int64) error {
 		f.Close()
 		return err
 	}
-	if err := f.Sync(); err != nil {
+	trace(ioEvent{op: opTruncate, path: path, off: size})
+	if err := syncFile(f); err != nil {
 		f.Close()
 		return err
 	}
 	return f.Close()
-}
-
-// syncDir fsyncs a directory so that file creations, renames and removals
-// in it survive power loss.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

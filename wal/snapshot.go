@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -131,12 +132,17 @@ func removeSnapshotTemps(dir string) error {
 	if err != nil {
 		return err
 	}
+	removed := false
 	for _, de := range ents {
 		if n := de.Name(); strings.HasPrefix(n, snapPrefix) && strings.HasSuffix(n, snapTmpSuffix) {
-			if err := os.Remove(filepath.Join(dir, n)); err != nil {
+			if _, err := removeFile(filepath.Join(dir, n)); err != nil {
 				return err
 			}
+			removed = true
 		}
+	}
+	if removed {
+		return syncDir(dir)
 	}
 	return nil
 }
@@ -187,6 +193,14 @@ func readSnapshot(path string, r *Record, fn func(*Record) error) (uint64, error
 		return 0, err
 	}
 	defer f.Close()
+	return decodeSnapshot(path, f, r, fn)
+}
+
+// decodeSnapshot is readSnapshot over any reader (name is for errors):
+// the header, then the zstd body's records, checking the record count and
+// the body checksum.
+func decodeSnapshot(name string, f io.Reader, r *Record, fn func(*Record) error) (uint64, error) {
+	path := name
 	hb := make([]byte, snapHeaderSize)
 	if _, err := io.ReadFull(f, hb); err != nil {
 		return 0, corruptf("%s: reading header: %v", path, err)
@@ -203,7 +217,7 @@ func readSnapshot(path string, r *Record, fn func(*Record) error) (uint64, error
 	}
 	defer dec.Close()
 	br := bufio.NewReaderSize(dec, 256<<10)
-	var buf []byte
+	var rb bytes.Buffer
 	var n uint64
 	for {
 		size, err := binary.ReadUvarint(br)
@@ -216,14 +230,14 @@ func readSnapshot(path string, r *Record, fn func(*Record) error) (uint64, error
 		if size > maxRecordBody {
 			return n, corruptf("%s: record %d claims %d bytes", path, n+1, size)
 		}
-		if cap(buf) < int(size) {
-			buf = make([]byte, size, size+size/4)
+		// Grow the buffer as the bytes arrive rather than by the claimed
+		// size: a damaged length must not allocate more than the snapshot
+		// holds.
+		rb.Reset()
+		if m, err := io.CopyN(&rb, br, int64(size)); err != nil {
+			return n, corruptf("%s: record %d: %d of %d bytes: %v", path, n+1, m, size, err)
 		}
-		buf = buf[:size]
-		if _, err := io.ReadFull(br, buf); err != nil {
-			return n, corruptf("%s: record %d: %v", path, n+1, err)
-		}
-		if err := decodeRecordBody(buf, r); err != nil {
+		if err := decodeRecordBody(rb.Bytes(), r); err != nil {
 			return n, fmt.Errorf("%s: record %d: %w", path, n+1, err)
 		}
 		n++
@@ -266,7 +280,7 @@ func (c *crcWriter) Write(p []byte) (int, error) {
 func writeSnapshot(dir string, index uint64, fn func(emit func(*Record) error) error) (info CheckpointInfo, err error) {
 	final := filepath.Join(dir, snapName(index))
 	tmp := final + snapTmpSuffix
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+	f, err := createFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
 	if err != nil {
 		return info, err
 	}
@@ -323,13 +337,15 @@ func writeSnapshot(dir string, index uint64, fn func(emit func(*Record) error) e
 	if _, err = f.WriteAt(h.encode(), 0); err != nil {
 		return info, err
 	}
-	if err = f.Sync(); err != nil {
+	traceWholeFile(tmp)
+	if err = syncFile(f); err != nil {
 		return info, err
 	}
 	if err = f.Close(); err != nil {
 		return info, err
 	}
-	if err = os.Rename(tmp, final); err != nil {
+	fail("checkpoint-before-rename")
+	if err = renameFile(tmp, final); err != nil {
 		return info, err
 	}
 	if err = syncDir(dir); err != nil {
@@ -392,18 +408,24 @@ func chooseSnapshot(dir string, logFirst uint64) (*chosenSnapshot, error) {
 	return nil, nil
 }
 
-// removeSnapshotsBefore deletes snapshots older than index.
+// removeSnapshotsBefore deletes snapshots older than index, durably.
 func removeSnapshotsBefore(dir string, index uint64) error {
 	snaps, err := listSnapshots(dir)
 	if err != nil {
 		return err
 	}
+	removed := false
 	for _, sf := range snaps {
 		if sf.index < index {
-			if err := os.Remove(sf.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			ok, err := removeFile(sf.path)
+			if err != nil {
 				return err
 			}
+			removed = removed || ok
 		}
+	}
+	if removed {
+		return syncDir(dir)
 	}
 	return nil
 }

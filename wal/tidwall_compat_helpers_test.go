@@ -29,7 +29,7 @@ func broken(assumption, format string, args ...any) string {
 func compatBatch(id uint64, pad int) []byte {
 	buf := make([]byte, batchHeaderSize, batchHeaderSize+pad+32)
 	buf = AppendRecord(buf, &Record{Kind: KindEnqueue, ID: id, Payload: bytes.Repeat([]byte{byte(id)}, pad)})
-	e, _, _ := finishBatch(buf, 1, -1, nil)
+	e, _, _ := finishBatch(buf, 1, -1, nil, 0)
 	return e
 }
 

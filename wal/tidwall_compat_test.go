@@ -487,7 +487,7 @@ func TestTidwallOpensAfterCut(t *testing.T) {
 		sc, err := scanLog(view, nil)
 		require.NoError(t, err)
 		require.NotNil(t, sc.cut)
-		require.True(t, sc.cut.torn)
+		require.True(t, sc.cut.torn())
 		_, err = applyCut(view, sc.cut)
 		require.NoError(t, err)
 		check(t, dir, n-1)

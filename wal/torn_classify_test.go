@@ -29,6 +29,7 @@ func TestTornTailWithEmbeddedEntry(t *testing.T) {
 	r.Payload = append(append([]byte("prefix"), embedded...), make([]byte, 200)...)
 	require.NoError(t, l.Append(&r))
 	require.NoError(t, l.Close())
+	dropCloseMarker(t, dir)
 
 	b = entryBounds(t, seg)
 	require.Len(t, b, 4)
@@ -42,11 +43,12 @@ func TestTornTailWithEmbeddedEntry(t *testing.T) {
 }
 
 // The converse guard: a damaged length prefix of a batch that is followed
-// by valid batches still makes Open fail, even when the bad length runs
-// past the end of the file.
+// by valid batches that were written after it was fsynced (Fsync mode)
+// still makes Open fail, even when the bad length runs past the end of the
+// file.
 func TestBadLengthBeforeValidBatchesIsDamage(t *testing.T) {
 	dir := t.TempDir()
-	buildLog(t, dir, 5, wal.Options{})
+	buildLog(t, dir, 5, wal.Options{Mode: wal.Fsync})
 	seg := segments(t, dir)[0]
 	b := entryBounds(t, seg)
 	require.Less(t, b[3][1]-b[3][0], 128, "one-byte length prefix")

@@ -18,8 +18,9 @@ import (
 
 const perBatch = 3
 
-// buildLog writes `batches` batches of perBatch records (IDs 1, 2, ...) and
-// closes the log.
+// buildLog writes `batches` batches of perBatch records (IDs 1, 2, ...),
+// closes the log, and drops the close marker Close appends: what is left
+// is the log a killed process leaves, which the tests then damage.
 func buildLog(t testing.TB, dir string, batches int, o wal.Options) {
 	t.Helper()
 	l, err := wal.Open(dir, o)
@@ -34,6 +35,31 @@ func buildLog(t testing.TB, dir string, batches int, o wal.Options) {
 		require.NoError(t, l.AppendBatch(rs))
 	}
 	require.NoError(t, l.Close())
+	dropCloseMarker(t, dir)
+}
+
+// closeMarkerLen is the framed size of a close marker: a one-byte length
+// and an empty version 2 batch.
+const closeMarkerLen = 1 + 34
+
+// dropCloseMarker removes the empty batch a clean Close appended (and any
+// empty segment created after it), as if the process had been killed
+// instead of closed.
+func dropCloseMarker(t testing.TB, dir string) {
+	t.Helper()
+	segs := segments(t, dir)
+	for i := len(segs) - 1; i >= 0; i-- {
+		b := entryBounds(t, segs[i])
+		if len(b) == 0 {
+			require.NoError(t, os.Remove(segs[i]))
+			continue
+		}
+		last := b[len(b)-1]
+		require.Equal(t, closeMarkerLen, last[1]-last[0], "the log ends with a close marker")
+		require.NoError(t, os.Truncate(segs[i], int64(last[0])))
+		return
+	}
+	t.Fatal("no close marker")
 }
 
 func segments(t testing.TB, dir string) []string {
@@ -113,7 +139,7 @@ func TestTornTailMatrix(t *testing.T) {
 	require.Len(t, bounds, batches)
 	start, end := bounds[batches-1][0], bounds[batches-1][1]
 	allIDs, allButLast := seq(1, batches*perBatch), seq(1, (batches-1)*perBatch)
-	headerEnd := start + 1 + 18 // one-byte length prefix for these small batches
+	headerEnd := start + 1 + 34 // one-byte length prefix for these small batches; a version 2 header
 
 	type tc struct {
 		name      string
@@ -184,8 +210,10 @@ func TestTornTailMatrix(t *testing.T) {
 
 func TestDamageBeforeTail(t *testing.T) {
 	base := t.TempDir()
-	// Small segments: several segments of a few batches each.
-	buildLog(t, base, 40, wal.Options{SegmentSize: 1024, CompressAbove: -1})
+	// Small segments: several segments of a few batches each. Fsync mode:
+	// each batch records the one before as fsynced, so damage followed by
+	// a later batch is provably not a power-loss tail.
+	buildLog(t, base, 41, wal.Options{SegmentSize: 1024, CompressAbove: -1, Mode: wal.Fsync})
 	segs := segments(t, base)
 	require.Greater(t, len(segs), 3)
 

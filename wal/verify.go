@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 )
@@ -35,10 +34,11 @@ type SnapshotReport struct {
 
 // Verify checks a log directory offline: every batch's framing, header,
 // checksum and every record, and every snapshot (header, checksum and
-// records). A torn tail is reported in VerifyReport.Torn and cut only if
-// repair is true. Damage before the tail is an error (wrapping ErrCorrupt)
-// that names the segment file and offset; so is a log that does not
-// continue right after the newest usable snapshot.
+// records). What Open's default recovery mode (PointInTime) would cut, a
+// torn or unsynced tail, is reported in VerifyReport.Torn and cut only if
+// repair is true. Other damage is an error (wrapping ErrCorrupt) that names
+// the segment file and offset; so is a log that does not continue right
+// after the newest usable snapshot.
 //
 // Without repair it takes no lock and changes nothing, so it can inspect a
 // directory in use (a batch being written may then show as a torn tail).
@@ -86,8 +86,8 @@ func Verify(dir string, repair bool) (VerifyReport, error) {
 	rep.FirstIndex, rep.LastIndex = sc.first, sc.last
 	rep.Batches, rep.Records, rep.Bytes = sc.batches, sc.records, sc.bytes
 	if c := sc.cut; c != nil {
-		if !c.torn {
-			return rep, fmt.Errorf("%s offset %d (batch %d): %s: %w", c.path, c.off, c.index, c.reason, ErrCorrupt)
+		if err := c.allows(PointInTime); err != nil {
+			return rep, err
 		}
 		rep.Torn = c.report()
 		if repair {
@@ -125,8 +125,8 @@ func Verify(dir string, repair bool) (VerifyReport, error) {
 
 // Dump calls fn for every record recovery would replay: the snapshot's
 // records (with index = the snapshot's index), then the log's records after
-// it (with their batch index). It stops at a torn tail; damage before the
-// tail is an error. It takes no lock and changes nothing. fn's *Record is
+// it (with their batch index). It stops at a torn or unsynced tail; other
+// damage is an error. It takes no lock and changes nothing. fn's *Record is
 // reused: its Payload and Headers are valid only during the call.
 func Dump(dir string, fn func(index uint64, r *Record) error) error {
 	if _, err := os.Stat(dir); err != nil {
@@ -143,8 +143,10 @@ func Dump(dir string, fn func(index uint64, r *Record) error) error {
 	if err != nil {
 		return err
 	}
-	if c := sc.cut; c != nil && !c.torn {
-		return fmt.Errorf("%s offset %d (batch %d): %s: %w", c.path, c.off, c.index, c.reason, ErrCorrupt)
+	if c := sc.cut; c != nil {
+		if err := c.allows(PointInTime); err != nil {
+			return err
+		}
 	}
 	snap, err := chooseSnapshot(dir, sc.first)
 	if err != nil {

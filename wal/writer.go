@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"runtime"
 	"time"
 )
@@ -419,7 +418,7 @@ func (l *Log) writeBatch(b *pending, info *BatchInfo) error {
 	if b.n > math.MaxUint32 || info.RawBytes > maxBatchBody {
 		return fmt.Errorf("ringwal/wal: batch of %d records, %d bytes is too large (max %d bytes)", b.n, info.RawBytes, maxBatchBody)
 	}
-	entry, scratch, compressed := finishBatch(b.buf, b.n, l.opt.CompressAbove, l.scratch)
+	entry, scratch, compressed := finishBatch(b.buf, b.n, l.opt.CompressAbove, l.scratch, min(l.synced, l.last))
 	l.scratch = scratch
 	info.Bytes, info.Compressed = len(entry), compressed
 	t0 := time.Now()
@@ -433,7 +432,8 @@ func (l *Log) writeBatch(b *pending, info *BatchInfo) error {
 	}
 	n := framedLen(len(entry))
 	l.last = idx
-	l.noteEntry(n)
+	l.claimed = max(l.claimed, min(l.synced, idx-1))
+	l.noteEntry(idx, entry)
 	l.written += int64(n)
 	l.total.Store(l.written)
 	l.lastIndex.Store(idx)
@@ -443,17 +443,6 @@ func (l *Log) writeBatch(b *pending, info *BatchInfo) error {
 	return nil
 }
 
-// noteEntry follows tidwall/wal's segment switching (afterEntry) so the
-// writer knows when a new segment file exists whose directory entry needs
-// an fsync.
-func (l *Log) noteEntry(n int) {
-	var created int
-	l.tailSize, created = afterEntry(l.tailSize, n, l.opt.SegmentSize)
-	if created > 0 {
-		l.dirDirty = true
-	}
-}
-
 // syncLog fsyncs the tail segment (tidwall/wal fsyncs a segment before
 // switching away from it) and, if a segment was created since, the log
 // directory. A failed fsync makes the log unusable: the kernel may have
@@ -461,6 +450,9 @@ func (l *Log) noteEntry(n int) {
 func (l *Log) syncLog(info *BatchInfo) error {
 	t0 := time.Now()
 	err := l.tw.Sync()
+	if err == nil {
+		trace(ioEvent{op: opSync, path: l.tailPath()})
+	}
 	if err == nil && l.dirDirty {
 		if err = syncDir(l.logDir); err == nil {
 			l.dirDirty = false
@@ -470,8 +462,12 @@ func (l *Log) syncLog(info *BatchInfo) error {
 	if err != nil {
 		err = fmt.Errorf("ringwal/wal: fsync: %w", err)
 		l.setFailed(err)
+		return err
 	}
-	return err
+	// Every batch up to l.last is on disk: the tail was just fsynced and
+	// tidwall/wal fsynced each earlier segment when it switched away.
+	l.synced = l.last
+	return nil
 }
 
 // repairAfterFailure closes tidwall/wal, cuts the file back to the last
@@ -508,50 +504,22 @@ func (l *Log) repairAfterFailure(cause error) {
 	}
 }
 
-// truncateFront drops the batches before index from the log (checkpoint).
-// Runs on the writer goroutine.
-func (l *Log) truncateFront(index uint64) error {
-	if l.tw == nil {
-		return l.failedErr()
-	}
-	first, err := l.tw.FirstIndex()
-	if err != nil {
-		return err
-	}
-	if index > l.last+1 {
-		index = l.last + 1
-	}
-	if index <= first {
-		return nil
-	}
-	if err := l.tw.TruncateFront(index); err != nil {
-		err = fmt.Errorf("ringwal/wal: truncating the log before batch %d: %w", index, err)
-		l.repairAfterFailure(err)
-		return err
-	}
-	l.firstIndex.Store(index)
-	// TruncateFront rewrites the segment holding index; if that is the
-	// tail, its size changed.
-	segs, _, err := logView(l.logDir)
-	if err == nil && len(segs) > 0 {
-		var fi os.FileInfo
-		if fi, err = os.Stat(segs[len(segs)-1].path); err == nil {
-			l.tailSize = int(fi.Size())
-		}
-	}
-	if err == nil {
-		err = syncDir(l.logDir)
-	}
-	return err
-}
-
-// shutdown is the writer's last act: fsync and close tidwall/wal.
+// shutdown is the writer's last act: fsync, record the fsync in the log
+// (writeCloseMarker), and close tidwall/wal.
 func (l *Log) shutdown() {
 	failed := l.failedErr()
 	var err error
 	if l.tw != nil {
 		if failed == nil {
 			err = l.syncLog(&BatchInfo{})
+		}
+		if err == nil && failed == nil && l.claimed < l.last {
+			// Everything is fsynced already; the marker only helps a later
+			// Open tell damage from a torn tail. A full disk must not make
+			// Close fail for it: a partial marker is cut as a torn tail.
+			if merr := l.writeCloseMarker(); merr != nil {
+				l.opt.Logger.Warn("ringwal/wal: could not write the close marker", "err", merr)
+			}
 		}
 		if cerr := l.tw.Close(); err == nil && failed == nil {
 			err = cerr
@@ -567,4 +535,29 @@ func (l *Log) shutdown() {
 	if err != nil && !errors.Is(err, ErrClosed) {
 		l.closeErr = err
 	}
+}
+
+// writeCloseMarker appends one empty batch whose durable index is the last
+// batch, and fsyncs it: Close's final fsync is then recorded in the log,
+// as every later sync point is recorded by the next batch. Without it, in
+// Write and Buffered modes (which fsync only at Sync, Checkpoint and
+// Close) nothing in a cleanly closed log would say its batches were
+// fsynced, and damage in them would read as a power-loss tail and be cut
+// instead of refused. Replay skips it (it holds no records). Only written
+// when some batch is not yet claimed durable, so repeated Open and Close
+// of an idle log add nothing.
+func (l *Log) writeCloseMarker() error {
+	entry, _, _ := finishBatch(make([]byte, batchHeaderSize), 0, -1, nil, l.last)
+	idx := l.last + 1
+	if err := l.tw.Write(idx, entry); err != nil {
+		return fmt.Errorf("ringwal/wal: writing the close marker: %w", err)
+	}
+	l.claimed = l.last
+	l.last = idx
+	l.noteEntry(idx, entry)
+	if err := l.syncLog(&BatchInfo{}); err != nil {
+		return err
+	}
+	l.claimed = idx // a marker stands for itself: nothing left unclaimed
+	return nil
 }
