@@ -244,3 +244,11 @@ func TestAdminStatsWAL(t *testing.T) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// timeIn is d from now; 0 is the zero time (until resumed).
+func timeIn(d time.Duration) time.Time {
+	if d == 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(d)
+}
