@@ -109,7 +109,7 @@ func TestConsoleMessagesAndCancel(t *testing.T) {
 	assert.Equal(t, "../../messages?done=cancelled&key="+url.QueryEscape(odd), r.header.Get("Location"))
 	_, err = e.Get(ids[55])
 	assert.ErrorIs(t, err, ringwal.ErrNotFound)
-	p = b.get("messages?done=cancelled&key=" + url.QueryEscape(odd)).html(t, http.StatusOK, "after cancel")
+	p = b.get("messages?done=cancelled&key="+url.QueryEscape(odd)).html(t, http.StatusOK, "after cancel")
 	assert.Contains(t, p.body, "Cancelled: the message is gone")
 	b.post(action, url.Values{"csrf": {tok}, "confirm": {"yes"}}, nil).html(t, http.StatusNotFound, "cancel twice")
 }

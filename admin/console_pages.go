@@ -223,8 +223,8 @@ type deadLetterView struct {
 // flashes are the messages a form action leaves for the page it
 // redirects to (?done=...).
 var flashes = map[string]string{
-	"reviewed": "Marked reviewed.",
-	"redriven": "Redriven: the message is pending again, with its attempts reset.",
+	"reviewed":    "Marked reviewed.",
+	"redriven":    "Redriven: the message is pending again, with its attempts reset.",
 	"paused":      "Paused: the key's messages wait, spending no attempts.",
 	"resumed":     "Resumed: the key's messages go again.",
 	"paused-all":  "All delivery is paused: enqueues continue, nothing is handed out.",
