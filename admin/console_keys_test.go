@@ -85,7 +85,7 @@ func TestConsoleMessagesAndCancel(t *testing.T) {
 	list := "messages?" + url.Values{"key": {odd}}.Encode()
 	p := b.get(list).html(t, http.StatusOK, "messages")
 	assert.Equal(t, 50, strings.Count(p.body, `<tr data-id=`), "one console page")
-	assert.Contains(t, p.body, fmt.Sprintf(`id="next"`))
+	assert.Contains(t, p.body, `id="next"`)
 	assert.NotContains(t, p.body, ">other-0<")
 	next := fmt.Sprintf("messages?after=%d&amp;key=%s", ids[49], url.QueryEscape(odd))
 	assert.Contains(t, p.body, next)
