@@ -39,7 +39,7 @@ type console struct {
 
 // pageNames lists the templates under console/, each rendered inside
 // layout.html.
-var pageNames = []string{"overview", "keys", "deadletters", "deadletter", "purge", "purged", "login", "error"}
+var pageNames = []string{"overview", "keys", "messages", "cancel", "deadletters", "deadletter", "purge", "purged", "login", "error"}
 
 // newConsole parses the templates and routes the console's paths to h.
 func newConsole(h *handler) *console {
@@ -54,6 +54,12 @@ func newConsole(h *handler) *console {
 	}
 	c.mux.HandleFunc("GET /{$}", h.overviewPage)
 	c.mux.HandleFunc("GET /keys", h.keysPage)
+	c.mux.HandleFunc("POST /keys/pause", h.pauseKeyAction)
+	c.mux.HandleFunc("POST /keys/resume", h.resumeKeyAction)
+	c.mux.HandleFunc("POST /pause", h.pauseAllAction)
+	c.mux.HandleFunc("POST /resume", h.resumeAllAction)
+	c.mux.HandleFunc("GET /messages", h.messagesPage)
+	c.mux.HandleFunc("POST /messages/{id}/cancel", h.cancelAction)
 	c.mux.HandleFunc("GET /dead-letters", h.deadLettersPage)
 	c.mux.HandleFunc("GET /dead-letters/{id}", h.deadLetterPage)
 	c.mux.HandleFunc("POST /dead-letters/{id}/review", h.reviewAction)

@@ -5,8 +5,9 @@ package admin_test
 // only when no Chromium is on PATH (.ci/run installs Debian's chromium).
 //
 // RINGWAL_UPDATE_SCREENSHOT=1 writes the dead-letters page it ends on to
-// docs/console.png (the README shows it), and the overview to
-// docs/console-overview.png.
+// docs/console.png (the README shows it), the overview to
+// docs/console-overview.png, and the keys page with a paused key to
+// docs/console-keys.png.
 
 import (
 	"context"
@@ -77,14 +78,54 @@ func consoleFixture(t *testing.T, e *ringwal.Engine) (poison []ringwal.ID) {
 	return poison
 }
 
+// tooMany is a downstream's 429 with a Retry-After.
+type tooMany struct{ after time.Duration }
+
+func (e tooMany) Error() string             { return fmt.Sprintf("HTTP 429 (Retry-After %s)", e.after) }
+func (e tooMany) StatusCode() int           { return http.StatusTooManyRequests }
+func (e tooMany) RetryAfter() time.Duration { return e.after }
+
+// keysFixture gives the keys page something to show: a key paused by a
+// Retry-After with messages waiting, and a key out of tokens (its policy
+// allows one an hour) with messages waiting for one. Neither delivers
+// again during the test.
+func keysFixture(t *testing.T, e *ringwal.Engine) {
+	t.Helper()
+	ctx := context.Background()
+	for _, key := range []string{"discord:eng", "sms"} {
+		for i := 0; i < 3; i++ {
+			_, err := e.Enqueue(ctx, ringwal.Message{Key: key, Payload: fmt.Appendf(nil, `{"n":%d}`, i)})
+			require.NoError(t, err)
+		}
+		d := dequeueOne(t, e)
+		require.Equal(t, key, d.Message.Key)
+		if key == "sms" {
+			require.NoError(t, e.Ack(d.Lease))
+			continue
+		}
+		require.NoError(t, e.Nack(d.Lease, tooMany{after: 10 * time.Minute}))
+	}
+}
+
 func TestConsoleInBrowser(t *testing.T) {
 	exe := chromium()
 	if exe == "" {
 		t.Skip("no Chromium on PATH (chromium, chromium-browser, google-chrome)")
 	}
 	start := time.Now()
-	e := openEngine(t, t.TempDir(), ringwal.Options{})
+	e := openEngine(t, t.TempDir(), ringwal.Options{KeyPolicy: func(key string) ringwal.KeyPolicy {
+		if key == "sms" {
+			return ringwal.KeyPolicy{Rate: 1.0 / 3600, Burst: 1} // one an hour: the rest wait for a token
+		}
+		return ringwal.KeyPolicy{}
+	}})
+	keysFixture(t, e)
 	poison := consoleFixture(t, e)
+	opsKey := "slack:#ops/eu"
+	for i := 1; i <= 4; i++ {
+		_, err := e.Enqueue(context.Background(), ringwal.Message{Key: opsKey, Payload: fmt.Appendf(nil, `{"text":"deploy %d of 4 done"}`, i)})
+		require.NoError(t, err)
+	}
 	const token = "t0ken-for-the-test"
 	mux := http.NewServeMux()
 	mux.Handle("/ops/", http.StripPrefix("/ops", admin.NewHandler(e, admin.Options{Token: token})))
@@ -92,7 +133,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Cleanup(srv.Close)
 	base := srv.URL + "/ops/"
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
@@ -104,7 +145,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	defer bcancel()
 	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		require.NoError(t, chromedp.Do(bctx, steps...), what)
+		if err := chromedp.Do(bctx, steps...); err != nil {
+			// Say where the browser is, for the failure message.
+			body, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
+			require.NoError(t, err, "%s; the page:\n%s", what, body)
+		}
 	}
 	textOf := func(sel string) string {
 		t.Helper()
@@ -186,6 +231,50 @@ func TestConsoleInBrowser(t *testing.T) {
 	slack, err := e.DeadLetters(dlq.Query{Key: "slack", Limit: 1})
 	require.NoError(t, err)
 	require.NoError(t, e.MarkReviewed(ringwal.ID(slack[0].ID), "Slack outage 21:04-21:09, see status page"))
+	// Keys: pause one from the keys page (until resumed), check through
+	// the Go API, keep a picture of the page with it paused, and resume it
+	// from its row.
+	opsRow := fmt.Sprintf(`#keys tr[data-key=%q]`, opsKey)
+	run("pause a key",
+		chromedp.Navigate(base+"keys"),
+		chromedp.WaitVisible(chromedp.CSS(`#pause-key`)),
+		chromedp.SendKeys(chromedp.CSS(`#pause-key`), opsKey),
+		chromedp.Click(chromedp.CSS(`#pause-key-submit`)),
+		chromedp.WaitVisible(chromedp.CSS(opsRow+` button.resume`)))
+	assert.True(t, keyPaused(e, opsKey), "paused from the keys page")
+	assert.Contains(t, textOf(opsRow), "until resumed")
+	keysPNG, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
+	require.NoError(t, err)
+	run("resume the key",
+		chromedp.Click(chromedp.CSS(opsRow+` button.resume`)),
+		// Resumed, the key has nothing left to show: its row goes.
+		chromedp.WaitNotPresent(chromedp.CSS(opsRow+` button.resume`)))
+	assert.Contains(t, textOf(`.flash`), "Resumed")
+	assert.False(t, keyPaused(e, opsKey), "resumed from the keys page")
+
+	// A key's live messages, from its link on the keys page: the
+	// throttled key's, waiting for a token. Cancel one, after the
+	// confirmation.
+	smsRow := `#keys tr[data-key="sms"]`
+	run("open the key's messages",
+		chromedp.Navigate(base+"keys"),
+		chromedp.WaitVisible(chromedp.CSS(smsRow+` a.key`)),
+		chromedp.Click(chromedp.CSS(smsRow+` a.key`)),
+		chromedp.WaitVisible(chromedp.CSS(`#messages`)))
+	listed := textOf(`#messages tbody`)
+	assert.Equal(t, 2, strings.Count(listed, "rate"), "two wait for a token: %s", listed)
+	doomed, err := chromedp.Run(bctx, chromedp.Evaluate[int](`Number(document.querySelector("#messages tbody tr").dataset.id)`))
+	require.NoError(t, err)
+	run("cancel one",
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#messages tr[data-id="%d"] button.cancel`, doomed))),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm-cancel`)),
+		chromedp.Click(chromedp.CSS(`#confirm-cancel`)),
+		chromedp.WaitVisible(chromedp.CSS(`.flash`)))
+	assert.Contains(t, textOf(`.flash`), "Cancelled")
+	assert.Equal(t, 1, strings.Count(textOf(`#messages tbody`), "rate"), "one left")
+	_, err = e.Get(ringwal.ID(doomed))
+	assert.ErrorIs(t, err, ringwal.ErrNotFound, "cancelled through the console")
+
 	run("overview", chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#live`)))
 	overview, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
 	require.NoError(t, err)
@@ -200,7 +289,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
 		require.NoError(t, os.WriteFile(out, png, 0o644))
 		require.NoError(t, os.WriteFile(filepath.Join("..", "docs", "console-overview.png"), overview, 0o644))
-		t.Logf("wrote %s and console-overview.png", out)
+		require.NoError(t, os.WriteFile(filepath.Join("..", "docs", "console-keys.png"), keysPNG, 0o644))
+		t.Logf("wrote %s, console-overview.png and console-keys.png", out)
 	}
 	t.Logf("browser test took %s", time.Since(start).Round(time.Millisecond))
 }

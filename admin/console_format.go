@@ -13,6 +13,7 @@ import (
 // templateFuncs are the functions the console's templates call.
 var templateFuncs = template.FuncMap{
 	"ts":    formatTime,
+	"clock": formatClock,
 	"dur":   formatDuration,
 	"secs":  func(s float64) string { return formatDuration(time.Duration(s * float64(time.Second))) },
 	"count": formatCount,
@@ -43,6 +44,20 @@ func formatTime(t time.Time) string {
 		return "—"
 	}
 	return t.Local().Format("2006-01-02 15:04:05.000 MST")
+}
+
+// formatClock is t in the server's local time, to the second: the time
+// of day when t is within a day from now, else with its date too; "—"
+// for the zero time.
+func formatClock(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	t = t.Local()
+	if d := time.Until(t); d > -24*time.Hour && d < 24*time.Hour {
+		return t.Format("15:04:05 MST")
+	}
+	return t.Format("2006-01-02 15:04 MST")
 }
 
 // formatDuration is d with three significant digits: 1.23ms, 4.5s, 3m0s.

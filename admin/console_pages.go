@@ -63,6 +63,8 @@ type overviewView struct {
 	RateSpan    time.Duration
 	RatesReady  bool
 	Open        int // breakers not closed
+	PausedKeys  int
+	Waiting     []countRow // by reason
 	Now         time.Time
 }
 
@@ -99,55 +101,16 @@ func (h *handler) overviewPage(w http.ResponseWriter, r *http.Request) {
 			v.Open++
 		}
 	}
-	h.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Refresh: refreshEvery, Data: v})
-}
-
-// keyRow is one key of the keys page. Columns for a key's pause and
-// throttling belong here once the engine reports them.
-type keyRow struct {
-	Key         string
-	Breaker     *BreakerView // nil: the key has no breaker now (never delivered, or evicted)
-	DeadLetters int
-	Query       template.URL // its dead letters
-}
-
-// keysView is the keys page's data.
-type keysView struct {
-	Keys []keyRow
-	Held int // held messages, every key
-	Now  time.Time
-}
-
-func (h *handler) keysPage(w http.ResponseWriter, r *http.Request) {
-	s, ok := h.pageStats(w, r)
-	if !ok {
-		return
-	}
-	ds, err := h.e.DeadLetters(dlq.Query{})
-	if err != nil {
-		h.failPage(w, r, err)
-		return
-	}
-	rows := map[string]*keyRow{}
-	row := func(k string) *keyRow {
-		if rows[k] == nil {
-			rows[k] = &keyRow{Key: k, Query: template.URL(url.Values{"key": {k}}.Encode())}
-		}
-		return rows[k]
-	}
-	for _, b := range NewStatsView(s).Breakers {
-		row(b.Key).Breaker = &b
-	}
-	for _, d := range ds {
-		if d.Key != "" {
-			row(d.Key).DeadLetters++
+	for _, k := range s.Keys {
+		if k.Paused {
+			v.PausedKeys++
 		}
 	}
-	v := keysView{Held: s.Held, Now: h.now()}
-	for _, k := range slices.Sorted(maps.Keys(rows)) {
-		v.Keys = append(v.Keys, *rows[k])
+	for _, w := range WaitReasons {
+		v.Waiting = append(v.Waiting, countRow{Name: w.String(), Count: s.WaitingByReason[w]})
 	}
-	h.render(w, r, http.StatusOK, "keys", page{Title: "Keys and breakers", Nav: "keys", Data: v})
+	h.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Refresh: refreshEvery,
+		Flash: flashes[r.URL.Query().Get("done")], Data: v})
 }
 
 // categoryOption is a category checkbox of the filter form.
@@ -260,8 +223,13 @@ type deadLetterView struct {
 // flashes are the messages a form action leaves for the page it
 // redirects to (?done=...).
 var flashes = map[string]string{
-	"reviewed": "Marked reviewed.",
-	"redriven": "Redriven: the message is pending again, with its attempts reset.",
+	"reviewed":    "Marked reviewed.",
+	"redriven":    "Redriven: the message is pending again, with its attempts reset.",
+	"paused":      "Paused: the key's messages wait, spending no attempts.",
+	"resumed":     "Resumed: the key's messages go again.",
+	"paused-all":  "All delivery is paused: enqueues continue, nothing is handed out.",
+	"resumed-all": "All delivery resumed.",
+	"cancelled":   "Cancelled: the message is gone for good.",
 }
 
 func (h *handler) deadLetterPage(w http.ResponseWriter, r *http.Request) {

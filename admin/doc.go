@@ -2,8 +2,9 @@
 // JSON admin API and the web console (both served by NewHandler), the
 // API's Go client (NewClient), and the one vocabulary all of them share
 // with cmd/ringwal: the JSON views of the engine's types (StatsView,
-// InfoView, DeadLetterView, ...) and the grammar of dead-letter queries
-// (ParseDeadLetterQuery).
+// InfoView, DeadLetterView, KeyView, ...) and the grammar of dead-letter
+// and message queries (ParseDeadLetterQuery, ParseMessageQuery,
+// ParseUntil).
 //
 // It owns the routes, the request and answer formats, the console's pages
 // (html/template, a stylesheet and a small script, embedded in the
@@ -34,6 +35,22 @@
 //	POST /api/dead-letters/{id}/redrive  Engine.Redrive; answers an ActionView
 //	POST /api/dead-letters/{id}/review   Engine.MarkReviewed; body ReviewRequest {"note": "..."} (optional)
 //	POST /api/dead-letters/purge         Engine.PurgeDeadLetters; body PurgeRequest; answers PurgeResult {"purged": n}
+//	GET  /api/keys                       every key (NewKeyViews): pause, live, in flight, waiting, held, throttled, at cap, breaker
+//	POST /api/keys/{key}/pause           Engine.PauseKey; body PauseRequest {"until": "1h" | RFC 3339} (optional); answers a PauseView
+//	POST /api/keys/{key}/resume          Engine.ResumeKey; answers a PauseView
+//	POST /api/pause                      Engine.Pause (all delivery); body PauseRequest (optional); answers a PauseView
+//	POST /api/resume                     Engine.Resume; answers a PauseView
+//	POST /api/messages/{id}/cancel       Engine.Cancel; answers an ActionView
+//	GET  /api/messages                   Engine.Messages, paged: a MessagePage {"entries": [...], "next": "cursor"}
+//
+// A {key} in a path is one path segment, escaped (KeyPath): "slack:#ops/eu"
+// is slack:%23ops%2Feu. GET /api/messages takes the parameters of
+// ParseMessageQuery: key, state (pending, delayed, leased, held;
+// repeatable or comma-separated), after (the next cursor of the previous
+// page: a message ID) and limit (1 to MaxLimit, default DefaultLimit); it
+// stops walking the engine once it has the page. Each entry's "waiting"
+// names why a pending message waits on its key (ordered, in-flight, rate,
+// paused), absent when it does not.
 //
 // GET /api/dead-letters takes the parameters of ParseDeadLetterQuery:
 // category (repeatable or comma-separated), key, since and until (RFC 3339,
@@ -83,7 +100,12 @@
 //	GET  /                          overview: counts by state and priority tier, oldest pending,
 //	                                rates over the last minute, dead letters by category, totals,
 //	                                latency, breakers, the write-ahead log since open; refreshes
-//	GET  /keys                      keys and breakers: breaker state, trips, failures, dead letters
+//	GET  /keys                      keys and breakers: pause, waiting, held, throttled, at cap, breaker, dead letters
+//	POST /keys/pause                form fields key, until (optional: 1h, RFC 3339; empty: until resumed)
+//	POST /keys/resume               form field key
+//	POST /pause, POST /resume       all delivery (pause: form field until, optional)
+//	GET  /messages?key=&state=&after=   a key's live messages, paged, with why each waits
+//	POST /messages/{id}/cancel      without confirm=yes: the confirmation page; with it: Engine.Cancel
 //	GET  /dead-letters              dead letters, filtered by ParseDeadLetterQuery's parameters
 //	GET  /dead-letters/{id}         one message: payload, headers, failure history, review and redrive forms
 //	POST /dead-letters/{id}/review  form field note
@@ -123,7 +145,7 @@
 // Policy that allows only the console's own script, style and forms, and
 // refuse framing.
 //
-// Operator actions (requeue, redrive, review, purge), from the API or the
-// console, are logged at Info on Options.Logger. The handler is safe for
+// Operator actions (requeue, redrive, review, purge, pause, resume,
+// cancel), from the API or the console, are logged at Info on Options.Logger. The handler is safe for
 // concurrent use.
 package admin

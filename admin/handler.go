@@ -26,8 +26,8 @@ type Options struct {
 	// its sign-in page); others are answered 401. "" asks for none: then
 	// mount the handler behind authentication of your own.
 	Token string
-	// Logger receives operator actions (requeue, redrive, review, purge)
-	// at Info and failed requests at Error. Nil discards.
+	// Logger receives operator actions (requeue, redrive, review, purge,
+	// pause, resume, cancel) at Info and failed requests at Error. Nil discards.
 	Logger *slog.Logger
 }
 
@@ -43,6 +43,13 @@ func NewHandler(e *ringwal.Engine, o Options) http.Handler {
 	h.mux.HandleFunc("GET /api/next", h.next)
 	h.mux.HandleFunc("GET /api/messages/{id}", h.getMessage)
 	h.mux.HandleFunc("POST /api/messages/{id}/requeue", h.requeue)
+	h.mux.HandleFunc("POST /api/messages/{id}/cancel", h.cancel)
+	h.mux.HandleFunc("GET /api/messages", h.messages)
+	h.mux.HandleFunc("GET /api/keys", h.keys)
+	h.mux.HandleFunc("POST /api/keys/{key}/pause", h.pauseKey)
+	h.mux.HandleFunc("POST /api/keys/{key}/resume", h.resumeKey)
+	h.mux.HandleFunc("POST /api/pause", h.pauseAll)
+	h.mux.HandleFunc("POST /api/resume", h.resumeAll)
 	h.mux.HandleFunc("GET /api/dead-letters", h.listDeadLetters)
 	h.mux.HandleFunc("POST /api/dead-letters/purge", h.purge)
 	h.mux.HandleFunc("POST /api/dead-letters/{id}/redrive", h.redrive)

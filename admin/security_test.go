@@ -26,6 +26,13 @@ func endpoints(id ringwal.ID) []struct{ method, path, body string } {
 		{"POST", fmt.Sprintf("/dead-letters/%d/redrive", id), ""},
 		{"POST", fmt.Sprintf("/dead-letters/%d/review", id), `{"note": "x"}`},
 		{"POST", "/dead-letters/purge", `{"key": "nobody"}`},
+		{"GET", "/keys", ""},
+		{"POST", "/keys/" + admin.KeyPath("slack:#ops/eu") + "/pause", `{"until": "1h"}`},
+		{"POST", "/keys/" + admin.KeyPath("slack:#ops/eu") + "/resume", ""},
+		{"POST", "/pause", `{"until": "1h"}`},
+		{"POST", "/resume", ""},
+		{"POST", fmt.Sprintf("/messages/%d/cancel", id), ""},
+		{"GET", "/messages?key=a&state=pending", ""},
 	}
 }
 

@@ -76,13 +76,20 @@ type InfoView struct {
 	NextAt       time.Time          `json:"next_at,omitzero"`
 	LastError    string             `json:"last_error,omitempty"`
 	LastCategory *classify.Category `json:"last_category,omitempty"`
-	DeadLetter   *DeadLetterView    `json:"dead_letter,omitempty"`
+	// Waiting names why a pending message is kept aside by its key
+	// (ringwal.WaitReason: ordered, in-flight, rate, paused); absent when
+	// it is not.
+	Waiting    string          `json:"waiting,omitempty"`
+	DeadLetter *DeadLetterView `json:"dead_letter,omitempty"`
 }
 
 // NewInfoView returns i's view (without a dead letter).
 func NewInfoView(i ringwal.Info) InfoView {
 	v := InfoView{ID: i.ID, State: i.State.String(), Message: NewMessageView(i.Message), Attempts: i.Attempts,
 		EnqueuedAt: i.EnqueuedAt, NextAt: i.NextAt, LastError: i.LastError}
+	if i.Waiting != ringwal.NotWaiting {
+		v.Waiting = i.Waiting.String()
+	}
 	if i.LastError != "" && i.LastCategory.Valid() {
 		c := i.LastCategory
 		v.LastCategory = &c
@@ -145,10 +152,10 @@ type DeadLetterPage struct {
 	Next string `json:"next,omitempty"`
 }
 
-// ActionView answers a requeue, redrive or review.
+// ActionView answers a requeue, redrive, review or cancel.
 type ActionView struct {
 	ID     ringwal.ID `json:"id"`
-	Status string     `json:"status"` // requeued, redriven or reviewed
+	Status string     `json:"status"` // requeued, redriven, reviewed or cancelled
 	Note   *string    `json:"note,omitempty"`
 }
 
@@ -184,14 +191,22 @@ type BreakerView struct {
 	ReadyAt             time.Time `json:"ready_at,omitzero"`
 }
 
-// WALView is a ringwal.WALStats.
+// WALView is a ringwal.WALStats. SinceCheckpointBytes is the log after
+// the newest snapshot, DiskBytes what the log and its snapshots take on
+// disk in Segments segments; LastCheckpoint is absent when there is none;
+// Failed is the error that made the log unusable, "" while it works.
 type WALView struct {
-	Batches       uint64      `json:"batches"`
-	Records       uint64      `json:"records"`
-	Bytes         uint64      `json:"bytes"`
-	FailedBatches uint64      `json:"failed_batches"`
-	Write         LatencyView `json:"write"`
-	Fsync         LatencyView `json:"fsync"`
+	Batches              uint64      `json:"batches"`
+	Records              uint64      `json:"records"`
+	Bytes                uint64      `json:"bytes"`
+	FailedBatches        uint64      `json:"failed_batches"`
+	Write                LatencyView `json:"write"`
+	Fsync                LatencyView `json:"fsync"`
+	SinceCheckpointBytes int64       `json:"since_checkpoint_bytes"`
+	DiskBytes            int64       `json:"disk_bytes"`
+	Segments             int         `json:"segments"`
+	LastCheckpoint       time.Time   `json:"last_checkpoint,omitzero"`
+	Failed               string      `json:"failed,omitempty"`
 }
 
 // RecoveryView is a ringwal.RecoveryStats.
@@ -219,6 +234,15 @@ type StatsView struct {
 	Leased  int `json:"leased"`
 	Held    int `json:"held"`
 	Dead    int `json:"dead"`
+	// Waiting counts the pending messages kept aside by their key;
+	// WaitingByReason splits it by WaitReason name (every reason present).
+	Waiting         int            `json:"waiting"`
+	WaitingByReason map[string]int `json:"waiting_by_reason"`
+	// DeliveryPaused is true while a pause of all delivery is in force.
+	DeliveryPaused bool `json:"delivery_paused"`
+	// Keys are ringwal.Stats.Keys (keys with a policy and live messages,
+	// paused, or with messages waiting or held), with their breakers.
+	Keys []KeyView `json:"keys"`
 	// ByPriority: state -> priority -> count, for the live states (every
 	// state and priority present).
 	ByPriority     map[string]map[string]int `json:"by_priority"`
@@ -238,6 +262,7 @@ type StatsView struct {
 	Redriven               uint64                       `json:"redriven"`
 	Requeued               uint64                       `json:"requeued"`
 	BreakerTrips           uint64                       `json:"breaker_trips"`
+	Cancelled              uint64                       `json:"cancelled"`
 
 	Wait                 LatencyView        `json:"wait"`
 	Handling             LatencyView        `json:"handling"`
@@ -262,7 +287,9 @@ func NewStatsView(s ringwal.Stats) StatsView {
 		Enqueued:       s.Enqueued, Dequeued: s.Dequeued, Acked: s.Acked, Nacked: s.Nacked, Retried: s.Retried,
 		DeadLettered: s.DeadLettered, DeadLetteredByCategory: s.DeadLetteredByCategory, Expired: s.Expired,
 		LeaseExpiries: s.LeaseExpiries, Duplicates: s.Duplicates, BackpressureWaits: s.BackpressureWaits,
-		Redriven: s.Redriven, Requeued: s.Requeued, BreakerTrips: s.BreakerTrips,
+		Redriven: s.Redriven, Requeued: s.Requeued, BreakerTrips: s.BreakerTrips, Cancelled: s.Cancelled,
+		Waiting: s.Waiting, WaitingByReason: make(map[string]int, len(WaitReasons)),
+		DeliveryPaused: s.DeliveryPaused, Keys: statsKeyViews(s),
 		Wait: NewLatencyView(s.Wait), Handling: NewLatencyView(s.Handling),
 		OldestPendingSeconds: s.OldestPending.Seconds(),
 		TierUtilization:      make(map[string]float64, len(Priorities)),
@@ -277,6 +304,9 @@ func NewStatsView(s ringwal.Stats) StatsView {
 		}
 		v.ByPriority[state.String()] = byP
 	}
+	for _, w := range WaitReasons {
+		v.WaitingByReason[w.String()] = s.WaitingByReason[w]
+	}
 	for t, u := range s.TierUtilization {
 		if t < len(Priorities) {
 			v.TierUtilization[Priorities[t].String()] = u
@@ -289,7 +319,9 @@ func NewStatsView(s ringwal.Stats) StatsView {
 	}
 	if s.Durable {
 		v.WAL = &WALView{Batches: s.WAL.Batches, Records: s.WAL.Records, Bytes: s.WAL.Bytes,
-			FailedBatches: s.WAL.FailedBatches, Write: NewLatencyView(s.WAL.Write), Fsync: NewLatencyView(s.WAL.Fsync)}
+			FailedBatches: s.WAL.FailedBatches, Write: NewLatencyView(s.WAL.Write), Fsync: NewLatencyView(s.WAL.Fsync),
+			SinceCheckpointBytes: s.WAL.SinceCheckpoint, DiskBytes: s.WAL.DiskBytes, Segments: s.WAL.Segments,
+			LastCheckpoint: s.WAL.LastCheckpoint, Failed: s.WAL.Failed}
 		r := s.Recovery
 		v.Recovery = &RecoveryView{Records: r.Records, Bytes: r.Bytes, TornBytes: r.TornBytes,
 			Crashed: r.Crashed, Poisoned: r.Poisoned, DurationSeconds: r.Duration.Seconds(),

@@ -27,14 +27,17 @@ func newDemoCmd() *cobra.Command {
 
 The live act (70% of --duration): producers enqueue a mix of priorities,
 delays, deadlines, TTLs and a few poison payloads (the handler panics on
-them) for three simulated downstreams, each a message Key with its own
+them) for four simulated downstreams, each a message Key with its own
 circuit breaker: "healthy"; "flaky", which times out and answers 5xx and 429
-with Retry-After about one call in five; and "down", which refuses
+(without a Retry-After) about one call in five; "down", which refuses
 connections for a while, so its breaker opens, holds its messages, and
-closes once it is back. Run's workers process everything. The retry
+closes once it is back; and "slack", which answers 429 with a Retry-After
+for a while, so its key is paused until then: its messages wait, spending
+no attempts, while the other keys' deliveries go on. Run's workers process everything. The retry
 policies are the defaults with every delay divided by 20, so that a short
 demo shows backoff and give-ups. A live display shows enqueued, acked,
-retried, dead letters by category, breaker states and latency; it refreshes
+retried, dead letters by category, breaker states, each key's acks and a
+paused key with its waiting messages, and latency; it refreshes
 in place on a terminal and prints plain lines otherwise.
 
 The crash act (the other 30%): a child process enqueues and acks in Write
@@ -142,6 +145,8 @@ func printSummary(w io.Writer, live liveResult, crash crashResult) {
 		trips = []string{"none opened"}
 	}
 	row("", "breakers", fmt.Sprintf("%s; at the end: %s", strings.Join(trips, ", "), breakerStates(live.breakers)))
+	row("", "retry-after", fmt.Sprintf("%s paused %d× by a 429 Retry-After; the other keys acked %s meanwhile",
+		keySlack, live.pauses, count(live.ackedWhilePaused)))
 	row("", "handling latency", fmt.Sprintf("p50 %s · p95 %s · p99 %s", dur(s.Handling.P50), dur(s.Handling.P95), dur(s.Handling.P99)))
 	row("", "wait for a worker", fmt.Sprintf("p50 %s · p99 %s", dur(s.Wait.P50), dur(s.Wait.P99)))
 	row("", "left in the log", fmt.Sprintf("pending %s · delayed %s · held %s · dead %s",
@@ -179,6 +184,8 @@ func printNext(w io.Writer, liveDir, crashDir, dir string) {
 	for _, l := range [][2]string{
 		{"inspect " + liveDir, "depth per tier, delayed, dead letters per category, log size, checkpoint"},
 		{"dlq list " + liveDir, "the dead letters; add --category poison, --key flaky, --json"},
+		{"keys list " + liveDir, "the keys: paused, waiting, held, breakers"},
+		{"keys pause " + liveDir + " " + keySlack + " --until 1h", "hold a key back (logged: it holds at the next start)"},
 		{"dlq show --category " + classify.Poison.String() + " " + liveDir, "a poison message with its panic and stack"},
 		{"dlq redrive --category " + classify.Expired.String() + " " + liveDir, "give the messages whose TTL ran out another go"},
 		{"wal verify " + crashDir, "every checksum of the log the kill interrupted"},

@@ -23,6 +23,7 @@ func TestDemo(t *testing.T) {
 	t.Logf("demo took %s:\n%s", took, r.stdout)
 	for _, want := range []string{
 		"ACT 1", "live act", "enqueued", "acked", "retried", "breakers", "p99",
+		`"slack" answers 429 Retry-After`, "keys: healthy acked", "retry-after", "slack paused",
 		"ACT 2", "SIGKILL sent to pid", "reopened",
 		"recovery check (every ID the child reported",
 		"[ok  ]", "recovery check: held",

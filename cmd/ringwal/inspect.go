@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,8 +27,9 @@ func newInspectCmd() *cobra.Command {
 		Use:   "inspect [DIR | --addr URL]",
 		Short: "Show the state of a data directory or of a running engine",
 		Long: `Inspect prints what an engine holds: depth per priority tier, delayed,
-leased and held messages, dead letters per category, the next messages in
-line, and the write-ahead log.
+leased and held messages, whether delivery is paused, messages waiting on
+their key, the keys that need a look, dead letters per category, the next
+messages in line, and the write-ahead log.
 
 Over a data directory (DIR) that no process holds, it opens the engine,
 reads it, closes it and reports on the log files too: size, segments and
@@ -40,8 +42,13 @@ expired; delayed messages that are due become pending).
 For a running engine, whose directory is locked, give the admin API that
 its application mounts (admin.NewHandler), or that ` + "`ringwal serve`" + ` serves:
 --addr URL or $RINGWAL_ADDR, with --token or $RINGWAL_TOKEN if it has one.
-The figures are then live; a running engine does not report its log files
-or last checkpoint, so those are left out (null in --json).`,
+The figures are then live: the log's size on disk, segments and last
+checkpoint come from the engine (log_files and checkpoint, read from the
+files, are null in --json).
+
+Both list the keys that are paused, throttled, at their cap or have
+messages waiting or held, and how many messages wait on their key, by
+reason (ordered, in-flight, rate, paused).`,
 		Example: "  ringwal inspect /tmp/ringwal-demo/live\n  ringwal inspect --json /var/lib/app/queue\n" +
 			"  ringwal inspect --addr http://127.0.0.1:9464",
 		Args: cobra.MaximumNArgs(1),
@@ -177,6 +184,12 @@ func (r inspectReport) print(w io.Writer) error {
 	fmt.Fprintf(tw, "messages\tpending %s · delayed %s · leased %s · held %s · dead %s\n",
 		count(r.Pending), count(r.Delayed), count(r.Leased), count(r.Held), count(r.Dead))
 	fmt.Fprintf(tw, "oldest pending\t%s\n", orDash(durOrZero(seconds(r.OldestPendingSeconds))))
+	delivery := "delivering"
+	if r.DeliveryPaused {
+		delivery = "ALL DELIVERY PAUSED (ringwal resume ends it)"
+	}
+	fmt.Fprintf(tw, "delivery\t%s\n", delivery)
+	fmt.Fprintf(tw, "waiting on their key\t%s\n", waitingLine(r.Waiting, r.WaitingByReason))
 	fmt.Fprintln(tw, "\t")
 	fmt.Fprintln(tw, "PENDING BY TIER\t")
 	for _, p := range priorities {
@@ -197,7 +210,40 @@ func (r inspectReport) print(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := r.printKeys(w); err != nil {
+		return err
+	}
 	return r.printNext(w)
+}
+
+// waitingLine is the count of messages waiting on their key, by reason.
+func waitingLine(total int, by map[string]int) string {
+	parts := make([]string, 0, len(admin.WaitReasons))
+	for _, w := range admin.WaitReasons {
+		parts = append(parts, fmt.Sprintf("%s %s", w, count(by[w.String()])))
+	}
+	return fmt.Sprintf("%s (%s)", count(total), strings.Join(parts, " · "))
+}
+
+// printKeys lists the keys that need a look: paused, throttled, at their
+// cap, or with messages waiting or held.
+func (r inspectReport) printKeys(w io.Writer) error {
+	var keys []admin.KeyView
+	for _, k := range r.Keys {
+		if k.Notable() {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nKEYS PAUSED, THROTTLED, AT CAP OR WITH MESSAGES WAITING OR HELD")
+	tw := newTable(w)
+	fmt.Fprintln(tw, "KEY\tPAUSED\tWAITING\tHELD\tLIMITS\tBREAKER")
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", k.Key, pausedText(k.Paused, k.PausedUntil), k.Waiting, k.Held, limitsText(k), orDash(k.Breaker))
+	}
+	return tw.Flush()
 }
 
 // printLiveLog describes a running engine's log: what it wrote since it
@@ -210,7 +256,16 @@ func (r inspectReport) printLiveLog(tw io.Writer) {
 	fmt.Fprintf(tw, "  written since open\t%s batches, %s records, %s; write p99 %s, fsync p99 %s\n",
 		count(r.WAL.Batches), count(r.WAL.Records), bytesize(int64(r.WAL.Bytes)),
 		dur(seconds(r.WAL.Write.P99Seconds)), dur(seconds(r.WAL.Fsync.P99Seconds)))
-	fmt.Fprintf(tw, "  log files, last checkpoint\tnot reported by a running engine (inspect DIR once it is stopped)\n")
+	fmt.Fprintf(tw, "  on disk\t%s in %d segments and snapshots; %s of log since the last checkpoint\n",
+		bytesize(r.WAL.DiskBytes), r.WAL.Segments, bytesize(r.WAL.SinceCheckpointBytes))
+	if t := r.WAL.LastCheckpoint; !t.IsZero() {
+		fmt.Fprintf(tw, "  last checkpoint\t%s (%s ago)\n", timestamp(t), dur(time.Since(t).Round(time.Second)))
+	} else {
+		fmt.Fprintf(tw, "  last checkpoint\tnone since the log began\n")
+	}
+	if r.WAL.Failed != "" {
+		fmt.Fprintf(tw, "  LOG FAILED\t%s\n", r.WAL.Failed)
+	}
 	r.printRecovery(tw)
 }
 

@@ -19,16 +19,17 @@ import (
 	"github.com/ringwal/ringwal/classify"
 )
 
-// The three simulated downstream targets; each is a message Key, so each
-// has its own circuit breaker.
+// The four simulated downstream targets; each is a message Key, so each
+// has its own circuit breaker, and its own pause.
 const (
 	keyHealthy = "healthy"
 	keyFlaky   = "flaky"
 	keyDown    = "down"
+	keySlack   = "slack" // answers 429 with a Retry-After for a while
 )
 
-// targets lists the three keys in display order.
-var targets = []string{keyHealthy, keyFlaky, keyDown}
+// targets lists the keys in display order.
+var targets = []string{keyHealthy, keyFlaky, keyDown, keySlack}
 
 // poisonPrefix marks a payload the demo handler cannot process: it panics.
 var poisonPrefix = []byte("POISON")
@@ -77,6 +78,11 @@ type liveAct struct {
 
 	start                 time.Time
 	outageFrom, outageTil time.Duration // when "down" is down, from start
+	limitFrom, limitTil   time.Duration // when "slack" answers 429, from start
+	retryAfter            time.Duration // the Retry-After it sends
+	acked                 map[string]*atomic.Uint64
+	pauses                int    // times slack's key was seen newly paused
+	ackedWhilePaused      uint64 // acks of the other keys while it was
 
 	mu       sync.Mutex
 	breakers map[string]breaker.State
@@ -94,14 +100,26 @@ type liveResult struct {
 	opened   map[string]int
 	breakers map[string]breaker.State
 	elapsed  time.Duration
+	// pauses counts the times slack's key was paused by a Retry-After;
+	// ackedWhilePaused the other keys' acks meanwhile.
+	pauses           int
+	ackedWhilePaused uint64
 }
 
-// newLiveAct prepares the act: the outage of "down" covers 25% to 55% of it.
+// newLiveAct prepares the act: the outage of "down" covers 25% to 55% of
+// it; "slack" answers 429 with a Retry-After of a tenth of the act from
+// 60% to 80% of it.
 func newLiveAct(dir string, d time.Duration, out io.Writer) *liveAct {
+	acked := map[string]*atomic.Uint64{}
+	for _, k := range targets {
+		acked[k] = new(atomic.Uint64)
+	}
 	return &liveAct{
 		dir: dir, duration: d, out: out,
 		outageFrom: d / 4, outageTil: d * 55 / 100,
-		breakers: map[string]breaker.State{keyHealthy: breaker.Closed, keyFlaky: breaker.Closed, keyDown: breaker.Closed},
+		limitFrom: d * 60 / 100, limitTil: d * 80 / 100, retryAfter: d / 10,
+		acked:    acked,
+		breakers: map[string]breaker.State{keyHealthy: breaker.Closed, keyFlaky: breaker.Closed, keyDown: breaker.Closed, keySlack: breaker.Closed},
 		opened:   map[string]int{},
 		events:   make(chan string, 256),
 	}
@@ -172,9 +190,12 @@ func (l *liveAct) run(ctx context.Context) (res liveResult, err error) {
 	runErr := make(chan error, 1)
 	go func() { runErr <- e.Run(actCtx, workers, l.handle) }()
 
-	b := newBoard(l.out, "live act", l.duration, 5, max(time.Second, l.duration/10))
-	b.event(fmt.Sprintf("%d producers, %d workers; %q goes down from %.1fs to %.1fs",
-		producers, workers, keyDown, l.outageFrom.Seconds(), l.outageTil.Seconds()))
+	b := newBoard(l.out, "live act", l.duration, 6, max(time.Second, l.duration/10))
+	b.event(fmt.Sprintf("%d producers, %d workers; %q goes down from %.1fs to %.1fs; %q answers 429 Retry-After %s from %.1fs to %.1fs",
+		producers, workers, keyDown, l.outageFrom.Seconds(), l.outageTil.Seconds(),
+		keySlack, dur(l.retryAfter), l.limitFrom.Seconds(), l.limitTil.Seconds()))
+	var lastOthers uint64
+	slackPaused := false
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	prodDone := prodCtx.Done()
@@ -189,7 +210,19 @@ loop:
 			prodDone = nil
 			b.event("producers stop; workers drain what is ready")
 		case <-tick.C:
-			lines, compact := l.render(e.Stats())
+			st := e.Stats()
+			paused, waiting := slackState(st)
+			others := l.othersAcked()
+			if paused {
+				l.ackedWhilePaused += others - lastOthers
+			}
+			lastOthers = others
+			if paused && !slackPaused {
+				l.pauses++
+				b.event(fmt.Sprintf("%s answered 429 Retry-After: its key is paused, %d waiting; the other keys go on", keySlack, waiting))
+			}
+			slackPaused = paused
+			lines, compact := l.render(st)
 			b.set(lines, compact)
 		}
 	}
@@ -209,6 +242,7 @@ loop:
 	lines, compact := l.render(res.stats)
 	b.finish(lines, compact)
 	res.elapsed = time.Since(l.start)
+	res.pauses, res.ackedWhilePaused = l.pauses, l.ackedWhilePaused
 	l.mu.Lock()
 	res.opened, res.breakers = maps.Clone(l.opened), maps.Clone(l.breakers)
 	l.mu.Unlock()
@@ -261,12 +295,14 @@ func (l *liveAct) produce(ctx context.Context, e *ringwal.Engine, seed uint64) {
 func (l *liveAct) message(rng *rand.Rand, producer uint64, seq int) ringwal.Message {
 	var m ringwal.Message
 	switch r := rng.IntN(100); {
-	case r < 40:
+	case r < 35:
 		m.Key = keyHealthy
-	case r < 75:
+	case r < 65:
 		m.Key = keyFlaky
-	default:
+	case r < 85:
 		m.Key = keyDown
+	default:
+		m.Key = keySlack
 	}
 	switch r := rng.IntN(100); {
 	case r < 5:
@@ -306,15 +342,35 @@ func (l *liveAct) handle(_ context.Context, d ringwal.Delivery) error {
 		panic(fmt.Sprintf("cannot decode order %q", d.Message.Payload))
 	}
 	rng := rand.New(rand.NewPCG(uint64(d.ID), uint64(d.Attempt)))
-	switch d.Message.Key {
+	err := l.call(rng, d.Message.Key)
+	if err == nil {
+		if n := l.acked[d.Message.Key]; n != nil {
+			n.Add(1)
+		}
+	}
+	return err
+}
+
+// call is one call of key's downstream.
+func (l *liveAct) call(rng *rand.Rand, key string) error {
+	at := time.Since(l.start)
+	switch key {
 	case keyFlaky:
 		return l.flaky(rng)
 	case keyDown:
-		if at := time.Since(l.start); at >= l.outageFrom && at < l.outageTil {
+		if at >= l.outageFrom && at < l.outageTil {
 			work(time.Millisecond)
 			return fmt.Errorf("POST https://down.example/v1/orders: dial tcp: %w", syscall.ECONNREFUSED)
 		}
 		work(jitter(rng, 300*time.Microsecond, 2*time.Millisecond))
+		return nil
+	case keySlack:
+		work(jitter(rng, 300*time.Microsecond, 1500*time.Microsecond))
+		if at >= l.limitFrom && at < l.limitTil {
+			// The whole target waits, not just this message: the engine
+			// pauses the key until the Retry-After ends.
+			return &httpError{code: 429, retryAfter: l.retryAfter}
+		}
 		return nil
 	default:
 		work(jitter(rng, 200*time.Microsecond, 1500*time.Microsecond))
@@ -322,8 +378,31 @@ func (l *liveAct) handle(_ context.Context, d ringwal.Delivery) error {
 	}
 }
 
+// othersAcked is the acks of every key but slack.
+func (l *liveAct) othersAcked() uint64 {
+	var n uint64
+	for _, k := range targets {
+		if k != keySlack {
+			n += l.acked[k].Load()
+		}
+	}
+	return n
+}
+
+// slackState reads slack's key from Stats: paused, and how many of its
+// messages wait.
+func slackState(s ringwal.Stats) (paused bool, waiting int) {
+	for _, k := range s.Keys {
+		if k.Key == keySlack {
+			return k.Paused, k.Waiting
+		}
+	}
+	return false, 0
+}
+
 // flaky is a target that fails about one call in five: timeouts, 5xx,
-// 429 with Retry-After, and a few 400s that no retry can fix.
+// 429 without a Retry-After (the message backs off alone, its key goes
+// on), and a few 400s that no retry can fix.
 func (l *liveAct) flaky(rng *rand.Rand) error {
 	r := rng.IntN(100)
 	if r < 6 { // our client gives up after 20ms
@@ -335,7 +414,7 @@ func (l *liveAct) flaky(rng *rand.Rand) error {
 	case r < 14:
 		return &httpError{code: []int{500, 502, 503}[rng.IntN(3)]}
 	case r < 18:
-		return &httpError{code: 429, retryAfter: jitter(rng, 100*time.Millisecond, 400*time.Millisecond)}
+		return &httpError{code: 429} // no Retry-After: this message backs off alone
 	case r < 19:
 		return &httpError{code: 400}
 	}
@@ -365,13 +444,38 @@ func (l *liveAct) render(s ringwal.Stats) (lines []string, compact string) {
 			count(s.Pending), count(s.Delayed), count(s.Leased), count(s.Held)),
 		"  dead      " + deadLine(s.DeadLetteredByCategory),
 		"  breakers  " + breakerLine(states, opened),
+		"  keys      " + l.keysLine(s),
 		fmt.Sprintf("  latency   handling p50 %s · p99 %s   wait for a worker p99 %s",
 			dur(s.Handling.P50), dur(s.Handling.P99), dur(s.Wait.P99)),
 	}
-	compact = fmt.Sprintf("enqueued %s acked %s retried %s dead %s (%s) | pending %d delayed %d held %d | breakers: %s | p99 %s",
+	compact = fmt.Sprintf("enqueued %s acked %s retried %s dead %s (%s) | pending %d delayed %d held %d waiting %d | breakers: %s | keys: %s | p99 %s",
 		count(s.Enqueued), count(s.Acked), count(s.Retried), count(s.DeadLettered), deadLine(s.DeadLetteredByCategory),
-		s.Pending, s.Delayed, s.Held, breakerLine(states, opened), dur(s.Handling.P99))
+		s.Pending, s.Delayed, s.Held, s.Waiting, breakerLine(states, opened), l.keysLine(s), dur(s.Handling.P99))
 	return lines, compact
+}
+
+// keysLine shows each target's acks, and slack's pause with its waiting
+// messages while a Retry-After holds it.
+func (l *liveAct) keysLine(s ringwal.Stats) string {
+	paused := map[string]ringwal.KeyStats{}
+	for _, k := range s.Keys {
+		if k.Paused {
+			paused[k.Key] = k
+		}
+	}
+	parts := make([]string, 0, len(targets))
+	for _, k := range targets {
+		part := fmt.Sprintf("%s acked %s", k, count(l.acked[k].Load()))
+		if ks, ok := paused[k]; ok {
+			until := "until resumed"
+			if !ks.PausedUntil.IsZero() {
+				until = "for " + dur(time.Until(ks.PausedUntil).Round(10*time.Millisecond))
+			}
+			part = fmt.Sprintf("%s PAUSED %s (Retry-After), %d waiting", part, until, ks.Waiting)
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, " · ")
 }
 
 // deadLine lists dead letters by category, the non-zero ones.

@@ -56,7 +56,7 @@ func TestDLQListOverHTTP(t *testing.T) {
 	assert.Contains(t, paged, "2 dead letters")
 
 	insp := ok(t, "inspect", "--addr", srv.URL, "--token", "tok")
-	for _, want := range []string{"admin API", srv.URL, "pending 3", "NEXT IN LINE", "urgent-1", "not reported by a running engine"} {
+	for _, want := range []string{"admin API", srv.URL, "pending 3", "NEXT IN LINE", "urgent-1", "last checkpoint", "waiting on their key"} {
 		assert.Contains(t, insp, want)
 	}
 

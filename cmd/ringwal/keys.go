@@ -1,0 +1,317 @@
+package main
+
+// The key controls on the command line: keys list|pause|resume, messages,
+// cancel, and pause|resume of all delivery; on a stopped engine's
+// directory or, with --addr, a running engine, with the same output.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/admin"
+)
+
+// sourceHelp is the part of every key command's help about where it acts.
+const sourceHelp = `It acts on a data directory that no process holds (DIR, the first
+argument: the engine is opened, acted on and closed; a pause or cancel is
+logged, so it holds when the engine next starts) or on a running engine
+through its admin API: --addr URL or $RINGWAL_ADDR, with --token or
+$RINGWAL_TOKEN. The output is the same either way.`
+
+// newKeysCmd builds `ringwal keys` and its subcommands.
+func newKeysCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "keys",
+		Short: "List keys, pause or resume one",
+		Long: `A message's Key names its downstream target. The keys commands list the
+keys an engine knows (paused, throttled, at their cap, with messages
+waiting or held, or with a circuit breaker) and pause or resume one.
+
+` + sourceHelp,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newKeysListCmd(), newKeysPauseCmd(), newKeysResumeCmd())
+	return cmd
+}
+
+func newKeysListCmd() *cobra.Command {
+	var t target
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "list [DIR | --addr URL]",
+		Short:   "List the keys: pause, live, in flight, waiting, held, throttled, at cap, breaker",
+		Long:    "List prints every key the engine knows, sorted.\n\n" + sourceHelp,
+		Example: "  ringwal keys list /tmp/ringwal-demo/live\n  ringwal keys list --addr http://127.0.0.1:9464 --json",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
+			src, err := t.openNoIDs(args)
+			if err != nil {
+				return err
+			}
+			defer closeSource(src, &err)
+			keys, err := src.keys(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), keys)
+			}
+			return printKeys(cmd.OutOrStdout(), keys)
+		}),
+	}
+	t.add(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of keys (admin.KeyView)")
+	return cmd
+}
+
+// openNoIDs opens the source of a command that takes only [DIR].
+func (t *target) openNoIDs(args []string) (source, error) {
+	src, rest, err := t.open(args)
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) > 0 {
+		_ = src.close()
+		return nil, usagef("unexpected argument %q", rest[0])
+	}
+	return src, nil
+}
+
+// printKeys writes keys as a table.
+func printKeys(w io.Writer, keys []admin.KeyView) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "KEY\tPAUSED\tLIVE\tIN FLIGHT\tWAITING\tHELD\tLIMITS\tBREAKER")
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", k.Key, pausedText(k.Paused, k.PausedUntil),
+			k.Live, k.InFlight, k.Waiting, k.Held, limitsText(k), orDash(k.Breaker))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d keys\n", len(keys))
+	return err
+}
+
+// pausedText says whether a pause is in force and until when.
+func pausedText(paused bool, until *time.Time) string {
+	switch {
+	case !paused:
+		return "no"
+	case until == nil:
+		return "until resumed"
+	}
+	return "until " + timestamp(*until)
+}
+
+// limitsText names the limits a key is at: throttled, at cap.
+func limitsText(k admin.KeyView) string {
+	var parts []string
+	if k.Throttled {
+		parts = append(parts, "throttled")
+	}
+	if k.AtCap {
+		parts = append(parts, "at cap")
+	}
+	return orDash(strings.Join(parts, ", "))
+}
+
+// untilFlag registers --until on cmd.
+func untilFlag(cmd *cobra.Command, until *string) {
+	cmd.Flags().StringVar(until, "until", "", "pause until this time: an RFC 3339 time or a duration from now (90m, 1h); default: until resumed")
+}
+
+// parseUntil reads --until; a bad value is a usage error.
+func parseUntil(s string) (time.Time, error) {
+	t, err := admin.ParseUntil(localTime(s), time.Now())
+	if err != nil {
+		return t, usagef("--%v", err)
+	}
+	return t, nil
+}
+
+// printPause reports a pause or resume.
+func printPause(w io.Writer, v admin.PauseView) error {
+	what := "all delivery"
+	if v.Key != "" {
+		what = "key " + v.Key
+	}
+	state := pausedText(v.Paused, v.PausedUntil)
+	if v.Paused {
+		state = "paused " + state
+	} else {
+		state = "delivering"
+	}
+	_, err := fmt.Fprintf(w, "%s %s: %s\n", v.Status, what, state)
+	return err
+}
+
+func newKeysPauseCmd() *cobra.Command {
+	var t target
+	var until string
+	cmd := &cobra.Command{
+		Use:   "pause [DIR] KEY [--until T]",
+		Short: "Hold back a key's messages until a time, or until resumed",
+		Long: `Pause holds back delivery of KEY's messages: they wait, spending no
+attempts, and other keys go on. A pause never shortens a longer one in
+force.
+
+` + sourceHelp,
+		Example: "  ringwal keys pause --addr http://127.0.0.1:9464 'slack:#ops' --until 1h\n  ringwal keys pause DIR discord",
+		Args:    cobra.RangeArgs(1, 2),
+		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
+			at, err := parseUntil(until)
+			if err != nil {
+				return err
+			}
+			src, rest, err := t.openKeyed(args, 1, "KEY")
+			if err != nil {
+				return err
+			}
+			defer closeSource(src, &err)
+			v, err := src.pauseKey(cmd.Context(), rest[0], at)
+			if err != nil {
+				return err
+			}
+			return printPause(cmd.OutOrStdout(), v)
+		}),
+	}
+	t.add(cmd)
+	untilFlag(cmd, &until)
+	return cmd
+}
+
+func newKeysResumeCmd() *cobra.Command {
+	var t target
+	cmd := &cobra.Command{
+		Use:   "resume [DIR] KEY",
+		Short: "End a key's pause (an operator's or a Retry-After's)",
+		Long:  "Resume lets KEY's messages go again.\n\n" + sourceHelp,
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
+			src, rest, err := t.openKeyed(args, 1, "KEY")
+			if err != nil {
+				return err
+			}
+			defer closeSource(src, &err)
+			v, err := src.resumeKey(cmd.Context(), rest[0])
+			if err != nil {
+				return err
+			}
+			return printPause(cmd.OutOrStdout(), v)
+		}),
+	}
+	t.add(cmd)
+	return cmd
+}
+
+// newPauseCmd builds `ringwal pause` (all delivery).
+func newPauseCmd() *cobra.Command {
+	var t target
+	var until string
+	cmd := &cobra.Command{
+		Use:   "pause [DIR | --addr URL] [--until T]",
+		Short: "Hold back all delivery (enqueue continues)",
+		Long:  "Pause holds back all delivery until a time, or until `ringwal resume`; enqueues go on.\n\n" + sourceHelp,
+		Args:  cobra.MaximumNArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
+			at, err := parseUntil(until)
+			if err != nil {
+				return err
+			}
+			src, err := t.openNoIDs(args)
+			if err != nil {
+				return err
+			}
+			defer closeSource(src, &err)
+			v, err := src.pause(cmd.Context(), at)
+			if err != nil {
+				return err
+			}
+			return printPause(cmd.OutOrStdout(), v)
+		}),
+	}
+	t.add(cmd)
+	untilFlag(cmd, &until)
+	return cmd
+}
+
+// newResumeCmd builds `ringwal resume` (all delivery).
+func newResumeCmd() *cobra.Command {
+	var t target
+	cmd := &cobra.Command{
+		Use:   "resume [DIR | --addr URL]",
+		Short: "End a pause of all delivery",
+		Long:  "Resume ends a pause of all delivery (`ringwal pause`).\n\n" + sourceHelp,
+		Args:  cobra.MaximumNArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
+			src, err := t.openNoIDs(args)
+			if err != nil {
+				return err
+			}
+			defer closeSource(src, &err)
+			v, err := src.resume(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return printPause(cmd.OutOrStdout(), v)
+		}),
+	}
+	t.add(cmd)
+	return cmd
+}
+
+// newCancelCmd builds `ringwal cancel`.
+func newCancelCmd() *cobra.Command {
+	var t target
+	cmd := &cobra.Command{
+		Use:   "cancel [DIR | --addr URL] ID...",
+		Short: "Remove live messages for good (a leased one has its handler's ctx cancelled)",
+		Long: `Cancel removes each message ID for good: a pending, delayed, held or
+waiting one at once; a leased one has its handler's ctx cancelled and its
+lease ended. A dead letter is refused (see dlq purge).
+
+` + sourceHelp,
+		Example: "  ringwal cancel --addr http://127.0.0.1:9464 4711 4712\n  ringwal cancel DIR 4711",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
+			src, rest, err := t.open(args)
+			if err != nil {
+				return err
+			}
+			defer closeSource(src, &err)
+			ids, err := parseIDs(rest)
+			if err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				return usagef("name the message IDs to cancel")
+			}
+			return cancelAll(cmd.Context(), cmd.OutOrStdout(), src, ids)
+		}),
+	}
+	t.add(cmd)
+	return cmd
+}
+
+// cancelAll cancels each ID, reporting each; it fails if any failed.
+func cancelAll(ctx context.Context, w io.Writer, src source, ids []ringwal.ID) error {
+	failed := 0
+	for _, id := range ids {
+		if err := src.cancel(ctx, id); err != nil {
+			fmt.Fprintf(w, "%d: not cancelled: %v\n", id, err)
+			failed++
+			continue
+		}
+		fmt.Fprintf(w, "%d: cancelled\n", id)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d not cancelled", failed, len(ids))
+	}
+	return nil
+}
