@@ -235,10 +235,10 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 	// expiry or a Requeue may move it on.
 	*d = Delivery{
 		ID:         ID(id),
-		Message:    r.message(),
 		Attempt:    int(attempt),
 		EnqueuedAt: time.Unix(0, r.enqueuedAt),
 	}
+	r.messageInto(&d.Message)
 	// Logged while the record is still ours, so that whatever settles
 	// this lease is logged after it (see logRecord).
 	if e.log != nil {

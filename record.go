@@ -137,11 +137,18 @@ func needsMore(m *Message) bool {
 
 // message rebuilds the record's Message; the caller owns the record.
 func (r *rec) message() Message {
-	m := Message{Key: r.key, Payload: r.payload, Priority: r.priority()}
+	var m Message
+	r.messageInto(&m)
+	return m
+}
+
+// messageInto writes the record's Message into m, which must be zero (the
+// hot path fills a Delivery in place rather than copy a Message twice).
+func (r *rec) messageInto(m *Message) {
+	m.Key, m.Payload, m.Priority = r.key, r.payload, r.priority()
 	if x := r.more; x != nil {
 		m.DedupID, m.Headers, m.Delay, m.TTL, m.Deadline, m.MaxAttempts = x.dedupID, x.headers, x.delay, x.ttl, x.deadline, x.maxAttempts
 	}
-	return m
 }
 
 func (r *rec) tierIndex() int         { return int(r.meta.Load() & 0xff) }

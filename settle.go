@@ -52,21 +52,32 @@ func (e *Engine) ack(l Lease, wait bool) error {
 		return err
 	}
 	now := e.now()
+	if e.log != nil {
+		return e.ackLogged(r, now, wait)
+	}
+	id, ks := e.settleDone(r, nil)
+	e.keyLeaseEnded(ks, now)
+	e.keyGone(ks, id, now)
+	return nil
+}
+
+// ackLogged is ack with a log: the ack record, and the message put back
+// if it cannot be written. (Apart, so that a memory-only ack does not
+// zero the put-back copy.)
+func (e *Engine) ackLogged(r *rec, now int64, wait bool) error {
 	var back unacked
 	id, ks := e.settleDone(r, &back)
-	if e.log != nil {
-		rec := ackRecord(id, now)
-		var err error
-		if wait || (ks != nil && ks.policy.Ordered) {
-			err = e.log.Append(&rec)
-		} else {
-			err = e.logLater(&rec)
-		}
-		if err != nil {
-			e.unack(id, &back, ks)
-			e.keyLeaseEnded(ks, now) // the lease is over; the message stays
-			return fmt.Errorf("ringwal: ack %d: %w", id, mapWALError(err))
-		}
+	rec := ackRecord(id, now)
+	var err error
+	if wait || (ks != nil && ks.policy.Ordered) {
+		err = e.log.Append(&rec)
+	} else {
+		err = e.logLater(&rec)
+	}
+	if err != nil {
+		e.unack(id, &back, ks)
+		e.keyLeaseEnded(ks, now) // the lease is over; the message stays
+		return fmt.Errorf("ringwal: ack %d: %w", id, mapWALError(err))
 	}
 	// After the ack is logged: an ordered key's next message must not go
 	// out while this one could still come back.
@@ -77,15 +88,15 @@ func (e *Engine) ack(l Lease, wait bool) error {
 
 // settleDone settles an owned, leased record as acked (breaker, handling
 // latency) and frees it. It returns the message's ID and key state, and
-// fills back, when the engine has a log, with what it takes to put the
-// message back should the ack not reach the log.
+// fills back (when not nil) with what it takes to put the message back
+// should the ack not reach the log.
 func (e *Engine) settleDone(r *rec, back *unacked) (uint64, *keyState) {
 	id, ks := r.id.Load(), r.ks
 	if r.key != "" {
 		e.breakers.Done(r.ticket, true)
 	}
 	e.observeHandling(r)
-	if e.log != nil {
+	if back != nil {
 		*back = unacked{msg: r.message(), enqueuedAt: r.enqueuedAt,
 			attempts: r.attempts(), crashes: r.crashes.Load(), hist: r.hist.Load()}
 	}
@@ -159,7 +170,11 @@ func (e *Engine) AckBatch(ls []Lease) error {
 		}
 		b.done = append(b.done, ackedLease{})
 		d := &b.done[len(b.done)-1]
-		d.id, d.ks = e.settleDone(r, &d.back)
+		back := &d.back
+		if e.log == nil {
+			back = nil
+		}
+		d.id, d.ks = e.settleDone(r, back)
 		if e.log != nil {
 			b.recs = append(b.recs, ackRecord(d.id, now))
 		}
