@@ -288,6 +288,14 @@ func (r inspectReport) printRecovery(tw io.Writer) {
 	if rc := r.Recovery; rc != nil {
 		fmt.Fprintf(tw, "  replayed on open\t%s records (%s) in %s; torn tail cut: %s; leased at a crash: %d (requeued), crash-looping: %d (dead-lettered)\n",
 			count(rc.Records), bytesize(rc.Bytes), dur(seconds(rc.DurationSeconds)), bytesize(rc.TornBytes), rc.Crashed, rc.Poisoned)
+		if rc.Damage != "" {
+			// What Open cut from a damaged log tail, and where the cut
+			// bytes were kept, so that an operator can look at them.
+			fmt.Fprintf(tw, "  damaged tail (recovery %s)\t%s; cut %d batches, %d records\n", rc.Mode, rc.Damage, rc.CutBatches, rc.CutRecords)
+			for _, f := range rc.BrokenFiles {
+				fmt.Fprintf(tw, "  cut bytes kept in\t%s\n", f)
+			}
+		}
 	}
 }
 

@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
 	"testing"
 	"time"
 
@@ -88,4 +91,31 @@ func TestInspectLocked(t *testing.T) {
 		assert.Equal(t, 1, r.code, "%v", args)
 		assert.Contains(t, r.stderr, "in use by a running engine", "%v", args)
 	}
+}
+
+// A log tail torn by a crash is cut at Open; inspect says what was cut and
+// where the cut bytes were kept.
+func TestInspectReportsACutTail(t *testing.T) {
+	dir := t.TempDir()
+	e, err := ringwal.Open(dir, ringwal.Options{})
+	require.NoError(t, err)
+	for range 3 {
+		_, err := e.TryEnqueue(ringwal.Message{Payload: []byte("x")})
+		require.NoError(t, err)
+	}
+	require.NoError(t, e.Close())
+	segs, err := filepath.Glob(filepath.Join(dir, "log", "*"))
+	require.NoError(t, err)
+	sort.Strings(segs)
+	require.NotEmpty(t, segs)
+	f, err := os.OpenFile(segs[len(segs)-1], os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.Write([]byte{0x40, 0x01, 0x02}) // a batch cut short by the crash
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	out := ok(t, "inspect", dir)
+	assert.Contains(t, out, "damaged tail (recovery point-in-time)")
+	assert.Contains(t, out, "cut bytes kept in")
+	assert.Contains(t, out, ".broken")
 }
