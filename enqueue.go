@@ -303,8 +303,8 @@ func (e *Engine) hasSpace(tier, n int) bool {
 		return false
 	}
 	if tier >= 0 {
-		rg := e.tiers.Tier(tier)
-		if rg.Len()+n <= rg.Cap() {
+		capacity := e.tiers.Cap(tier)
+		if e.tiers.LenOf(tier)+n <= capacity {
 			return true
 		}
 		// The ring is full of entries, but entries are dropped lazily: a
@@ -312,7 +312,7 @@ func (e *Engine) hasSpace(tier, n int) bool {
 		// deadline, leaves one behind until a consumer pops it. Fewer live
 		// messages than the ring holds means some are stale, and there is
 		// room (pushTier spills what the ring cannot take yet, in order).
-		return live+int64(n) <= int64(rg.Cap())
+		return live+int64(n) <= int64(capacity)
 	}
 	return true
 }

@@ -55,9 +55,11 @@ func (e *Engine) makeReady(slot uint32, r *rec, now int64) {
 // since readyAt (the wait Stats and Peek count from).
 func (e *Engine) makeReadyAt(slot uint32, r *rec, readyAt int64) {
 	r.at = readyAt
+	// Read before publishing: once published the record is not ours, and
+	// a TTL expiry or a consumer may move it on (or free it) at once.
+	tier, dl := r.tierIndex(), r.deadline()
 	rf := r.publish(slot, stPending)
-	tier := r.tierIndex()
-	if dl := r.deadline(); dl != 0 {
+	if dl != 0 {
 		e.sched.Deadlines().Push(dl, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen})
 	}
 	e.pushTier(tier, rf)

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/ringwal/ringwal/breaker"
 )
@@ -86,7 +87,7 @@ type ref struct {
 	gen  uint32
 }
 
-// rec is one live message: 128 bytes, so that a queued message costs the
+// rec is one live message: 120 bytes, so that a queued message costs the
 // engine little more than its record (a benchmark reports B/msg). The
 // message is kept compact: Key and Payload inline, the options a message
 // rarely sets in more (nil when it sets none). Fields without atomics are
@@ -96,7 +97,11 @@ type rec struct {
 	word atomic.Uint64 // a word; only this file touches it
 	id   atomic.Uint64 // kept after free: check the state too (find does)
 
-	payload    []byte
+	// The payload as pointer and length: its capacity is not the
+	// engine's to keep (a delivery's Payload has cap == len), and the
+	// eight bytes saved are paid by every queued message.
+	payPtr     *byte
+	payLen     int
 	key        string
 	more       *msgMore
 	enqueuedAt int64 // unix ns
@@ -145,7 +150,7 @@ func (r *rec) message() Message {
 // messageInto writes the record's Message into m, which must be zero (the
 // hot path fills a Delivery in place rather than copy a Message twice).
 func (r *rec) messageInto(m *Message) {
-	m.Key, m.Payload, m.Priority = r.key, r.payload, r.priority()
+	m.Key, m.Payload, m.Priority = r.key, unsafe.Slice(r.payPtr, r.payLen), r.priority()
 	if x := r.more; x != nil {
 		m.DedupID, m.Headers, m.Delay, m.TTL, m.Deadline, m.MaxAttempts = x.dedupID, x.headers, x.delay, x.ttl, x.deadline, x.maxAttempts
 	}
@@ -345,7 +350,7 @@ func (r *rec) setAttempts(n uint32) {
 // free clears an owned record and returns its slot to the free pool.
 // Message fields are cleared so the slab keeps no payload alive.
 func (r *rec) free() {
-	r.payload, r.key, r.more, r.ks = nil, "", nil, nil
+	r.payPtr, r.payLen, r.key, r.more, r.ks = nil, 0, "", nil, nil
 	// Most records never fail or run under Run: a load is cheaper than an
 	// atomic pointer store with its write barrier.
 	if r.hist.Load() != nil {
@@ -364,7 +369,9 @@ func (r *rec) free() {
 // message recovered from the log. A TTL counts from enqueuedAt; ks is the
 // key's state when the key has a policy.
 func (r *rec) fill(m *Message, enqueuedAt int64, attempts uint32, crashes int32, hist *history, ks *keyState) {
-	r.payload, r.key, r.ks = m.Payload, m.Key, ks
+	// SliceData keeps nil and empty apart: nil for a nil Payload, a
+	// non-nil pointer for an empty one.
+	r.payPtr, r.payLen, r.key, r.ks = unsafe.SliceData(m.Payload), len(m.Payload), m.Key, ks
 	r.more = nil
 	if needsMore(m) {
 		r.more = &msgMore{dedupID: m.DedupID, headers: m.Headers, delay: m.Delay, ttl: m.TTL,

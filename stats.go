@@ -297,8 +297,7 @@ func (e *Engine) Stats() Stats {
 		}
 	}
 	for t := 0; t < ring.NumTiers; t++ {
-		rg := e.tiers.Tier(t)
-		s.TierUtilization[t] = float64(rg.Len()) / float64(rg.Cap())
+		s.TierUtilization[t] = float64(e.tiers.LenOf(t)) / float64(e.tiers.Cap(t))
 	}
 	return s
 }

@@ -1,5 +1,10 @@
 package ring
 
+import (
+	"sync"
+	"sync/atomic"
+)
+
 // NumTiers is the number of priority tiers: Critical, High, Normal, Low and
 // Background.
 const NumTiers = 5
@@ -14,37 +19,78 @@ const NumTiers = 5
 // without importing each other. Tier indexes rather than the root package's
 // Priority type keep this package free of imports (lower packages never
 // import the root).
+//
+// A tier's ring is allocated when a value is first pushed to it: a ring
+// sized for a large backlog costs 16 bytes a slot, and most deployments
+// use one or two of the five priorities.
 type Tiers[T any] struct {
-	rings [NumTiers]*Ring[T]
+	caps  [NumTiers]int
+	rings [NumTiers]atomic.Pointer[Ring[T]]
+	mu    sync.Mutex // serialises the first allocation of a ring
 }
 
 // NewTiers returns tiers whose rings hold capacity[i] values each, rounded up
-// to a power of two as New does.
+// to a power of two as New does. No ring is allocated until it is used.
 func NewTiers[T any](capacity [NumTiers]int) *Tiers[T] {
 	t := &Tiers[T]{}
-	for i := range t.rings {
-		t.rings[i] = New[T](capacity[i])
+	for i, c := range capacity {
+		t.caps[i] = roundPow2(c)
 	}
 	return t
 }
 
-// Tier returns the ring of tier i; it panics if i is not in [0, NumTiers),
-// which is a programming error of the caller, never a consequence of input.
-func (t *Tiers[T]) Tier(i int) *Ring[T] { return t.rings[i] }
+// alloc returns tier i's ring, allocating it on first use.
+func (t *Tiers[T]) alloc(i int) *Ring[T] {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r := t.rings[i].Load(); r != nil {
+		return r
+	}
+	r := New[T](t.caps[i])
+	t.rings[i].Store(r)
+	return r
+}
+
+// Tier returns the ring of tier i, allocating it on first use; it panics
+// if i is not in [0, NumTiers), which is a programming error of the
+// caller, never a consequence of input.
+func (t *Tiers[T]) Tier(i int) *Ring[T] {
+	if r := t.rings[i].Load(); r != nil {
+		return r
+	}
+	return t.alloc(i)
+}
+
+// Cap returns tier i's capacity, whether or not its ring is allocated.
+func (t *Tiers[T]) Cap(i int) int { return t.caps[i] }
+
+// LenOf returns the number of values in tier i (0 for a ring never used).
+func (t *Tiers[T]) LenOf(i int) int {
+	if r := t.rings[i].Load(); r != nil {
+		return r.Len()
+	}
+	return 0
+}
 
 // TryPush appends v to tier i; false if that tier is full. Safe for
 // concurrent use.
-func (t *Tiers[T]) TryPush(i int, v T) bool { return t.rings[i].TryPush(v) }
+func (t *Tiers[T]) TryPush(i int, v T) bool { return t.Tier(i).TryPush(v) }
 
 // TryPop removes the oldest value of tier i. Safe for concurrent use.
-func (t *Tiers[T]) TryPop(i int) (T, bool) { return t.rings[i].TryPop() }
+func (t *Tiers[T]) TryPop(i int) (T, bool) {
+	if r := t.rings[i].Load(); r != nil {
+		return r.TryPop()
+	}
+	var zero T
+	return zero, false
+}
 
 // NonEmpty returns a bit mask with bit i set when tier i holds something at
 // the moment of the call (a snapshot, as Len is). Safe for concurrent use.
 func (t *Tiers[T]) NonEmpty() uint8 {
 	var mask uint8
-	for i, r := range t.rings {
-		if r.deqPos.Load() != r.enqPos.Load() {
+	for i := range t.rings {
+		if r := t.rings[i].Load(); r != nil && r.deqPos.Load() != r.enqPos.Load() {
 			mask |= 1 << i
 		}
 	}
@@ -54,8 +100,8 @@ func (t *Tiers[T]) NonEmpty() uint8 {
 // Len returns the total number of values in all tiers.
 func (t *Tiers[T]) Len() int {
 	n := 0
-	for _, r := range t.rings {
-		n += r.Len()
+	for i := range t.rings {
+		n += t.LenOf(i)
 	}
 	return n
 }
