@@ -77,18 +77,38 @@ func formatDuration(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// formatCount is an int or uint64 with thousands separators: 12,345.
+// formatCount is Count for the templates, which pass any number.
 func formatCount(n any) string {
-	var s string
 	switch v := n.(type) {
 	case int:
-		s = strconv.Itoa(v)
+		return Count(v)
 	case uint64:
-		s = strconv.FormatUint(v, 10)
+		return Count(v)
 	case int64:
-		s = strconv.FormatInt(v, 10)
-	default:
-		return fmt.Sprint(n)
+		return Count(v)
+	}
+	return fmt.Sprint(n)
+}
+
+// formatBytes is ByteSize for the templates (an int64 or uint64).
+func formatBytes(v any) string {
+	switch b := v.(type) {
+	case uint64:
+		return ByteSize(b)
+	case int64:
+		return ByteSize(b)
+	}
+	return fmt.Sprint(v)
+}
+
+// Count formats n with thousands separators: 12,345. The console and the
+// CLI print counts with it, so that they agree.
+func Count[T ~int | ~int64 | ~uint64](n T) string {
+	var s string
+	if n < 0 {
+		s = strconv.FormatInt(int64(n), 10)
+	} else {
+		s = strconv.FormatUint(uint64(n), 10)
 	}
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
@@ -105,25 +125,21 @@ func formatCount(n any) string {
 	return b.String()
 }
 
-// formatBytes is n bytes (an int64 or uint64) with a binary unit: 1.5 MiB.
-func formatBytes(v any) string {
-	var n uint64
-	switch b := v.(type) {
-	case uint64:
-		n = b
-	case int64:
-		n = uint64(max(b, 0))
-	default:
-		return fmt.Sprint(v)
+// ByteSize formats n bytes with a binary unit: 1.5 MiB (a negative n is
+// 0 B). The console and the CLI print sizes with it.
+func ByteSize[T ~int64 | ~uint64](n T) string {
+	if n < 0 {
+		n = 0
 	}
+	u := uint64(n)
 	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
+	if u < unit {
+		return fmt.Sprintf("%d B", u)
 	}
 	div, exp := uint64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
+	for m := u / unit; m >= unit; m /= unit {
 		div *= unit
 		exp++
 	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	return fmt.Sprintf("%.1f %ciB", float64(u)/float64(div), "KMGTPE"[exp])
 }

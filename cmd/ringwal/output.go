@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/vbauerster/mpb/v8/cwriter"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/admin"
 )
 
 // isTerminal reports whether w is a terminal (so output may be redrawn in
@@ -83,37 +83,10 @@ func closeEngine(e *ringwal.Engine, errp *error) {
 	}
 }
 
-// count formats n with thousands separators: 12,345.
-func count[T ~int | ~int64 | ~uint64](n T) string {
-	s := strconv.FormatInt(int64(n), 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+// count and bytesize are admin's, so that the CLI and the console agree.
+func count[T ~int | ~int64 | ~uint64](n T) string { return admin.Count(n) }
 
-// bytesize formats n bytes with a binary unit: 1.5 MiB.
-func bytesize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+func bytesize(n int64) string { return admin.ByteSize(n) }
 
 // dur formats a duration compactly with three significant digits: 1.23ms.
 func dur(d time.Duration) string {
