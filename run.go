@@ -43,6 +43,8 @@ const maxRunWorkers = 1 << 16
 // so a clean Close redelivers nothing a handler acked. Nacks (a handler's
 // error or panic) do wait, as Nack does: the retry or dead letter is as
 // durable as Options.Durability promises before the worker moves on. A
+// An ordered key's ack (KeyPolicy.Ordered) waits all the same: the key's
+// next message must not go out while this one could still come back. A
 // consumer that needs each ack durable before it proceeds calls Dequeue
 // and Ack (or AckBatch) itself.
 func (e *Engine) Run(ctx context.Context, workers int, h Handler) error {

@@ -18,11 +18,11 @@ const (
 	KindAck                        // ID done, forget it
 	KindNack                       // ID failed an attempt: Attempt, Category, Text, Time; Until = next due time
 	KindDeadLetter                 // ID dead-lettered: Category, Text, Time, Attempt
-	KindRedrive                    // ID back to pending, attempts reset (Attempt = 0), Time
+	KindRedrive                    // ID back to pending, attempts reset (Attempt = 0), Time; in a snapshot, a marker before a live message whose enqueue record is not its first (its DedupID window comes from the dedup records)
 	KindReview                     // ID reviewed: Text = note, Time
 	KindPurge                      // ID purged from the DLQ (forget it)
-	KindRequeue                    // ID pending now (from leased, held or delayed), Time
-	KindFailure                    // snapshot only: one entry of ID's failure history: Category, Text, Time
+	KindRequeue                    // ID pending now (from leased, held or delayed), Time; in a snapshot, since when a pending message is ready
+	KindFailure                    // one entry of ID's failure history: Category, Text, Time (snapshots; and a nack's failure logged before the TTL verdict that dead-letters it)
 	KindDedup                      // snapshot only: DedupID -> ID seen at Time
 	// KindCheckpoint is a snapshot's marker record: ID = the next ID the
 	// engine will assign, Time = when the snapshot was taken, and the slab
