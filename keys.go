@@ -168,7 +168,9 @@ func (k *keys) get(key string) *keyState {
 	if ks := k.lookup(key); ks != nil {
 		return ks
 	}
-	ks := &keyState{key: key, id: k.nextID.Add(1)}
+	// popped starts far from zero: a head going back to the queue's front
+	// counts it down, and Messages compares cursors, which must not wrap.
+	ks := &keyState{key: key, id: k.nextID.Add(1), popped: 1 << 32}
 	if k.policy != nil {
 		ks.policy = k.policy(key)
 		if ks.policy.validate() != nil {
