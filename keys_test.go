@@ -578,3 +578,24 @@ func TestOrderedKeyUnderCancelsExpiriesAndAcks(t *testing.T) {
 	assert.Equal(t, uint64(cancelled.Load()), st.Cancelled)
 	assert.Equal(t, st.Dead, st.DeadByCategory[classify.Expired])
 }
+
+// A paused ordered key's head goes back to the front of its queue when a
+// consumer meets it; Messages still lists the key in delivery order.
+func TestMessagesOfAPausedOrderedKey(t *testing.T) {
+	e, err := ringwal.Open("", ringwal.Options{KeyPolicy: policyFor(ringwal.KeyPolicy{Ordered: true})})
+	require.NoError(t, err)
+	defer e.Close()
+	var ids []ringwal.ID
+	for range 3 {
+		ids = append(ids, mustEnqueue(t, e, ringwal.Message{Key: "k"}))
+	}
+	require.NoError(t, e.PauseKey("k", time.Time{}))
+	_, ok := e.TryDequeue()
+	require.False(t, ok, "the head is set aside, paused")
+	var got []ringwal.ID
+	for info := range e.Messages(ringwal.Filter{Key: "k"}) {
+		assert.Equal(t, ringwal.WaitPaused, info.Waiting)
+		got = append(got, info.ID)
+	}
+	assert.Equal(t, ids, got)
+}
