@@ -59,7 +59,8 @@ func (e *Engine) restore(rs *replayState) error {
 			}
 		}
 		r := e.slab.at(slot)
-		r.fill(&m.msg, m.enqueuedAt, uint32(m.attempts), m.crashes, m.hist, e.keyForPlacement(m.msg.Key))
+		msg := m.msg.message()
+		r.fill(&msg, m.enqueuedAt, uint32(m.attempts), m.crashes, m.hist, e.keyForPlacement(m.msg.Key))
 		e.ctr.added.Add(1)
 		if m.state == stLeased {
 			e.recovered.crashed++
