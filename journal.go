@@ -203,7 +203,7 @@ func replayMsgOf(r *wal.Record, arena *payloadArena) replayMsg {
 	m := replayMsg{Key: r.Key, Priority: Priority(r.Priority)}
 	if r.Payload != nil {
 		p := arena.clone(r.Payload)
-		m.payPtr, m.payLen = unsafe.SliceData(p), len(p)
+		m.payPtr, m.payLen = unsafe.SliceData(p), int32(len(p))
 	}
 	if r.DedupID == "" && len(r.Headers) == 0 && r.NotBefore <= 0 && r.Deadline == 0 && r.ExpiresAt == 0 && r.MaxAttempts == 0 {
 		return m
@@ -263,7 +263,7 @@ func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, m *recovered) {
 		m = rs.add(r.ID)
 	}
 	*m = recovered{id: r.ID, msg: replayMsgOf(r, &rs.arena), enqueuedAt: r.Time, expiresAt: r.ExpiresAt,
-		attempts: r.Attempt, crashes: r.Crashes, state: stPending, readyAt: r.Time}
+		attempts: r.Attempt, crashes: r.Crashes, state: stPending, nextAt: r.Time}
 	switch {
 	case r.Until > 0:
 		m.state, m.nextAt = stDelayed, r.Until
@@ -328,7 +328,7 @@ func requeueRecord(id uint64, now int64, attempts uint32, crashes int32) wal.Rec
 
 func applyRequeue(r *wal.Record, m *recovered) {
 	if m != nil {
-		m.attempts, m.state, m.crashes, m.readyAt = r.Attempt, stPending, r.Crashes, r.Time
+		m.attempts, m.state, m.crashes, m.nextAt = r.Attempt, stPending, r.Crashes, r.Time
 	}
 }
 

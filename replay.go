@@ -19,9 +19,9 @@ type recoveryReport struct {
 }
 
 // recovered is a live message rebuilt from the log. It is kept compact
-// (112 bytes rather than a whole Message and more): Open holds one per
-// live message until restore, so with a large backlog its size is memory
-// to fault in, zero and have the GC scan.
+// (96 bytes rather than a whole Message and more: 200): Open holds one
+// per live message until restore, so with a large backlog its size is
+// memory to fault in, zero and have the GC scan.
 type recovered struct {
 	id         uint64
 	msg        replayMsg
@@ -30,10 +30,12 @@ type recovered struct {
 	attempts   int32
 	crashes    int32
 	state      uint32 // stPending, stDelayed or stLeased
-	nextAt     int64  // stDelayed: when due
-	readyAt    int64  // stPending: since when (Stats.OldestPending, Peek order)
 	ordered    bool   // of an ordered key (restore places those in ID order)
-	hist       *history
+	// nextAt follows the state, as a record's at does: stDelayed, when
+	// due; stPending, since when it is ready (Stats.OldestPending, Peek
+	// order). Every record that sets one of these states sets it.
+	nextAt int64
+	hist   *history
 }
 
 // replayMsg is a recovered message's Message in compact form: the fields
@@ -41,8 +43,8 @@ type recovered struct {
 type replayMsg struct {
 	Key    string
 	payPtr *byte
-	payLen int
 	*replayMore
+	payLen   int32 // a record body is at most 1 GiB
 	Priority Priority
 }
 
@@ -57,7 +59,7 @@ type replayMore struct {
 
 // message rebuilds the Message.
 func (m *replayMsg) message() Message {
-	msg := Message{Key: m.Key, Payload: unsafe.Slice(m.payPtr, m.payLen), Priority: m.Priority}
+	msg := Message{Key: m.Key, Payload: unsafe.Slice(m.payPtr, int(m.payLen)), Priority: m.Priority}
 	if x := m.replayMore; x != nil {
 		msg.DedupID, msg.Headers, msg.Delay, msg.TTL, msg.Deadline, msg.MaxAttempts = x.DedupID, x.Headers, x.Delay, x.TTL, x.Deadline, x.MaxAttempts
 	}

@@ -27,7 +27,7 @@ func (e *Engine) restore(rs *replayState) error {
 	order := make([]int32, 0, rs.count)
 	for i := int32(0); i < rs.n; i++ {
 		if m := rs.at(i); m.id != 0 {
-			m.readyAt = m.readySince(now)
+			m.nextAt = m.readySince(now) // from here on, when it is ready (a delayed one's due time)
 			m.ordered = e.keyOrdered(m.msg.Key)
 			order = append(order, i)
 		}
@@ -40,7 +40,7 @@ func (e *Engine) restore(rs *replayState) error {
 		case ma.ordered:
 			return cmp.Compare(ma.id, mb.id)
 		}
-		if c := cmp.Compare(ma.readyAt, mb.readyAt); c != 0 {
+		if c := cmp.Compare(ma.nextAt, mb.nextAt); c != 0 {
 			return c
 		}
 		return cmp.Compare(ma.id, mb.id)
@@ -92,7 +92,7 @@ func (e *Engine) restore(rs *replayState) error {
 		if m.state == stDelayed && m.nextAt > now {
 			due = m.nextAt
 		}
-		e.place(slot, r, due, m.readyAt, now)
+		e.place(slot, r, due, m.nextAt, now)
 	}
 	e.restorePauses(rs.pauses, now)
 	if rs.maxID > e.nextID.Load() {
@@ -116,10 +116,10 @@ func (m *recovered) readySince(now int64) int64 {
 	switch {
 	case m.state == stDelayed:
 		return m.nextAt
-	case m.state == stLeased || m.readyAt == 0:
+	case m.state == stLeased || m.nextAt == 0:
 		return now
 	}
-	return m.readyAt
+	return m.nextAt
 }
 
 // requeueLeasedOnClose logs every leased message as requeued, so that a
