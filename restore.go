@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/wal"
@@ -48,6 +49,25 @@ func (e *Engine) restore(rs *replayState) error {
 	if !slices.IsSortedFunc(order, byReady) {
 		slices.SortFunc(order, byReady)
 	}
+	// With a large backlog, allocating the slab's chunks (faulting their
+	// pages in) is a third of the loop below: a goroutine allocates them
+	// ahead of it, on the core replay used for decoding, so that the loop
+	// mostly finds its records' chunks there.
+	var stopGrow atomic.Bool
+	grown := make(chan struct{})
+	go func() {
+		defer close(grown)
+		for _, i := range order {
+			if stopGrow.Load() {
+				return
+			}
+			e.slab.prepare(rs.at(i).id)
+		}
+	}()
+	defer func() {
+		stopGrow.Store(true)
+		<-grown
+	}()
 	var notes []wal.Record
 	for _, i := range order {
 		m := rs.at(i)

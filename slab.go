@@ -85,6 +85,9 @@ func (s *slab) each(fn func(slot uint32, r *rec)) {
 	}
 }
 
+// prepare allocates the chunk of id's home slot, if it is not yet.
+func (s *slab) prepare(id uint64) { s.at(uint32(id & s.mask)) }
+
 // claimHome tries to take id's home slot for a new record, which it
 // leaves owned and unpublished.
 func (s *slab) claimHome(id uint64) (uint32, bool) {
