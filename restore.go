@@ -25,6 +25,33 @@ func (e *Engine) restore(rs *replayState) error {
 	// mostly has them so already; a snapshot lists them by slot.
 	// An ordered key's messages go last and in ID order: the first placed
 	// becomes the key's head, the rest wait in its queue behind it.
+	// With a large backlog, allocating the slab's chunks and the tiers'
+	// rings (faulting their pages in) is a third of the loop below: a
+	// goroutine allocates them ahead of it, on the core replay used for
+	// decoding, so that the loop mostly finds them there.
+	var stopGrow atomic.Bool
+	grown := make(chan struct{})
+	go func() {
+		defer close(grown)
+		var tiers uint
+		for i := int32(0); i < rs.n && !stopGrow.Load(); i++ {
+			m := rs.at(i)
+			if m.id == 0 {
+				continue
+			}
+			e.slab.prepare(m.id)
+			// A message not delayed goes into its tier's ring (or, past
+			// its TTL, dies: allocating the ring then is a rare waste).
+			if t := m.msg.Priority.tier(); m.state != stDelayed && tiers&(1<<t) == 0 {
+				tiers |= 1 << t
+				e.tiers.Tier(t)
+			}
+		}
+	}()
+	defer func() {
+		stopGrow.Store(true)
+		<-grown
+	}()
 	order := make([]int32, 0, rs.count)
 	for i := int32(0); i < rs.n; i++ {
 		if m := rs.at(i); m.id != 0 {
@@ -49,25 +76,6 @@ func (e *Engine) restore(rs *replayState) error {
 	if !slices.IsSortedFunc(order, byReady) {
 		slices.SortFunc(order, byReady)
 	}
-	// With a large backlog, allocating the slab's chunks (faulting their
-	// pages in) is a third of the loop below: a goroutine allocates them
-	// ahead of it, on the core replay used for decoding, so that the loop
-	// mostly finds its records' chunks there.
-	var stopGrow atomic.Bool
-	grown := make(chan struct{})
-	go func() {
-		defer close(grown)
-		for _, i := range order {
-			if stopGrow.Load() {
-				return
-			}
-			e.slab.prepare(rs.at(i).id)
-		}
-	}()
-	defer func() {
-		stopGrow.Store(true)
-		<-grown
-	}()
 	var notes []wal.Record
 	for _, i := range order {
 		m := rs.at(i)
