@@ -316,7 +316,10 @@ func (l *Log) Dir() string { return l.dir }
 // Replay calls fn for every record of the newest snapshot, then for every
 // record of the log after it, in order. fn's *Record is reused: its
 // Payload and Headers are valid only during the call. An error from fn
-// stops the replay and is returned (wrapped, errors.Is works).
+// stops the replay and is returned (wrapped, errors.Is works). fn runs
+// on the caller's goroutine; the log after the snapshot is decoded on a
+// helper goroutine a few batches ahead, which has ended when Replay
+// returns.
 //
 // Call it before the first Append (it returns an error after one); it may
 // be called more than once. Not safe concurrently with Checkpoint.
