@@ -255,8 +255,10 @@ func enqueueRecord(dst *wal.Record, r *rec, id uint64) {
 
 func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, m *recovered) {
 	// A snapshot newer than this record may have had it dead; the
-	// records that follow this one say what became of it.
-	if e.dead.Len() > 0 {
+	// records that follow this one say what became of it. (Only replay
+	// adds dead letters before Open returns; asking rs rather than
+	// e.dead.Len spares every enqueue record a lock.)
+	if rs.deadAdded {
 		e.dead.Remove(r.ID)
 	}
 	if m == nil {
@@ -387,6 +389,7 @@ func (e *Engine) applyDeadLetter(rs *replayState, r *wal.Record, m *recovered) {
 	rs.remove(r.ID)
 	_, _ = e.dead.Remove(r.ID)
 	_ = e.dead.Add(entry)
+	rs.deadAdded = true
 }
 
 // --- KindRedrive: a dead letter is live again; the enqueue record logged

@@ -97,6 +97,9 @@ type replayState struct {
 	// pauses is the last pause or resume logged per key ("" = all
 	// delivery): the pause's end, 0 for a resume.
 	pauses map[string]int64
+	// deadAdded says a dead-letter record was applied: until then the
+	// dead-letter store is empty.
+	deadAdded bool
 	// redriven is the ID of the last Redrive record: the enqueue record
 	// logged with it re-creates the message but is not a first enqueue,
 	// so it leaves the DedupID's window where it was.
