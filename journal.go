@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sort"
 	"time"
+	"unsafe"
 
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
@@ -197,6 +198,36 @@ func messageOf(r *wal.Record, arena *payloadArena) Message {
 	return m
 }
 
+// replayMsgOf is messageOf in replay's compact form (the same mapping).
+func replayMsgOf(r *wal.Record, arena *payloadArena) replayMsg {
+	m := replayMsg{Key: r.Key, Priority: Priority(r.Priority)}
+	if r.Payload != nil {
+		p := arena.clone(r.Payload)
+		m.payPtr, m.payLen = unsafe.SliceData(p), int32(len(p))
+	}
+	if r.DedupID == "" && len(r.Headers) == 0 && r.NotBefore <= 0 && r.Deadline == 0 && r.ExpiresAt == 0 && r.MaxAttempts == 0 {
+		return m
+	}
+	x := &replayMore{DedupID: r.DedupID, MaxAttempts: int(r.MaxAttempts)}
+	if len(r.Headers) > 0 {
+		x.Headers = make(map[string]string, len(r.Headers)/2)
+		for i := 0; i+1 < len(r.Headers); i += 2 {
+			x.Headers[r.Headers[i]] = r.Headers[i+1]
+		}
+	}
+	if r.NotBefore > 0 {
+		x.Delay = time.Duration(r.NotBefore - r.Time)
+	}
+	if r.Deadline != 0 {
+		x.Deadline = time.Unix(0, r.Deadline)
+	}
+	if r.ExpiresAt != 0 {
+		x.TTL = time.Duration(r.ExpiresAt - r.Time)
+	}
+	m.replayMore = x
+	return m
+}
+
 func flattenHeaders(h map[string]string) []string {
 	keys := make([]string, 0, len(h))
 	for k := range h {
@@ -224,15 +255,17 @@ func enqueueRecord(dst *wal.Record, r *rec, id uint64) {
 
 func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, m *recovered) {
 	// A snapshot newer than this record may have had it dead; the
-	// records that follow this one say what became of it.
-	if e.dead.Len() > 0 {
+	// records that follow this one say what became of it. (Only replay
+	// adds dead letters before Open returns; asking rs rather than
+	// e.dead.Len spares every enqueue record a lock.)
+	if rs.deadAdded {
 		e.dead.Remove(r.ID)
 	}
 	if m == nil {
 		m = rs.add(r.ID)
 	}
-	*m = recovered{id: r.ID, msg: messageOf(r, &rs.arena), enqueuedAt: r.Time, expiresAt: r.ExpiresAt,
-		attempts: r.Attempt, crashes: r.Crashes, state: stPending, readyAt: r.Time}
+	*m = recovered{id: r.ID, msg: replayMsgOf(r, &rs.arena), enqueuedAt: r.Time, expiresAt: r.ExpiresAt,
+		attempts: r.Attempt, crashes: r.Crashes, state: stPending, nextAt: r.Time}
 	switch {
 	case r.Until > 0:
 		m.state, m.nextAt = stDelayed, r.Until
@@ -297,7 +330,7 @@ func requeueRecord(id uint64, now int64, attempts uint32, crashes int32) wal.Rec
 
 func applyRequeue(r *wal.Record, m *recovered) {
 	if m != nil {
-		m.attempts, m.state, m.crashes, m.readyAt = r.Attempt, stPending, r.Crashes, r.Time
+		m.attempts, m.state, m.crashes, m.nextAt = r.Attempt, stPending, r.Crashes, r.Time
 	}
 }
 
@@ -342,20 +375,21 @@ func (e *Engine) applyDeadLetter(rs *replayState, r *wal.Record, m *recovered) {
 		}
 	}
 	if r.DedupID != "" { // a snapshot's
-		m.msg.DedupID = r.DedupID
+		m.msg.setDedupID(r.DedupID)
 	}
 	// The record carries the last failure, which no record before it
 	// logged (a snapshot writes the history but its last entry): append it
 	// whatever its text.
 	f := failureOf(r)
 	h := m.hist.with(f)
-	entry := h.deadLetter(r.ID, f.Category, m.msg, int(r.Attempt), r.Time)
+	entry := h.deadLetter(r.ID, f.Category, m.msg.message(), int(r.Attempt), r.Time)
 	if l.reviewed {
 		entry.Reviewed, entry.Note, entry.ReviewedAt = true, l.note, time.Unix(0, l.reviewedAt)
 	}
 	rs.remove(r.ID)
 	_, _ = e.dead.Remove(r.ID)
 	_ = e.dead.Add(entry)
+	rs.deadAdded = true
 }
 
 // --- KindRedrive: a dead letter is live again; the enqueue record logged

@@ -3,6 +3,7 @@ package ringwal
 import (
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/ringwal/ringwal/wal"
 )
@@ -17,19 +18,60 @@ type recoveryReport struct {
 	duration  time.Duration
 }
 
-// recovered is a live message rebuilt from the log.
+// recovered is a live message rebuilt from the log. It is kept compact
+// (96 bytes rather than a whole Message and more: 200): Open holds one
+// per live message until restore, so with a large backlog its size is
+// memory to fault in, zero and have the GC scan.
 type recovered struct {
 	id         uint64
-	msg        Message
+	msg        replayMsg
 	enqueuedAt int64
 	expiresAt  int64
 	attempts   int32
 	crashes    int32
 	state      uint32 // stPending, stDelayed or stLeased
-	nextAt     int64  // stDelayed: when due
-	readyAt    int64  // stPending: since when (Stats.OldestPending, Peek order)
 	ordered    bool   // of an ordered key (restore places those in ID order)
-	hist       *history
+	// nextAt follows the state, as a record's at does: stDelayed, when
+	// due; stPending, since when it is ready (Stats.OldestPending, Peek
+	// order). Every record that sets one of these states sets it.
+	nextAt int64
+	hist   *history
+}
+
+// replayMsg is a recovered message's Message in compact form: the fields
+// every message has inline, the rest behind more (nil when it sets none).
+type replayMsg struct {
+	Key    string
+	payPtr *byte
+	*replayMore
+	payLen   int32 // a record body is at most 1 GiB
+	Priority Priority
+}
+
+// replayMore holds the Message fields a message rarely sets.
+type replayMore struct {
+	DedupID     string
+	Headers     map[string]string
+	Delay, TTL  time.Duration
+	Deadline    time.Time
+	MaxAttempts int
+}
+
+// message rebuilds the Message.
+func (m *replayMsg) message() Message {
+	msg := Message{Key: m.Key, Payload: unsafe.Slice(m.payPtr, int(m.payLen)), Priority: m.Priority}
+	if x := m.replayMore; x != nil {
+		msg.DedupID, msg.Headers, msg.Delay, msg.TTL, msg.Deadline, msg.MaxAttempts = x.DedupID, x.Headers, x.Delay, x.TTL, x.Deadline, x.MaxAttempts
+	}
+	return msg
+}
+
+// setDedupID sets the message's DedupID.
+func (m *replayMsg) setDedupID(id string) {
+	if m.replayMore == nil {
+		m.replayMore = &replayMore{}
+	}
+	m.DedupID = id
 }
 
 // replayState holds the messages being rebuilt: chunks in order of first
@@ -55,6 +97,9 @@ type replayState struct {
 	// pauses is the last pause or resume logged per key ("" = all
 	// delivery): the pause's end, 0 for a resume.
 	pauses map[string]int64
+	// deadAdded says a dead-letter record was applied: until then the
+	// dead-letter store is empty.
+	deadAdded bool
 	// redriven is the ID of the last Redrive record: the enqueue record
 	// logged with it re-creates the message but is not a first enqueue,
 	// so it leaves the DedupID's window where it was.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/wal"
@@ -24,10 +25,37 @@ func (e *Engine) restore(rs *replayState) error {
 	// mostly has them so already; a snapshot lists them by slot.
 	// An ordered key's messages go last and in ID order: the first placed
 	// becomes the key's head, the rest wait in its queue behind it.
+	// With a large backlog, allocating the slab's chunks and the tiers'
+	// rings (faulting their pages in) is a third of the loop below: a
+	// goroutine allocates them ahead of it, on the core replay used for
+	// decoding, so that the loop mostly finds them there.
+	var stopGrow atomic.Bool
+	grown := make(chan struct{})
+	go func() {
+		defer close(grown)
+		var tiers uint
+		for i := int32(0); i < rs.n && !stopGrow.Load(); i++ {
+			m := rs.at(i)
+			if m.id == 0 {
+				continue
+			}
+			e.slab.prepare(m.id)
+			// A message not delayed goes into its tier's ring (or, past
+			// its TTL, dies: allocating the ring then is a rare waste).
+			if t := m.msg.Priority.tier(); m.state != stDelayed && tiers&(1<<t) == 0 {
+				tiers |= 1 << t
+				e.tiers.Tier(t)
+			}
+		}
+	}()
+	defer func() {
+		stopGrow.Store(true)
+		<-grown
+	}()
 	order := make([]int32, 0, rs.count)
 	for i := int32(0); i < rs.n; i++ {
 		if m := rs.at(i); m.id != 0 {
-			m.readyAt = m.readySince(now)
+			m.nextAt = m.readySince(now) // from here on, when it is ready (a delayed one's due time)
 			m.ordered = e.keyOrdered(m.msg.Key)
 			order = append(order, i)
 		}
@@ -40,7 +68,7 @@ func (e *Engine) restore(rs *replayState) error {
 		case ma.ordered:
 			return cmp.Compare(ma.id, mb.id)
 		}
-		if c := cmp.Compare(ma.readyAt, mb.readyAt); c != 0 {
+		if c := cmp.Compare(ma.nextAt, mb.nextAt); c != 0 {
 			return c
 		}
 		return cmp.Compare(ma.id, mb.id)
@@ -59,7 +87,8 @@ func (e *Engine) restore(rs *replayState) error {
 			}
 		}
 		r := e.slab.at(slot)
-		r.fill(&m.msg, m.enqueuedAt, uint32(m.attempts), m.crashes, m.hist, e.keyForPlacement(m.msg.Key))
+		msg := m.msg.message()
+		r.fill(&msg, m.enqueuedAt, uint32(m.attempts), m.crashes, m.hist, e.keyForPlacement(m.msg.Key))
 		e.ctr.added.Add(1)
 		if m.state == stLeased {
 			e.recovered.crashed++
@@ -91,7 +120,7 @@ func (e *Engine) restore(rs *replayState) error {
 		if m.state == stDelayed && m.nextAt > now {
 			due = m.nextAt
 		}
-		e.place(slot, r, due, m.readyAt, now)
+		e.place(slot, r, due, m.nextAt, now)
 	}
 	e.restorePauses(rs.pauses, now)
 	if rs.maxID > e.nextID.Load() {
@@ -115,10 +144,10 @@ func (m *recovered) readySince(now int64) int64 {
 	switch {
 	case m.state == stDelayed:
 		return m.nextAt
-	case m.state == stLeased || m.readyAt == 0:
+	case m.state == stLeased || m.nextAt == 0:
 		return now
 	}
-	return m.readyAt
+	return m.nextAt
 }
 
 // requeueLeasedOnClose logs every leased message as requeued, so that a

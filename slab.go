@@ -1,6 +1,9 @@
 package ringwal
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // slab holds every live message. A message's home slot is its ID masked by
 // the slab size, so an ID locates its record without a map; IDs whose home
@@ -55,6 +58,13 @@ func (s *slab) lookup(slot uint32) *rec {
 
 func (s *slab) grow(i uint32) *slabChunk {
 	fresh := new(slabChunk)
+	// Memory fresh from the OS is mapped on first touch, and a first
+	// touch that reads (a claim looks at the word before its CAS) maps
+	// the zero page only for the write after it to fault again: write to
+	// every page first, while nobody else can see the chunk.
+	for j := 0; j < slabChunkSlots; j += 4096 / int(unsafe.Sizeof(rec{})) {
+		fresh[j].at = 0
+	}
 	if s.chunks[i].CompareAndSwap(nil, fresh) {
 		return fresh
 	}
@@ -74,6 +84,9 @@ func (s *slab) each(fn func(slot uint32, r *rec)) {
 		}
 	}
 }
+
+// prepare allocates the chunk of id's home slot, if it is not yet.
+func (s *slab) prepare(id uint64) { s.at(uint32(id & s.mask)) }
 
 // claimHome tries to take id's home slot for a new record, which it
 // leaves owned and unpublished.

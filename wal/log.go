@@ -316,7 +316,10 @@ func (l *Log) Dir() string { return l.dir }
 // Replay calls fn for every record of the newest snapshot, then for every
 // record of the log after it, in order. fn's *Record is reused: its
 // Payload and Headers are valid only during the call. An error from fn
-// stops the replay and is returned (wrapped, errors.Is works).
+// stops the replay and is returned (wrapped, errors.Is works). fn runs
+// on the caller's goroutine; the log after the snapshot is decoded on a
+// helper goroutine a few batches ahead, which has ended when Replay
+// returns.
 //
 // Call it before the first Append (it returns an error after one); it may
 // be called more than once. Not safe concurrently with Checkpoint.
@@ -346,7 +349,7 @@ func (l *Log) Replay(fn func(r *Record) error) (ReplayStats, error) {
 	if err != nil {
 		return st, err
 	}
-	st.Batches, st.Records, st.Bytes, err = replayLog(segs, after, l.lastIndex.Load(), &r, nil, fn)
+	st.Batches, st.Records, st.Bytes, err = replayLog(segs, after, l.lastIndex.Load(), nil, fn)
 	if err != nil {
 		return st, err
 	}
@@ -357,43 +360,168 @@ func (l *Log) Replay(fn func(r *Record) error) (ReplayStats, error) {
 // replayLog decodes the batches after index `after` up to `last` of the
 // (already checked) segments, calling onBatch (if set) before each batch's
 // records and fn for each record.
-func replayLog(segs []segment, after, last uint64, r *Record, onBatch func(index uint64), fn func(*Record) error) (batches, records uint64, bytes int64, err error) {
-	var buf, scratch []byte
+//
+// Decoding (reading, decompressing, DecodeRecord) runs on a goroutine of
+// its own, a few batches ahead of fn, which runs on the caller's: on a
+// large log the two halves cost about the same, so recovery takes about
+// half as long with two cores. fn still sees every record in log order,
+// and an error (the decoder's or fn's) stops both where the serial loop
+// would have stopped: fn is called for the records before a bad one.
+func replayLog(segs []segment, after, last uint64, onBatch func(index uint64), fn func(*Record) error) (batches, records uint64, bytes int64, err error) {
+	free := make(chan *decodedBatch, replayAhead)
+	for range replayAhead {
+		free <- new(decodedBatch)
+	}
+	// At most replayAhead batches exist, so sending on out never blocks.
+	out := make(chan *decodedBatch, replayAhead)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(out)
+		decodeLog(segs, after, last, free, out, stop)
+	}()
+	defer func() {
+		close(stop)
+		<-done
+	}()
+	for b := range out {
+		if b.err == nil && onBatch != nil {
+			onBatch(b.index)
+		}
+		for i := range b.recs {
+			if err2 := fn(&b.recs[i]); err2 != nil {
+				err = b.wrap(err2)
+				return
+			}
+		}
+		if b.err != nil {
+			err = b.err
+			return
+		}
+		batches++
+		records += uint64(b.count)
+		bytes += int64(b.n)
+		free <- b
+	}
+	return
+}
+
+// replayAhead is how many batches replayLog's decoder may hold at once
+// (decoded and waiting, being decoded, being applied).
+const replayAhead = 4
+
+// decodedBatch is one batch decoded for replayLog: its records, and the
+// body they point into (owned by the batch until it goes back to the
+// decoder).
+type decodedBatch struct {
+	path  string
+	off   int
+	index uint64
+	n     int    // the entry's bytes in its segment
+	count uint32 // records the batch holds
+	body  []byte
+	recs  []Record
+	// err stops the replay after recs (the records before the failure);
+	// it is wrapped already.
+	err error
+}
+
+func (b *decodedBatch) wrap(err error) error {
+	return fmt.Errorf("ringwal/wal: replaying %s offset %d (batch %d): %w", b.path, b.off, b.index, err)
+}
+
+// decodeLog is replayLog's decoding half: it sends each batch after
+// `after` up to `last` on out, taking buffers from free, until the log
+// ends, a batch fails to decode (sent with its err set), or stop closes.
+func decodeLog(segs []segment, after, last uint64, free <-chan *decodedBatch, out chan<- *decodedBatch, stop <-chan struct{}) {
+	var buf []byte
 	for _, sg := range segs {
+		var err error
 		if buf, err = readFileInto(sg.path, buf); err != nil {
+			// Nothing of this segment was decoded: a batch with no records
+			// carries the error.
+			var b *decodedBatch
+			select {
+			case b = <-free:
+			case <-stop:
+				return
+			}
+			*b = decodedBatch{body: b.body, recs: b.recs[:0], err: err}
+			out <- b
 			return
 		}
 		index := sg.index
 		for off := 0; off < len(buf) && index <= last; index++ {
 			e, n, ok := nextEntry(buf[off:])
 			if !ok {
-				err = fmt.Errorf("%s offset %d (batch %d): bad entry length: %w", sg.path, off, index, ErrCorrupt)
+				var b *decodedBatch
+				select {
+				case b = <-free:
+				case <-stop:
+					return
+				}
+				*b = decodedBatch{body: b.body, recs: b.recs[:0],
+					err: fmt.Errorf("%s offset %d (batch %d): bad entry length: %w", sg.path, off, index, ErrCorrupt)}
+				out <- b
 				return
 			}
 			if index > after {
-				h, err2 := checkBatch(e)
-				var body []byte
-				if err2 == nil {
-					body, scratch, err2 = batchBody(e, h, scratch)
-				}
-				if err2 == nil {
-					if onBatch != nil {
-						onBatch(index)
-					}
-					err2 = forEachRecord(body, h.count, r, fn)
-				}
-				if err2 != nil {
-					err = fmt.Errorf("ringwal/wal: replaying %s offset %d (batch %d): %w", sg.path, off, index, err2)
+				var b *decodedBatch
+				select {
+				case b = <-free:
+				case <-stop:
 					return
 				}
-				batches++
-				records += uint64(h.count)
-				bytes += int64(n)
+				b.path, b.off, b.index, b.n, b.err = sg.path, off, index, n, nil
+				if err := b.decode(e); err != nil {
+					b.err = b.wrap(err)
+					out <- b
+					return
+				}
+				out <- b
 			}
 			off += n
 		}
 	}
-	return
+}
+
+// decode checks entry e and decodes its records into b. The records may
+// point into b.body, never into e: the segment buffer e lies in is reused
+// while b waits to be applied.
+func (b *decodedBatch) decode(e []byte) error {
+	b.recs = b.recs[:0]
+	h, err := checkBatch(e)
+	if err != nil {
+		return err
+	}
+	b.count = h.count
+	var body []byte
+	if h.flags&flagS2 == 0 {
+		b.body = append(b.body[:0], e[h.size:]...)
+		body = b.body
+	} else if body, b.body, err = batchBody(e, h, b.body); err != nil {
+		return err
+	}
+	// Records are reused batch after batch, so that decodeRecordBody can
+	// keep their strings when equal; a bogus count cannot allocate much,
+	// since parseBatchHeader checked it against the body's length.
+	if cap(b.recs) < int(h.count) {
+		b.recs = append(b.recs[:cap(b.recs)], make([]Record, int(h.count)-cap(b.recs))...)
+	}
+	recs := b.recs[:h.count]
+	for i := range recs {
+		n, err := DecodeRecord(body, &recs[i])
+		if err != nil {
+			b.recs = recs[:i]
+			return fmt.Errorf("record %d of %d: %w", i+1, h.count, err)
+		}
+		body = body[n:]
+	}
+	b.recs = recs
+	if len(body) != 0 {
+		return corruptf("%d bytes after the batch's %d records", len(body), h.count)
+	}
+	return nil
 }
 
 // Size returns the bytes of log written since the last checkpoint's index
