@@ -120,7 +120,7 @@ func Open(dir string, o Options) (*Engine, error) {
 	if dir != "" {
 		e.log, err = wal.Open(dir, wal.Options{
 			Mode:          walMode(o.Durability),
-			Recovery:      wal.RecoveryMode(o.Recovery), // same constants in the same order
+			Recovery:      o.Recovery,
 			FlushInterval: o.FlushInterval,
 			Logger:        o.Logger,
 			OnBatch:       e.onBatch,

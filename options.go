@@ -10,6 +10,7 @@ import (
 	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/clock"
+	"github.com/ringwal/ringwal/wal"
 )
 
 // Durability says when a mutation counts as done, and so what a crash can
@@ -62,58 +63,34 @@ func (d Durability) String() string {
 }
 
 // RecoveryMode is what Open does with a damaged write-ahead log, as
-// RocksDB's WAL recovery modes. Whatever the mode, what Open cuts is first
-// kept as .broken files in the log directory, logged, and reported in
-// Stats().Recovery (and the admin API's recovery view); a log written by a
-// newer version is never cut (ErrVersion). The zero value is PointInTime.
-type RecoveryMode uint8
+// RocksDB's WAL recovery modes. It is the wal package's type, which owns
+// the rules: each constant's doc there says what a crash or power loss can
+// lose with it. Whatever the mode, what Open cuts is first kept as .broken
+// files in the log directory, logged, and reported in Stats().Recovery
+// (and the admin API's recovery view, and ringwal inspect); a log written
+// by a newer version is never cut (ErrVersion). The zero value is
+// PointInTime.
+type RecoveryMode = wal.RecoveryMode
 
+// The recovery modes (see wal.RecoveryMode for what each can lose).
 const (
-	// PointInTime (the default) cuts the newest log segment at its first
-	// bad batch when a crash or power loss explains the damage: the batch
-	// was cut short, nothing valid follows it, or every valid batch after
-	// it was written before it was fsynced (each batch records how far
-	// fsync had reached). Open fails, with an error wrapping
-	// wal.ErrCorrupt, on damage in an older segment or damage followed by
-	// a batch that claims it fsynced (or by a batch of the log format
-	// before this one, which records nothing about fsync).
-	//
-	// What a crash or power loss can lose with it is what the Durability
-	// mode allows and no more: after a killed process nothing that
-	// returned (Write, Fsync); after a power loss, in Fsync mode nothing
-	// that returned, in Write and Buffered modes what was written since
-	// the last Checkpoint or Close. Bit rot inside the last batches
-	// written before the final fsync cannot be told from a torn tail and
-	// is cut too.
-	PointInTime RecoveryMode = iota
-	// AbsoluteConsistency refuses any damage, even the torn tail a power
-	// loss (or a crash in Buffered mode) can leave: Open fails with an
-	// error wrapping wal.ErrCorrupt until the log is repaired (ringwal wal
-	// verify --repair) or opened with another mode. It loses nothing by
-	// itself; the price is an engine that does not start after such a
-	// crash without an operator.
-	AbsoluteConsistency
+	// PointInTime (the default) cuts the newest segment's tail at its
+	// first bad batch when a crash or power loss explains the damage (no
+	// fsync covered it); other damage fails Open with an error wrapping
+	// wal.ErrCorrupt. After a killed process it loses nothing that
+	// returned; after a power loss, nothing that returned in Fsync mode,
+	// and in Write and Buffered modes what was written since the last
+	// Checkpoint or Close.
+	PointInTime = wal.PointInTime
+	// AbsoluteConsistency refuses any damage, even a torn tail: it loses
+	// nothing by itself, but the engine then does not start after such a
+	// crash without an operator (ringwal wal verify --repair).
+	AbsoluteConsistency = wal.AbsoluteConsistency
 	// SkipToPointInTime cuts at the first bad batch wherever it is and
-	// whatever follows: the engine starts from the valid prefix of the log
-	// and loses every batch after the damage, in its segment and in every
-	// later one, fsynced or not, acknowledged or not (the .broken copies
-	// keep them). For starting from a damaged disk when a prefix is worth
-	// more than nothing.
-	SkipToPointInTime
+	// whatever follows, fsynced or acknowledged or not (the .broken copies
+	// keep it): for starting from a damaged disk's valid prefix.
+	SkipToPointInTime = wal.SkipToPointInTime
 )
-
-// String returns the mode's name.
-func (m RecoveryMode) String() string {
-	switch m {
-	case PointInTime:
-		return "point-in-time"
-	case AbsoluteConsistency:
-		return "absolute-consistency"
-	case SkipToPointInTime:
-		return "skip-to-point-in-time"
-	}
-	return fmt.Sprintf("recovery(%d)", uint8(m))
-}
 
 // Options configures an Engine. The zero value is sensible everywhere:
 // Open fills every zero field with the default its comment states, and

@@ -170,8 +170,8 @@ func TestEnginePowerLossImages(t *testing.T) {
 	require.Positive(t, cuts)
 }
 
-// The root recovery modes are wal's, in the same order (engine.go converts
-// by value).
+// The root recovery modes are wal's (an alias), and an unknown one is
+// refused.
 func TestRecoveryModeMatchesWAL(t *testing.T) {
 	for _, m := range []ringwal.RecoveryMode{ringwal.PointInTime, ringwal.AbsoluteConsistency, ringwal.SkipToPointInTime} {
 		require.Equal(t, m.String(), wal.RecoveryMode(m).String())
