@@ -60,8 +60,12 @@ func formatClock(t time.Time) string {
 	return t.Format("2006-01-02 15:04 MST")
 }
 
-// formatDuration is d with three significant digits: 1.23ms, 4.5s, 3m0s.
-func formatDuration(d time.Duration) string {
+// formatDuration is Duration for the templates.
+func formatDuration(d time.Duration) string { return Duration(d) }
+
+// Duration formats d with three significant digits: 1.23ms, 4.5s, 3m0s.
+// The console and the CLI print durations with it.
+func Duration(d time.Duration) string {
 	switch {
 	case d == 0:
 		return "0"

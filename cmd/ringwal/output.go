@@ -83,27 +83,13 @@ func closeEngine(e *ringwal.Engine, errp *error) {
 	}
 }
 
-// count and bytesize are admin's, so that the CLI and the console agree.
+// count and bytesize are admin's, likewise.
 func count[T ~int | ~int64 | ~uint64](n T) string { return admin.Count(n) }
 
 func bytesize(n int64) string { return admin.ByteSize(n) }
 
-// dur formats a duration compactly with three significant digits: 1.23ms.
-func dur(d time.Duration) string {
-	switch {
-	case d == 0:
-		return "0"
-	case d < time.Microsecond:
-		return d.String()
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.3gµs", float64(d)/float64(time.Microsecond))
-	case d < time.Second:
-		return fmt.Sprintf("%.3gms", float64(d)/float64(time.Millisecond))
-	case d < time.Minute:
-		return fmt.Sprintf("%.3gs", d.Seconds())
-	}
-	return d.Round(time.Second).String()
-}
+// dur is admin's Duration, so that the CLI and the console agree.
+func dur(d time.Duration) string { return admin.Duration(d) }
 
 // timestamp formats t for tables: local time to the millisecond, or "-".
 func timestamp(t time.Time) string {
