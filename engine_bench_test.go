@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,16 +66,27 @@ func benchEnqueueDequeueAck(b *testing.B, dir string, d ringwal.Durability, para
 // benchmarks: every goroutine enqueues a 128-byte payload (reused), takes
 // one message and acks it.
 func runEnqueueDequeueAck(b *testing.B, e *ringwal.Engine, parallelism int) {
+	runEnqueueDequeueAckKeyed(b, e, parallelism, nil)
+}
+
+// runEnqueueDequeueAckKeyed is runEnqueueDequeueAck with each message's
+// Key taken in turn from keys (nil: no Key).
+func runEnqueueDequeueAckKeyed(b *testing.B, e *ringwal.Engine, parallelism int, keys []string) {
 	payload := make([]byte, benchPayloadSize)
 	if parallelism > 0 {
 		b.SetParallelism(parallelism)
 	}
 	ctx := context.Background()
+	var next atomic.Uint64
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := e.Enqueue(ctx, ringwal.Message{Payload: payload}); err != nil {
+			m := ringwal.Message{Payload: payload}
+			if len(keys) > 0 {
+				m.Key = keys[next.Add(1)%uint64(len(keys))]
+			}
+			if _, err := e.Enqueue(ctx, m); err != nil {
 				b.Error(err)
 				return
 			}

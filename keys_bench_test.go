@@ -3,7 +3,6 @@ package ringwal_test
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -24,34 +23,7 @@ func BenchmarkKeyed(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = e.Close() })
-	keys := benchKeys(64)
-	payload := make([]byte, benchPayloadSize)
-	var next atomic.Uint64
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			key := keys[next.Add(1)%uint64(len(keys))]
-			if _, err := e.Enqueue(ctx, ringwal.Message{Key: key, Payload: payload}); err != nil {
-				b.Error(err)
-				return
-			}
-			var dl ringwal.Delivery
-			for {
-				var ok bool
-				if dl, ok = e.TryDequeue(); ok {
-					break
-				}
-				runtime.Gosched()
-			}
-			if err := e.Ack(dl.Lease); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+	runEnqueueDequeueAckKeyed(b, e, 0, benchKeys(64))
 }
 
 // BenchmarkOrderedKeys: 1,000 keys, 4 producers, 16 workers (Dequeue,
@@ -155,31 +127,7 @@ func BenchmarkDeadKeyIsolation(b *testing.B) {
 			if c.dead {
 				fillDeadKey(b, e)
 			}
-			payload := make([]byte, benchPayloadSize)
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if _, err := e.Enqueue(ctx, ringwal.Message{Key: "healthy", Payload: payload}); err != nil {
-						b.Error(err)
-						return
-					}
-					var dl ringwal.Delivery
-					for {
-						var ok bool
-						if dl, ok = e.TryDequeue(); ok {
-							break
-						}
-						runtime.Gosched()
-					}
-					if err := e.Ack(dl.Lease); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+			runEnqueueDequeueAckKeyed(b, e, 0, []string{"healthy"})
 		})
 	}
 }
