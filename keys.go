@@ -29,7 +29,8 @@ import (
 //
 // Cost: a key without a policy has no per-key state on the hot path; the
 // engine looks it up only while some key is paused. A key with a policy
-// takes its mutex when a message of it is enqueued, leased or settled.
+// counts an enqueue with one CAS (its mutex too if it is ordered), and
+// takes its mutex when a message of it is leased or its lease ends.
 
 // WaitReason says why a pending message is kept aside by its key instead of
 // waiting in its tier (Info.Waiting, Stats.WaitingByReason).
