@@ -105,10 +105,14 @@ type Options struct {
 	// DedupWindow: how long a DedupID is remembered. Default 2m; negative
 	// turns dedup off.
 	DedupWindow time.Duration
-	// TierCapacity: slots per priority ring, rounded up to a power of two.
+	// TierCapacity: slots per priority ring, rounded up to a power of two,
+	// and so the pending backlog one priority can hold: Enqueue waits (and
+	// TryEnqueue returns ErrFull) while the message's ring is full.
+	// Messages that must go back in line when their ring is full (a retry,
+	// a recovered backlog, a batch) wait in an overflow queue, in order.
 	// Default 1<<14; at most 1<<25. A ring never has more slots than
-	// MaxMessages (rounded up): it could not fill them. Messages that find
-	// their ring full wait in an overflow queue, in order.
+	// MaxMessages (rounded up): it could not fill them. A ring costs 16
+	// bytes a slot, allocated when its priority is first used.
 	TierCapacity int
 	// MaxMessages: live messages (pending, delayed, leased, held) the engine
 	// holds before Enqueue waits and TryEnqueue returns ErrFull. Default
