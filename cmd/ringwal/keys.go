@@ -136,6 +136,30 @@ func parseUntil(s string) (time.Time, error) {
 }
 
 // printPause reports a pause or resume.
+// pauseAction is the body of the pause and resume commands: open the
+// engine (a directory or --addr), act, print the pause now in force.
+func pauseAction(cmd *cobra.Command, open func() (source, []string, error),
+	act func(context.Context, source, []string) (admin.PauseView, error)) (err error) {
+	src, rest, err := open()
+	if err != nil {
+		return err
+	}
+	defer closeSource(src, &err)
+	v, err := act(cmd.Context(), src, rest)
+	if err != nil {
+		return err
+	}
+	return printPause(cmd.OutOrStdout(), v)
+}
+
+// openAll opens the engine for a command about all delivery (no key).
+func (t *target) openAll(args []string) func() (source, []string, error) {
+	return func() (source, []string, error) {
+		src, err := t.openNoIDs(args)
+		return src, nil, err
+	}
+}
+
 func printPause(w io.Writer, v admin.PauseView) error {
 	what := "all delivery"
 	if v.Key != "" {
@@ -169,16 +193,10 @@ force.
 			if err != nil {
 				return err
 			}
-			src, rest, err := t.openKeyed(args, 1, "KEY")
-			if err != nil {
-				return err
-			}
-			defer closeSource(src, &err)
-			v, err := src.pauseKey(cmd.Context(), rest[0], at)
-			if err != nil {
-				return err
-			}
-			return printPause(cmd.OutOrStdout(), v)
+			return pauseAction(cmd, func() (source, []string, error) { return t.openKeyed(args, 1, "KEY") },
+				func(ctx context.Context, src source, rest []string) (admin.PauseView, error) {
+					return src.pauseKey(ctx, rest[0], at)
+				})
 		}),
 	}
 	t.add(cmd)
@@ -194,16 +212,10 @@ func newKeysResumeCmd() *cobra.Command {
 		Long:  "Resume lets KEY's messages go again.\n\n" + sourceHelp,
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
-			src, rest, err := t.openKeyed(args, 1, "KEY")
-			if err != nil {
-				return err
-			}
-			defer closeSource(src, &err)
-			v, err := src.resumeKey(cmd.Context(), rest[0])
-			if err != nil {
-				return err
-			}
-			return printPause(cmd.OutOrStdout(), v)
+			return pauseAction(cmd, func() (source, []string, error) { return t.openKeyed(args, 1, "KEY") },
+				func(ctx context.Context, src source, rest []string) (admin.PauseView, error) {
+					return src.resumeKey(ctx, rest[0])
+				})
 		}),
 	}
 	t.add(cmd)
@@ -224,16 +236,10 @@ func newPauseCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			src, err := t.openNoIDs(args)
-			if err != nil {
-				return err
-			}
-			defer closeSource(src, &err)
-			v, err := src.pause(cmd.Context(), at)
-			if err != nil {
-				return err
-			}
-			return printPause(cmd.OutOrStdout(), v)
+			return pauseAction(cmd, t.openAll(args),
+				func(ctx context.Context, src source, _ []string) (admin.PauseView, error) {
+					return src.pause(ctx, at)
+				})
 		}),
 	}
 	t.add(cmd)
@@ -250,16 +256,10 @@ func newResumeCmd() *cobra.Command {
 		Long:  "Resume ends a pause of all delivery (`ringwal pause`).\n\n" + sourceHelp,
 		Args:  cobra.MaximumNArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
-			src, err := t.openNoIDs(args)
-			if err != nil {
-				return err
-			}
-			defer closeSource(src, &err)
-			v, err := src.resume(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return printPause(cmd.OutOrStdout(), v)
+			return pauseAction(cmd, t.openAll(args),
+				func(ctx context.Context, src source, _ []string) (admin.PauseView, error) {
+					return src.resume(ctx)
+				})
 		}),
 	}
 	t.add(cmd)
