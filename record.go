@@ -392,6 +392,35 @@ func (r *rec) fill(m *Message, enqueuedAt int64, attempts uint32, crashes int32,
 	}
 }
 
+// unacked is what it takes to put back a message whose ack is on its way
+// to the log: the record's fields as they are, cheap to copy on every
+// durable ack; the Message is built only if the ack fails (message).
+type unacked struct {
+	payPtr     *byte
+	payLen     int
+	key        string
+	more       *msgMore
+	meta       uint32
+	enqueuedAt int64
+	attempts   uint32
+	crashes    int32
+	hist       *history
+}
+
+// keepFor copies into u what putting the message back takes; the caller
+// owns the record.
+func (r *rec) keepFor(u *unacked) {
+	*u = unacked{payPtr: r.payPtr, payLen: r.payLen, key: r.key, more: r.more, meta: r.meta.Load(),
+		enqueuedAt: r.enqueuedAt, attempts: r.attempts(), crashes: r.crashes.Load(), hist: r.hist.Load()}
+}
+
+// message rebuilds the kept Message, as rec.message would have.
+func (u *unacked) message() Message {
+	r := rec{payPtr: u.payPtr, payLen: u.payLen, key: u.key, more: u.more}
+	r.meta.Store(u.meta & 0xff) // the tier; a put-back message waits on nothing
+	return r.message()
+}
+
 // expired reports whether the message's TTL has passed at now; the caller
 // owns the record.
 func (r *rec) expired(now int64) bool {

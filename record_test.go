@@ -31,5 +31,8 @@ func TestRecordKeepsEveryMessageField(t *testing.T) {
 		if m.TTL > 0 {
 			assert.EqualValues(t, 1000+int64(m.TTL), r.expiresAt())
 		}
+		var u unacked
+		r.keepFor(&u)
+		assert.Equal(t, m, u.message(), "a put-back copy gives the same message")
 	}
 }

@@ -97,20 +97,10 @@ func (e *Engine) settleDone(r *rec, back *unacked) (uint64, *keyState) {
 	}
 	e.observeHandling(r)
 	if back != nil {
-		*back = unacked{msg: r.message(), enqueuedAt: r.enqueuedAt,
-			attempts: r.attempts(), crashes: r.crashes.Load(), hist: r.hist.Load()}
+		r.keepFor(back)
 	}
 	e.release(r)
 	return id, ks
-}
-
-// unacked is a message whose ack is on its way to the log.
-type unacked struct {
-	msg        Message
-	enqueuedAt int64
-	attempts   uint32
-	crashes    int32
-	hist       *history
 }
 
 // unack puts back a message whose ack record could not be logged, pending
@@ -124,7 +114,8 @@ func (e *Engine) unack(id uint64, u *unacked, ks *keyState) {
 		return
 	}
 	r := e.slab.at(slot)
-	r.fill(&u.msg, u.enqueuedAt, u.attempts, u.crashes, u.hist, ks)
+	m := u.message()
+	r.fill(&m, u.enqueuedAt, u.attempts, u.crashes, u.hist, ks)
 	e.ctr.added.Add(1)
 	e.makeReady(slot, r, e.now())
 }
