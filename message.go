@@ -58,6 +58,9 @@ type Message struct {
 	// Priority picks the message's tier; the zero value is Normal.
 	Priority Priority
 	// Payload is opaque to the engine; at most Options.MaxPayload bytes.
+	// The engine keeps the bytes, not the slice's spare capacity: a
+	// delivery's Payload is the same bytes with cap == len (appending to it
+	// copies).
 	Payload []byte
 	// Headers travel with the message and are logged with it.
 	Headers map[string]string
