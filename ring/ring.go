@@ -1,7 +1,9 @@
 package ring
 
 import (
+	"reflect"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/ringwal/ringwal/internal/pad"
 )
@@ -29,7 +31,11 @@ type Ring[T any] struct {
 	_      [pad.CacheLine - 8]byte
 	mask   uint64
 	slots  []slot[T]
-	_      pad.Line
+	// word is true when T is eight bytes without pointers: values are
+	// then moved with atomic loads and stores, so that Peek may read a
+	// value while it is being popped, and popping need not clear the slot.
+	word bool
+	_    pad.Line
 }
 
 type slot[T any] struct {
@@ -42,11 +48,61 @@ type slot[T any] struct {
 // clamped to 1<<40 (far beyond memory anyway).
 func New[T any](capacity int) *Ring[T] {
 	n := roundPow2(capacity)
-	r := &Ring[T]{mask: uint64(n - 1), slots: make([]slot[T], n)}
+	r := &Ring[T]{mask: uint64(n - 1), slots: make([]slot[T], n), word: isWord[T]()}
 	for i := range r.slots {
 		r.slots[i].seq.Store(uint64(i) << 1)
 	}
 	return r
+}
+
+// isWord reports whether T is a pointer-free type of eight bytes, which
+// the ring can move as one atomic word. Its alignment does not matter: a
+// slot's value follows an atomic.Uint64, so it sits at an offset of 8 in a
+// slot aligned to 8.
+func isWord[T any]() bool {
+	t := reflect.TypeFor[T]()
+	return t.Size() == 8 && pointerFree(t)
+}
+
+func pointerFree(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64, reflect.Complex64:
+		return true
+	case reflect.Array:
+		return t.Len() == 0 || pointerFree(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !pointerFree(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// put writes v into s; the caller owns the slot for writing.
+func (r *Ring[T]) put(s *slot[T], v T) {
+	if r.word {
+		(*atomic.Uint64)(unsafe.Pointer(&s.val)).Store(*(*uint64)(unsafe.Pointer(&v)))
+		return
+	}
+	s.val = v
+}
+
+// take reads s's value; the caller owns the slot for reading. A ring of
+// pointers clears the slot, so that it keeps no popped value alive.
+func (r *Ring[T]) take(s *slot[T]) T {
+	if r.word {
+		w := (*atomic.Uint64)(unsafe.Pointer(&s.val)).Load()
+		return *(*T)(unsafe.Pointer(&w))
+	}
+	v := s.val
+	var zero T
+	s.val = zero
+	return v
 }
 
 func roundPow2(capacity int) int {
@@ -95,7 +151,7 @@ func (r *Ring[T]) TryPush(v T) bool {
 		switch diff := int64(seq - pos<<1); {
 		case diff == 0:
 			if r.enqPos.CompareAndSwap(pos, pos+1) {
-				s.val = v
+				r.put(s, v)
 				s.seq.Store(pos<<1 | 1)
 				return true
 			}
@@ -125,9 +181,7 @@ func (r *Ring[T]) TryPop() (T, bool) {
 		switch diff := int64(seq - (pos<<1 | 1)); {
 		case diff == 0:
 			if r.deqPos.CompareAndSwap(pos, pos+1) {
-				v := s.val
-				var zero T
-				s.val = zero
+				v := r.take(s)
 				s.seq.Store((pos + r.mask + 1) << 1)
 				return v, true
 			}
@@ -176,7 +230,7 @@ func (r *Ring[T]) PushBatch(vs []T) int {
 		for i := 0; i < n; i++ {
 			p := pos + uint64(i)
 			s := &r.slots[p&r.mask]
-			s.val = vs[i]
+			r.put(s, vs[i])
 			s.seq.Store(p<<1 | 1)
 		}
 		return n
@@ -207,14 +261,49 @@ func (r *Ring[T]) PopBatch(dst []T) int {
 			pos = r.deqPos.Load()
 			continue
 		}
-		var zero T
 		for i := 0; i < n; i++ {
 			p := pos + uint64(i)
 			s := &r.slots[p&r.mask]
-			dst[i] = s.val
-			s.val = zero
+			dst[i] = r.take(s)
 			s.seq.Store((p + r.mask + 1) << 1)
 		}
 		return n
 	}
+}
+
+// Peek calls f with the values in the ring from the oldest on, in order,
+// until f returns false or it has seen limit values, without removing
+// them; it reports false, and calls nothing, for a ring whose T is not a
+// pointer-free eight-byte type. Values popped while it looks are skipped,
+// so f sees a moment's view, as Len gives. Safe for concurrent use; it
+// never blocks a producer or a consumer.
+func (r *Ring[T]) Peek(limit int, f func(T) bool) bool {
+	if !r.word {
+		return false
+	}
+	pos := r.deqPos.Load()
+	for seen := 0; seen < limit; {
+		s := &r.slots[pos&r.mask]
+		full := pos<<1 | 1
+		seq := s.seq.Load()
+		if seq != full {
+			if int64(seq-full) < 0 {
+				return true // not written yet: the ring ends here
+			}
+			pos = max(pos+1, r.deqPos.Load()) // popped meanwhile
+			continue
+		}
+		w := (*atomic.Uint64)(unsafe.Pointer(&s.val)).Load()
+		// Still position pos's value? A pop and a later push could have
+		// replaced it between the two loads of seq.
+		if s.seq.Load() != full {
+			continue
+		}
+		seen++
+		if !f(*(*T)(unsafe.Pointer(&w))) {
+			return true
+		}
+		pos++
+	}
+	return true
 }

@@ -85,6 +85,15 @@ func (t *Tiers[T]) TryPop(i int) (T, bool) {
 	return zero, false
 }
 
+// Peek calls f with tier i's values from the oldest on, as Ring.Peek does
+// (nothing for a ring never used).
+func (t *Tiers[T]) Peek(i, limit int, f func(T) bool) bool {
+	if r := t.rings[i].Load(); r != nil {
+		return r.Peek(limit, f)
+	}
+	return true
+}
+
 // NonEmpty returns a bit mask with bit i set when tier i holds something at
 // the moment of the call (a snapshot, as Len is). Safe for concurrent use.
 func (t *Tiers[T]) NonEmpty() uint8 {
