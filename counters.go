@@ -8,8 +8,8 @@ import (
 )
 
 // counters are the engine's lifetime totals since Open. Current counts by
-// state are not kept here: Stats scans the records for them, so the hot
-// path pays for none. The one hot counter is padded.
+// state are kept apart, by record (counts.go). The one hot counter is
+// padded.
 type counters struct {
 	// freed counts messages that left the slab by Ack or dead-lettering.
 	// Acked and the live count are derived from it, so the hot path pays

@@ -245,7 +245,7 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 		rec := leaseRecord(id, now, attempt, expiry)
 		_ = e.log.AppendNoWait(&rec)
 	}
-	rf := r.publishAttempts(slot, stLeased, attempt)
+	rf := r.publishAttempts(e.counts, slot, stLeased, attempt)
 	d.Lease = Lease(rf)
 	return true
 }

@@ -27,6 +27,7 @@ type Engine struct {
 	log   *wal.Log // nil when memory-only
 
 	slab     *slab
+	counts   *liveCounts // by state, kept as records move (counts.go)
 	tiers    *ring.Tiers[ref]
 	spill    [ring.NumTiers]spillQueue
 	spilled  atomic.Uint32 // bit i: spill[i] is not empty
@@ -92,6 +93,7 @@ func Open(dir string, o Options) (*Engine, error) {
 		tierCap[i] = min(o.TierCapacity, o.MaxMessages)
 	}
 	e.tiers = ring.NewTiers[ref](tierCap)
+	e.counts = new(liveCounts)
 	policy := sched.Weighted
 	if o.Strict {
 		policy = sched.Strict

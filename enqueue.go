@@ -97,7 +97,7 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 	}
 	if e.log != nil {
 		r := e.slab.at(slot)
-		r.commit()
+		r.commit(e.counts)
 		var rec wal.Record
 		enqueueRecord(&rec, r, id)
 		if err := e.log.Append(&rec); err != nil {
@@ -182,7 +182,7 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 		recs := make([]wal.Record, len(slots))
 		for i, slot := range slots {
 			r := e.slab.at(slot)
-			r.commit()
+			r.commit(e.counts)
 			enqueueRecord(&recs[i], r, r.id.Load())
 		}
 		if err := e.log.AppendBatch(recs); err != nil {
@@ -350,7 +350,7 @@ func (e *Engine) unclaim(slot uint32) {
 	e.ctr.unused.Add(1)
 	r := e.slab.at(slot)
 	r.ks.unenter()
-	r.free()
+	r.free(e.counts)
 	e.waiting.signalSpace()
 }
 

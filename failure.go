@@ -121,7 +121,7 @@ func (e *Engine) hold(slot uint32, r *rec, now int64) {
 	if r.ks != nil {
 		maxHold = r.ks.policy.MaxHold
 	}
-	rf := r.publish(slot, stHeld)
+	rf := r.publish(e.counts, slot, stHeld)
 	if maxHold > 0 {
 		e.hk.schedule(addSat(now, int64(maxHold)), sched.Entry{ID: uint64(rf.slot), Gen: rf.gen, Kind: timerMaxHold})
 	}
@@ -219,7 +219,7 @@ func (e *Engine) expireLease(en sched.Entry, now int64) {
 		return // settled, or Extend is running and will reschedule
 	}
 	if r.at > now {
-		r.keep(stLeased) // extended: its own timer fires later
+		r.keep(e.counts, stLeased) // extended: its own timer fires later
 		return
 	}
 	e.expireBusyLease(slot, r, now)

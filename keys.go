@@ -324,8 +324,17 @@ func (e *Engine) place(slot uint32, r *rec, due, readyAt, now int64) {
 	if ks := r.ks; ks != nil && ks.policy.Ordered {
 		ks.mu.Lock()
 		if ks.headOut || len(ks.queue) > 0 {
-			r.at = due
-			ks.setAside(slot, r, WaitOrdered, false)
+			// Waiting, at is when it is due: when it became ready if it
+			// is (Stats' oldest pending counts from it).
+			switch {
+			case due != 0:
+				r.at = due
+			case readyAt != 0:
+				r.at = readyAt
+			default:
+				r.at = now
+			}
+			ks.setAside(e.counts, slot, r, WaitOrdered, false)
 			ks.mu.Unlock()
 			return
 		}
@@ -344,9 +353,9 @@ func (e *Engine) place(slot uint32, r *rec, due, readyAt, now int64) {
 
 // setAside publishes an owned record as waiting on its key, at the back of
 // the queue (or the front: an ordered key's head going back). ks.mu held.
-func (ks *keyState) setAside(slot uint32, r *rec, why WaitReason, front bool) {
+func (ks *keyState) setAside(c *liveCounts, slot uint32, r *rec, why WaitReason, front bool) {
 	r.setWait(why)
-	we := waitEntry{rf: r.publish(slot, stWaiting), reason: why}
+	we := waitEntry{rf: r.publish(c, slot, stWaiting), reason: why}
 	if front {
 		ks.queue = append(ks.queue, waitEntry{})
 		copy(ks.queue[1:], ks.queue)
@@ -383,7 +392,7 @@ func (e *Engine) admit(ks *keyState, slot uint32, r *rec, now int64) bool {
 	if front {
 		ks.headOut, ks.headID = false, 0
 	}
-	ks.setAside(slot, r, why, front)
+	ks.setAside(e.counts, slot, r, why, front)
 	e.scheduleKeyRecheck(ks, now)
 	return false
 }
@@ -518,7 +527,7 @@ func (e *Engine) markFront(ks *keyState, why WaitReason) {
 	if r.tryOwn(we.rf.gen, stWaiting) { // cosmetic: never wait with ks.mu held
 		r.setWait(why)
 		we.reason = why
-		r.keep(stWaiting)
+		r.keep(e.counts, stWaiting)
 	}
 }
 

@@ -172,7 +172,7 @@ func (e *Engine) Redrive(id ID) error {
 	r.fill(&m, now, 0, 0, nil, ks)
 	e.ctr.added.Add(1)
 	if e.log != nil {
-		r.commit()
+		r.commit(e.counts)
 		// Counted as pending from here; a failed write below is a move of
 		// its own back to the store.
 		moved = true
@@ -187,7 +187,7 @@ func (e *Engine) Redrive(id ID) error {
 			_ = e.dead.Add(d) // before the record goes: Get finds one or the other
 			r.uncommit()
 			ks.unenter()
-			r.free()
+			r.free(e.counts)
 			e.ctr.added.Add(-1)
 			e.ctr.movesEnded.Add(1)
 			return fmt.Errorf("ringwal: redrive %d: %w", id, mapWALError(err))

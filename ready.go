@@ -23,7 +23,7 @@ type spillQueue struct {
 // delay moves a busy record to Delayed until at.
 func (e *Engine) delay(slot uint32, r *rec, at int64) {
 	r.at = at
-	rf := r.publish(slot, stDelayed)
+	rf := r.publish(e.counts, slot, stDelayed)
 	e.hk.schedule(at, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen, Kind: timerDue})
 }
 
@@ -55,14 +55,17 @@ func (e *Engine) makeReady(slot uint32, r *rec, now int64) {
 // since readyAt (the wait Stats and Peek count from).
 func (e *Engine) makeReadyAt(slot uint32, r *rec, readyAt int64) {
 	r.at = readyAt
-	// Read before publishing: once published the record is not ours, and
-	// a TTL expiry or a consumer may move it on (or free it) at once.
-	tier, dl := r.tierIndex(), r.deadline()
-	rf := r.publish(slot, stPending)
+	// In its tier before it is published, so that whoever sees it Pending
+	// (Get, then Stats' oldest pending) finds it there; a consumer that
+	// pops it first waits for the publish. Read the fields before: once
+	// published the record is not ours, and a TTL expiry or a consumer may
+	// move it on (or free it) at once.
+	tier, dl, rf := r.tierIndex(), r.deadline(), r.nextRef(slot)
+	e.pushTier(tier, rf)
+	r.publish(e.counts, slot, stPending)
 	if dl != 0 {
 		e.sched.Deadlines().Push(dl, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen})
 	}
-	e.pushTier(tier, rf)
 	e.waiting.signalReady()
 }
 

@@ -101,7 +101,8 @@ type rec struct {
 	// engine's to keep (a delivery's Payload has cap == len), and the
 	// eight bytes saved are paid by every queued message.
 	payPtr     *byte
-	payLen     int
+	payLen     int32      // a record body is at most 1 GiB
+	counted    countClass // where counts.go counts it; only its owner reads or writes it
 	key        string
 	more       *msgMore
 	enqueuedAt int64 // unix ns
@@ -150,7 +151,7 @@ func (r *rec) message() Message {
 // messageInto writes the record's Message into m, which must be zero (the
 // hot path fills a Delivery in place rather than copy a Message twice).
 func (r *rec) messageInto(m *Message) {
-	m.Key, m.Payload, m.Priority = r.key, unsafe.Slice(r.payPtr, r.payLen), r.priority()
+	m.Key, m.Payload, m.Priority = r.key, unsafe.Slice(r.payPtr, int(r.payLen)), r.priority()
 	if x := r.more; x != nil {
 		m.DedupID, m.Headers, m.Delay, m.TTL, m.Deadline, m.MaxAttempts = x.dedupID, x.headers, x.delay, x.ttl, x.deadline, x.maxAttempts
 	}
@@ -246,6 +247,10 @@ func (r *rec) own(gen, from uint32) bool {
 	for spins := 0; ; spins++ {
 		w := r.load()
 		if w.gen() != gen {
+			if w.gen()+1 == gen && w.state() == stBusy {
+				backoff(spins) // named by nextRef: its publish is on its way
+				continue
+			}
 			return false
 		}
 		switch w.state() {
@@ -310,22 +315,42 @@ func backoff(spins int) {
 }
 
 // putBack gives an owned record back exactly as ownAny found it: a read,
-// or a change that did not happen.
+// or a change that did not happen (its count has not moved either).
 func (r *rec) putBack(prev word) { r.word.Store(uint64(prev)) }
+
+// recount moves the record's count to the class of state; the caller
+// owns the record. Most moves change nothing, or one class for another.
+func (r *rec) recount(c *liveCounts, state uint32) {
+	m := r.meta.Load()
+	if to := classOf(state, int(m&0xff), WaitReason(m>>8&0xff)); to != r.counted {
+		c.move(r, r.counted, to)
+		r.counted = to
+	}
+}
 
 // keep gives an owned record back in state at the same generation, so
 // that the caller's lease (or entry) stays valid: an Extend, a lease found
 // not yet due, a Run handler's cancel func installed.
-func (r *rec) keep(state uint32) { r.word.Store(uint64(r.load().with(state))) }
+func (r *rec) keep(c *liveCounts, state uint32) {
+	r.recount(c, state)
+	r.word.Store(uint64(r.load().with(state)))
+}
 
 // publish gives an owned record back in state at the next generation and
 // returns the ref naming that generation.
-func (r *rec) publish(slot uint32, state uint32) ref {
-	return r.publishAttempts(slot, state, r.attempts())
+func (r *rec) publish(c *liveCounts, slot uint32, state uint32) ref {
+	return r.publishAttempts(c, slot, state, r.attempts())
 }
 
+// nextRef is the ref publish will return: for a caller that must make a
+// record findable (push it to its tier) before it publishes it, so that
+// whoever sees it published finds it there. An own of that ref waits for
+// the publish.
+func (r *rec) nextRef(slot uint32) ref { return ref{slot: slot, gen: r.load().gen() + 1} }
+
 // publishAttempts is publish with the attempts count set.
-func (r *rec) publishAttempts(slot uint32, state, attempts uint32) ref {
+func (r *rec) publishAttempts(c *liveCounts, slot uint32, state, attempts uint32) ref {
+	r.recount(c, state)
 	gen := r.load().gen() + 1
 	r.word.Store(uint64(makeWord(gen, attempts, state)))
 	return ref{slot: slot, gen: gen}
@@ -333,11 +358,12 @@ func (r *rec) publishAttempts(slot uint32, state, attempts uint32) ref {
 
 // commit marks an owned, filled record as waiting for its enqueue record
 // to be logged: readers may look at it but wait for it to be published.
-func (r *rec) commit() { r.keep(stCommitting) }
+// It counts as Pending from here.
+func (r *rec) commit(c *liveCounts) { r.keep(c, stCommitting) }
 
 // uncommit takes a committing record back, when its enqueue record could
-// not be logged.
-func (r *rec) uncommit() { r.keep(stBusy) }
+// not be logged; it stays counted until it is freed or published.
+func (r *rec) uncommit() { r.word.Store(uint64(r.load().with(stBusy))) }
 
 // attempts is the message's delivery count; the caller owns the record.
 func (r *rec) attempts() uint32 { return r.load().attempts() }
@@ -349,7 +375,11 @@ func (r *rec) setAttempts(n uint32) {
 
 // free clears an owned record and returns its slot to the free pool.
 // Message fields are cleared so the slab keeps no payload alive.
-func (r *rec) free() {
+func (r *rec) free(c *liveCounts) {
+	if r.counted != 0 {
+		c.move(r, r.counted, 0)
+		r.counted = 0
+	}
 	r.payPtr, r.payLen, r.key, r.more, r.ks = nil, 0, "", nil, nil
 	// Most records never fail or run under Run: a load is cheaper than an
 	// atomic pointer store with its write barrier.
@@ -371,7 +401,7 @@ func (r *rec) free() {
 func (r *rec) fill(m *Message, enqueuedAt int64, attempts uint32, crashes int32, hist *history, ks *keyState) {
 	// SliceData keeps nil and empty apart: nil for a nil Payload, a
 	// non-nil pointer for an empty one.
-	r.payPtr, r.payLen, r.key, r.ks = unsafe.SliceData(m.Payload), len(m.Payload), m.Key, ks
+	r.payPtr, r.payLen, r.key, r.ks = unsafe.SliceData(m.Payload), int32(len(m.Payload)), m.Key, ks
 	r.more = nil
 	if needsMore(m) {
 		r.more = &msgMore{dedupID: m.DedupID, headers: m.Headers, delay: m.Delay, ttl: m.TTL,
@@ -397,7 +427,7 @@ func (r *rec) fill(m *Message, enqueuedAt int64, attempts uint32, crashes int32,
 // durable ack; the Message is built only if the ack fails (message).
 type unacked struct {
 	payPtr     *byte
-	payLen     int
+	payLen     int32
 	key        string
 	more       *msgMore
 	meta       uint32

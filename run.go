@@ -114,7 +114,7 @@ func (e *Engine) work(ctx, handlerBase context.Context, h Handler) {
 		cancelFn := context.CancelFunc(cancel)
 		if r.own(d.Lease.gen, stLeased) {
 			r.cancel.Store(&cancelFn)
-			r.keep(stLeased) // the lease holds
+			r.keep(e.counts, stLeased) // the lease holds
 		} else {
 			cancel()
 		}

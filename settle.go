@@ -254,7 +254,7 @@ func (s *staleLeases) err(of int) error {
 
 // release frees a busy record's slot for reuse.
 func (e *Engine) release(r *rec) {
-	r.free()
+	r.free(e.counts)
 	e.ctr.freed.Add(1)
 	e.waiting.signalSpace()
 }
@@ -306,7 +306,7 @@ func (e *Engine) Extend(l Lease, d time.Duration) error {
 	// Logged while the record is ours, before whatever settles the lease.
 	rec := extendRecord(id, now, expiry)
 	err = e.appendRecord(&rec, false)
-	r.keep(stLeased) // the lease stays valid
+	r.keep(e.counts, stLeased) // the lease stays valid
 	e.hk.schedule(expiry, sched.Entry{ID: uint64(l.slot), Gen: l.gen, Kind: timerLease})
 	return err
 }

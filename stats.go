@@ -139,62 +139,79 @@ type RecoveryStats struct {
 	BrokenFiles []string
 }
 
-// stateCounts is one scan of the slab: counts by state and tier, and the
-// oldest pending message. It reads only atomics, so it is safe alongside
-// every other operation; counts are a moment's snapshot.
-type stateCounts struct {
-	byState     [Dead]int
-	byTier      [Dead][ring.NumTiers]int
-	waiting     [WaitPaused + 1]int
-	oldestReady int64
-}
+// peekLimit bounds how many entries at the front of a tier's ring the
+// oldest-pending look passes over that no longer name a pending message
+// (one leased by its deadline, cancelled, requeued), so that Stats stays
+// O(1) in the backlog.
+const peekLimit = 64
 
-func (e *Engine) scan() stateCounts {
-	var c stateCounts
-	e.slab.each(func(_ uint32, r *rec) {
-		// A reader (Get, Peek, a checkpoint) owns a record for a
-		// moment without moving it: wait for a stable state rather than
-		// miss the message (the lease scan does the same).
-		st, live := publicState(r.stable().state())
-		if !live {
-			return
+// oldestReady is when the longest-waiting pending message became ready
+// (0: none pending), found at the fronts of the queues rather than by a
+// scan: a tier's ring and its spill queue are in the order their messages
+// became ready, and a key's queue in the order its messages go back. A
+// message that overtook others (its deadline) is never the oldest; one
+// behind peekLimit stale entries is missed until those are popped.
+func (e *Engine) oldestReady() int64 {
+	oldest := int64(0)
+	consider := func(rf ref, st uint32) bool {
+		r := e.slab.lookup(rf.slot)
+		if r == nil || !r.own(rf.gen, st) {
+			return false
 		}
-		c.byState[st]++
-		if t := r.tierIndex(); t < ring.NumTiers {
-			c.byTier[st][t]++
+		at := r.at // Pending: when it became ready; Waiting: when due
+		r.keep(e.counts, st)
+		if at != 0 && (oldest == 0 || at < oldest) {
+			oldest = at
 		}
-		if st == Pending {
-			if w, ok := r.ownAny(1<<stPending | 1<<stWaiting); ok {
-				// at: when it became ready (or, waiting on its key, when due).
-				if at := r.at; at != 0 && (c.oldestReady == 0 || at < c.oldestReady) {
-					c.oldestReady = at
-				}
-				if why := r.waitReason(); w.state() == stWaiting && int(why) < len(c.waiting) {
-					c.waiting[why]++
-				}
-				r.putBack(w)
-			}
+		return true
+	}
+	for t := 0; t < ring.NumTiers; t++ {
+		e.tiers.Peek(t, peekLimit, func(rf ref) bool { return !consider(rf, stPending) })
+		q := &e.spill[t]
+		q.mu.Lock()
+		var rf ref
+		spilled := q.head < len(q.refs)
+		if spilled {
+			rf = q.refs[q.head]
 		}
+		q.mu.Unlock()
+		if spilled {
+			consider(rf, stPending)
+		}
+	}
+	e.keys.m.Range(func(_, v any) bool {
+		ks := v.(*keyState)
+		ks.mu.Lock()
+		var rf ref
+		queued := len(ks.queue) > 0
+		if queued {
+			rf = ks.queue[0].rf
+		}
+		ks.mu.Unlock()
+		if queued { // the record after the key's mutex: the lock order
+			consider(rf, stWaiting)
+		}
+		return true
 	})
-	return c
+	return oldest
 }
 
 // statsRetries bounds how many times Stats scans again because a message
 // moved between the slab and the dead-letter store while it counted.
 const statsRetries = 64
 
-// scanWithDead scans the slab and reads the dead-letter counts into s, so
-// that a message moving between the two (a dead-lettering, a redrive) is
-// counted once: a sequence lock on ctr.moves tells whether a move
-// overlapped the scan, and if one did the scan is repeated once the moves
-// in flight (each a store's Add or Remove and a slot's claim or release)
-// have ended. Under moves that overlap every one of statsRetries scans the
-// last is kept, which may count such a message in no state or in two. A
-// live record owned for a moment is waited out by the scan itself.
-func (e *Engine) scanWithDead(s *Stats) stateCounts {
+// countWithDead reads the kept counts and the dead-letter counts into s,
+// so that a message moving between the slab and the dead-letter store (a
+// dead-lettering, a redrive) is counted once: a sequence lock on
+// ctr.moves tells whether a move overlapped the read, and if one did the
+// read is repeated once the moves in flight (each a store's Add or Remove
+// and a slot's claim or release) have ended. Under moves that overlap
+// every one of statsRetries reads the last is kept, which may count such
+// a message in no state or in two.
+func (e *Engine) countWithDead(s *Stats) stateCounts {
 	for try := 0; ; try++ {
 		ended := e.ctr.movesEnded.Load()
-		c := e.scan()
+		c := e.counts.stateCounts()
 		s.Dead, s.DeadByCategory = e.dead.Len(), e.dead.Counts()
 		if e.ctr.movesBegun.Load() == ended || try == statsRetries {
 			return c
@@ -205,9 +222,12 @@ func (e *Engine) scanWithDead(s *Stats) stateCounts {
 	}
 }
 
-// Stats returns the engine's current counts and lifetime totals. It scans
-// the engine's records (O(MaxMessages)), so call it for monitoring, not
-// per message. Safe for concurrent use, and usable after Close.
+// Stats returns the engine's current counts and lifetime totals. The
+// counts by state are kept as messages move, and the oldest pending one is
+// found at the fronts of the queues, so its cost does not grow with the
+// backlog: it grows with the keys and breakers it lists. Call it for
+// monitoring, not per message. Safe for concurrent use, and usable after
+// Close.
 func (e *Engine) Stats() Stats {
 	// The totals are read before the scan, freed before deadLettered: a
 	// message that moves on meanwhile is then missed, not counted twice,
@@ -268,7 +288,7 @@ func (e *Engine) Stats() Stats {
 	if freed > s.DeadLettered+s.Cancelled {
 		s.Acked = freed - s.DeadLettered - s.Cancelled
 	}
-	c := e.scanWithDead(&s)
+	c := e.countWithDead(&s)
 	s.Pending, s.Delayed, s.Leased, s.Held = c.byState[Pending], c.byState[Delayed], c.byState[Leased], c.byState[Held]
 	for t := 0; t < ring.NumTiers; t++ {
 		p := priorityOfTier(t)
@@ -290,9 +310,9 @@ func (e *Engine) Stats() Stats {
 	s.Enqueued = e.metrics.enqueued.atLeast(s.Enqueued)
 	s.Acked = e.metrics.acked.atLeast(s.Acked)
 	s.Dequeued = e.metrics.dequeued.atLeast(s.Dequeued)
-	if c.oldestReady != 0 {
+	if oldest := e.oldestReady(); oldest != 0 {
 		// The clock itself: a scrape must not wake an idle engine's cache.
-		if age := time.Duration(e.preciseNow() - c.oldestReady); age > 0 {
+		if age := time.Duration(e.preciseNow() - oldest); age > 0 {
 			s.OldestPending = age
 		}
 	}

@@ -1,0 +1,193 @@
+package ringwal
+
+import (
+	"runtime"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/ringwal/ringwal/internal/pad"
+	"github.com/ringwal/ringwal/ring"
+)
+
+// This file owns the counts by state that Stats reports. They are kept as
+// records move, not scanned: every record is counted in one class (its
+// public state, its tier and, waiting on its key, why) from when it is
+// first published or committed until it is freed. record.go's verbs move
+// the count when a record is given up in a state of another class; an
+// owner holding a record (stBusy) leaves it counted where it was, so a
+// reader's look or a consumer's lease in progress never makes a message
+// vanish from Stats.
+
+// countClass is what a record is counted as: 0 for nothing (free, or
+// claimed and not yet committed), else 1 + kind*NumTiers + tier.
+type countClass uint8
+
+// The kinds of count: the public states a record can be in, and one kind
+// of waiting per WaitReason.
+const (
+	kindPending = iota // and committing
+	kindDelayed
+	kindLeased
+	kindHeld
+	kindWaiting // kindWaiting + WaitReason
+	numKinds    = kindWaiting + int(WaitPaused) + 1
+	numClasses  = 1 + numKinds*ring.NumTiers
+)
+
+// classOf is the class of a record in state st, of tier, waiting for why
+// (meaningful only in stWaiting); 0 for a state that is not counted.
+func classOf(st uint32, tier int, why WaitReason) countClass {
+	var kind int
+	switch st {
+	case stPending, stCommitting:
+		kind = kindPending
+	case stDelayed:
+		kind = kindDelayed
+	case stLeased:
+		kind = kindLeased
+	case stHeld:
+		kind = kindHeld
+	case stWaiting:
+		kind = kindWaiting + min(int(why), int(WaitPaused))
+	default:
+		return 0
+	}
+	return countClass(1 + kind*ring.NumTiers + min(tier, ring.NumTiers-1))
+}
+
+// countStripes spreads the counts over cache lines by record, so that
+// producers and consumers on different cores rarely add to the same line.
+// A record always counts in the same stripe, so each stripe's counts stay
+// exact and never go negative.
+const countStripes = 16
+
+// A stripe keeps a tier's Pending and Leased counts in one word (the low
+// and high 32 bits), so that the hot path's moves (enqueue: none to
+// Pending; lease: Pending to Leased; ack: Leased to none) are each a single
+// atomic add, and a reader never sees a message in both or neither. The
+// other classes have a word each; a move between two words (a retry, a
+// delay, a hold) is bracketed by begun and ended, a sequence lock the
+// reader retries on.
+const (
+	numWords   = ring.NumTiers + (numKinds-2)*ring.NumTiers
+	stripeSize = (numWords + 2) * 8
+)
+
+type countStripe struct {
+	w            [numWords]atomic.Uint64
+	begun, ended atomic.Uint64
+	_            [(pad.CacheLine - stripeSize%pad.CacheLine) % pad.CacheLine]byte
+}
+
+// fieldOf is where a class is counted in a stripe: the word, and the
+// shift of its field in it.
+type field struct{ word, shift uint8 }
+
+var fieldOf = func() (f [numClasses]field) {
+	for kind := 0; kind < numKinds; kind++ {
+		for t := 0; t < ring.NumTiers; t++ {
+			c := 1 + kind*ring.NumTiers + t
+			switch kind {
+			case kindPending:
+				f[c] = field{uint8(t), 0}
+			case kindLeased:
+				f[c] = field{uint8(t), 32}
+			default:
+				k := kind - 1 // kindDelayed is 1; kindLeased (2) has no word
+				if kind > kindLeased {
+					k--
+				}
+				f[c] = field{uint8(ring.NumTiers + k*ring.NumTiers + t), 0}
+			}
+		}
+	}
+	return f
+}()
+
+// liveCounts holds the counts by class. Safe for concurrent use.
+type liveCounts struct {
+	_       pad.Line
+	stripes [countStripes]countStripe
+}
+
+// move counts r, whose class changes from one to the other.
+func (c *liveCounts) move(r *rec, from, to countClass) {
+	s := &c.stripes[uintptr(unsafe.Pointer(r))/unsafe.Sizeof(rec{})%countStripes]
+	f, t := fieldOf[from], fieldOf[to]
+	switch {
+	case from == 0:
+		s.w[t.word].Add(1 << t.shift)
+	case to == 0:
+		s.w[f.word].Add(-(1 << f.shift))
+	case f.word == t.word:
+		s.w[t.word].Add(1<<t.shift - 1<<f.shift)
+	default:
+		s.begun.Add(1)
+		s.w[f.word].Add(-(1 << f.shift))
+		s.w[t.word].Add(1 << t.shift)
+		s.ended.Add(1)
+	}
+}
+
+// countRetries bounds how often byClass reads a stripe again because a
+// move between two of its words overlapped the read.
+const countRetries = 1000
+
+// byClass reads the counts: each stripe as it was at one instant, unless
+// moves between its words overlapped countRetries reads of it in a row.
+func (c *liveCounts) byClass() (n [numClasses]int64) {
+	for i := range c.stripes {
+		s := &c.stripes[i]
+		var w [numWords]uint64
+		for try := 0; ; try++ {
+			ended := s.ended.Load()
+			for j := range w {
+				w[j] = s.w[j].Load()
+			}
+			if s.begun.Load() == ended || try == countRetries {
+				break
+			}
+			if try > 10 {
+				runtime.Gosched()
+			}
+		}
+		for k := 1; k < numClasses; k++ {
+			f := fieldOf[k]
+			v := w[f.word]
+			if f.word < ring.NumTiers { // a Pending and Leased pair
+				v = uint64(uint32(v >> f.shift))
+			}
+			n[k] += int64(v)
+		}
+	}
+	return n
+}
+
+// stateCounts is what Stats reports of the counts: by public state and
+// tier, and the waiting by reason.
+type stateCounts struct {
+	byState [Dead]int
+	byTier  [Dead][ring.NumTiers]int
+	waiting [WaitPaused + 1]int
+}
+
+// stateCounts reads the kept counts.
+func (c *liveCounts) stateCounts() stateCounts {
+	var out stateCounts
+	n := c.byClass()
+	for k := 0; k < numKinds; k++ {
+		st := State(k) // Pending, Delayed, Leased, Held: kinds in State's order
+		if k >= kindWaiting {
+			st = Pending
+		}
+		for t := 0; t < ring.NumTiers; t++ {
+			v := int(max(n[1+k*ring.NumTiers+t], 0))
+			out.byState[st] += v
+			out.byTier[st][t] += v
+			if k >= kindWaiting {
+				out.waiting[k-kindWaiting] += v
+			}
+		}
+	}
+	return out
+}
