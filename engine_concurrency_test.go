@@ -21,6 +21,7 @@ import (
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/dlq"
 )
 
@@ -280,8 +281,18 @@ func TestShortTTLExpiresEagerlyRealClock(t *testing.T) {
 // Many producers and consumers acking, nacking, extending and abandoning
 // leases while time moves and a breaker trips and recovers: every message
 // ends acked exactly once or dead, and Stats agrees.
+// With a log, a consumer may pop a message the instant it is pushed, while
+// its enqueue is still being published.
 func TestStressNothingLostOrAckedTwice(t *testing.T) {
-	e, fake := memEngine(t, ringwal.Options{
+	t.Run("memory", func(t *testing.T) { stressNothingLostOrAckedTwice(t, "") })
+	t.Run("buffered log", func(t *testing.T) { stressNothingLostOrAckedTwice(t, t.TempDir()) })
+}
+
+func stressNothingLostOrAckedTwice(t *testing.T, dir string) {
+	fake := clock.NewFake(time.Time{})
+	e := open(t, dir, ringwal.Options{
+		Clock:        fake,
+		Durability:   ringwal.Buffered,
 		LeaseTimeout: 50 * time.Millisecond,
 		Policies:     fastPolicies(4),
 		Breaker:      breaker.Options{ConsecutiveFailures: 3, OpenTimeout: 100 * time.Millisecond},
@@ -395,4 +406,48 @@ func TestStressNothingLostOrAckedTwice(t *testing.T) {
 	assert.Equal(t, uint64(nAcked), s.Acked, "Stats.Acked")
 	assert.Equal(t, len(dead), s.Dead, "Stats.Dead")
 	assert.Equal(t, uint64(producers*perProducer), s.Enqueued, "Stats.Enqueued")
+}
+
+// TestConsumersAtTheHeadLoseNothing: consumers that pop each message the
+// moment it is pushed (while its enqueue is still being published) get
+// every one, with and without a log.
+func TestConsumersAtTheHeadLoseNothing(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		dir  func(t *testing.T) string
+	}{
+		{"memory", func(*testing.T) string { return "" }},
+		{"buffered log", func(t *testing.T) string { return t.TempDir() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := open(t, c.dir(t), ringwal.Options{Durability: ringwal.Buffered})
+			const producers, perProducer = 2, 20_000
+			var acked atomic.Int64
+			var wg sync.WaitGroup
+			for p := 0; p < producers; p++ {
+				wg.Add(2)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < perProducer; i++ {
+						_, err := e.Enqueue(ctxBG, ringwal.Message{})
+						if !assert.NoError(t, err) {
+							return
+						}
+					}
+				}()
+				go func() { // a consumer spinning on the head
+					defer wg.Done()
+					deadline := time.Now().Add(waitFor)
+					for acked.Load() < producers*perProducer && time.Now().Before(deadline) {
+						if d, ok := e.TryDequeue(); ok && assert.NoError(t, e.Ack(d.Lease)) {
+							acked.Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			s := e.Stats()
+			assert.Equal(t, int64(producers*perProducer), acked.Load(), "acked; left: %+v", counts(s))
+		})
+	}
 }

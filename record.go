@@ -247,8 +247,10 @@ func (r *rec) own(gen, from uint32) bool {
 	for spins := 0; ; spins++ {
 		w := r.load()
 		if w.gen() != gen {
-			if w.gen()+1 == gen && w.state() == stBusy {
-				backoff(spins) // named by nextRef: its publish is on its way
+			if st := w.state(); w.gen()+1 == gen && (st == stBusy || st == stCommitting) {
+				// Named by nextRef: its owner (holding it busy, or
+				// committing its enqueue) is on its way to publish it.
+				backoff(spins)
 				continue
 			}
 			return false

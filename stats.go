@@ -196,7 +196,7 @@ func (e *Engine) oldestReady() int64 {
 	return oldest
 }
 
-// statsRetries bounds how many times Stats scans again because a message
+// statsRetries bounds how many times Stats reads again because a message
 // moved between the slab and the dead-letter store while it counted.
 const statsRetries = 64
 

@@ -14,7 +14,8 @@
 //	reg.MustRegister(prom.NewCollector(e))
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
-// Collect calls Stats once per scrape (which scans the engine's records).
+// Collect calls Stats once per scrape (cheap: its counts are kept, not
+// scanned).
 // Two engines on one registry need their own labels: register each through
 // prometheus.WrapRegistererWith(prometheus.Labels{"engine": name}, reg).
 // Unregister the collector when the engine closes if the registry
