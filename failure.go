@@ -230,9 +230,10 @@ func (e *Engine) expireBusyLease(slot uint32, r *rec, now int64) {
 	if c := r.cancel.Load(); c != nil {
 		(*c)()
 	}
-	e.ctr.leaseExpiries.Add(1)
 	cause := fmt.Errorf("lease expired (LeaseTimeout %v)", e.opts.LeaseTimeout)
-	if err := e.fail(slot, r, classify.Timeout, cause, now, false); err != nil {
+	err := e.fail(slot, r, classify.Timeout, cause, now, false)
+	e.ctr.leaseExpiries.Add(1) // once out of Leased (see Nack)
+	if err != nil {
 		e.opts.Logger.Warn("ringwal: logging a lease expiry failed", "err", err)
 	}
 }

@@ -164,7 +164,7 @@ func (e *Engine) Cancel(id ID) error {
 			(*c)()
 		}
 		e.keyLeaseEnded(ks, now)
-		e.ctr.cancelledLeased.Add(1)
+		defer e.ctr.cancelledLeased.Add(1) // once out of Leased (see Nack)
 	}
 	rec := cancelRecord(uint64(id), now)
 	lg, err := e.logRecord(&rec, true)

@@ -81,7 +81,8 @@ func (e *Engine) Requeue(id ID) error {
 	r := e.slab.at(slot)
 	if prev.state() == stLeased {
 		e.keyLeaseEnded(r.ks, e.now())
-		e.ctr.requeuedLeased.Add(1)
+		// Counted once out of Leased (see Nack).
+		defer e.ctr.requeuedLeased.Add(1)
 		if r.key != "" {
 			// The delivery ends without a verdict on the target.
 			e.breakers.Release(r.ticket)

@@ -276,9 +276,12 @@ func (e *Engine) Nack(l Lease, cause error) error {
 	if cause == nil {
 		cause = errors.New("nack without a cause")
 	}
-	e.ctr.nacked.Add(1)
 	cat := e.opts.Classifier.Classify(cause)
-	return e.fail(l.slot, r, cat, cause, e.now(), true)
+	err = e.fail(l.slot, r, cat, cause, e.now(), true)
+	// Counted once the message is out of Leased, as every lease's end is
+	// (Stats derives Dequeued from both: never ahead).
+	e.ctr.nacked.Add(1)
+	return err
 }
 
 // Extend makes the lease end d from now (d > 0, else ErrInvalid). It does
