@@ -146,3 +146,25 @@ func BenchmarkRingBatch(b *testing.B) {
 	}
 	<-done
 }
+
+// BenchmarkRingSerial is one goroutine's push and pop, no contention: the
+// instruction cost of a ring of eight-byte values (moved as atomic words,
+// so Peek can read them) beside one of pointers (moved plainly).
+func BenchmarkRingSerial(b *testing.B) {
+	type ref struct{ slot, gen uint32 }
+	b.Run("word", func(b *testing.B) {
+		r := New[ref](benchCapacity)
+		for i := 0; i < b.N; i++ {
+			r.TryPush(ref{uint32(i), 1})
+			r.TryPop()
+		}
+	})
+	b.Run("pointer", func(b *testing.B) {
+		r := New[*int](benchCapacity)
+		v := new(int)
+		for i := 0; i < b.N; i++ {
+			r.TryPush(v)
+			r.TryPop()
+		}
+	})
+}

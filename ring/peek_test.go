@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,7 +50,7 @@ func TestPeekSeesOldestFirstWithoutRemoving(t *testing.T) {
 				seen = append(seen, v)
 				return c.stopAfter == 0 || len(seen) < c.stopAfter
 			})
-			require.True(t, ok, "a ring of an eight-byte pointer-free type can be peeked")
+			require.True(t, ok, "a ring of a pointer-free type can be peeked")
 			require.Len(t, seen, c.wantSeen)
 			for i, v := range seen {
 				assert.Equal(t, pair{c.wantFirst + uint32(i), (c.wantFirst + uint32(i)) * 2}, v, "value %d", i)
@@ -59,15 +60,20 @@ func TestPeekSeesOldestFirstWithoutRemoving(t *testing.T) {
 	}
 }
 
-func TestPeekRefusesRingsOfOtherTypes(t *testing.T) {
-	for name, ok := range map[string]bool{
-		"int64":     New[int64](4).Peek(1, func(int64) bool { return true }),
-		"pointer":   New[*int](4).Peek(1, func(*int) bool { return true }),
-		"string":    New[string](4).Peek(1, func(string) bool { return true }),
-		"16 bytes":  New[[2]uint64](4).Peek(1, func([2]uint64) bool { return true }),
-		"four byte": New[uint32](4).Peek(1, func(uint32) bool { return true }),
+func TestPeekRefusesRingsOfPointers(t *testing.T) {
+	type withPointer struct {
+		n int
+		p *int
+	}
+	for name, c := range map[string]struct{ ok, want bool }{
+		"int64":        {New[int64](4).Peek(1, func(int64) bool { return true }), true},
+		"16 bytes":     {New[[2]uint64](4).Peek(1, func([2]uint64) bool { return true }), true},
+		"four bytes":   {New[uint32](4).Peek(1, func(uint32) bool { return true }), true},
+		"pointer":      {New[*int](4).Peek(1, func(*int) bool { return true }), false},
+		"string":       {New[string](4).Peek(1, func(string) bool { return true }), false},
+		"with pointer": {New[withPointer](4).Peek(1, func(withPointer) bool { return true }), false},
 	} {
-		assert.Equal(t, name == "int64", ok, name)
+		assert.Equal(t, c.want, c.ok, name)
 	}
 }
 
@@ -111,4 +117,25 @@ func TestPeekAlongsideProducersAndConsumers(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Positive(t, peeks)
+}
+
+// TestPopBatchWaitsOutAPeek: a batch pop that meets the head pinned by a
+// Peek waits for it rather than report an empty ring.
+func TestPopBatchWaitsOutAPeek(t *testing.T) {
+	r := New[uint64](4)
+	require.True(t, r.TryPush(7))
+	s := &r.slots[0]
+	require.True(t, s.seq.CompareAndSwap(1, 1|pinned), "pin the head as Peek does")
+	done := make(chan int)
+	go func() {
+		dst := make([]uint64, 4)
+		done <- r.PopBatch(dst)
+	}()
+	select {
+	case n := <-done:
+		t.Fatalf("PopBatch returned %d while the head was pinned", n)
+	case <-time.After(20 * time.Millisecond):
+	}
+	s.seq.Store(1)
+	assert.Equal(t, 1, <-done, "the pinned value, once released")
 }

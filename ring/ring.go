@@ -2,8 +2,8 @@ package ring
 
 import (
 	"reflect"
+	"runtime"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/ringwal/ringwal/internal/pad"
 )
@@ -31,11 +31,11 @@ type Ring[T any] struct {
 	_      [pad.CacheLine - 8]byte
 	mask   uint64
 	slots  []slot[T]
-	// word is true when T is eight bytes without pointers: values are
-	// then moved with atomic loads and stores, so that Peek may read a
-	// value while it is being popped, and popping need not clear the slot.
-	word bool
-	_    pad.Line
+	// plain is true when T holds no pointers: a popped slot need not be
+	// cleared (nothing to keep alive), so a pop only reads it, and Peek
+	// may read it too.
+	plain bool
+	_     pad.Line
 }
 
 type slot[T any] struct {
@@ -48,20 +48,11 @@ type slot[T any] struct {
 // clamped to 1<<40 (far beyond memory anyway).
 func New[T any](capacity int) *Ring[T] {
 	n := roundPow2(capacity)
-	r := &Ring[T]{mask: uint64(n - 1), slots: make([]slot[T], n), word: isWord[T]()}
+	r := &Ring[T]{mask: uint64(n - 1), slots: make([]slot[T], n), plain: pointerFree(reflect.TypeFor[T]())}
 	for i := range r.slots {
 		r.slots[i].seq.Store(uint64(i) << 1)
 	}
 	return r
-}
-
-// isWord reports whether T is a pointer-free type of eight bytes, which
-// the ring can move as one atomic word. Its alignment does not matter: a
-// slot's value follows an atomic.Uint64, so it sits at an offset of 8 in a
-// slot aligned to 8.
-func isWord[T any]() bool {
-	t := reflect.TypeFor[T]()
-	return t.Size() == 8 && pointerFree(t)
 }
 
 func pointerFree(t reflect.Type) bool {
@@ -83,26 +74,30 @@ func pointerFree(t reflect.Type) bool {
 	return false
 }
 
-// put writes v into s; the caller owns the slot for writing.
-func (r *Ring[T]) put(s *slot[T], v T) {
-	if r.word {
-		(*atomic.Uint64)(unsafe.Pointer(&s.val)).Store(*(*uint64)(unsafe.Pointer(&v)))
-		return
+// take reads s's value; the caller popped it. A ring of pointers clears
+// the slot, so that it keeps no popped value alive.
+func (r *Ring[T]) take(s *slot[T]) T {
+	v := s.val
+	if !r.plain {
+		var zero T
+		s.val = zero
 	}
-	s.val = v
+	return v
 }
 
-// take reads s's value; the caller owns the slot for reading. A ring of
-// pointers clears the slot, so that it keeps no popped value alive.
-func (r *Ring[T]) take(s *slot[T]) T {
-	if r.word {
-		w := (*atomic.Uint64)(unsafe.Pointer(&s.val)).Load()
-		return *(*T)(unsafe.Pointer(&w))
+// pinned marks a slot's seq while Peek reads its value: the slot's
+// consumer cannot hand it to the next producer meanwhile. Positions stay
+// far below it (New caps capacity; a position would need 2^61 pushes).
+const pinned = 1 << 62
+
+// release hands a popped slot of position pos to the producer of the next
+// lap. It waits out a Peek reading the slot (a few instructions): a CAS
+// rather than a store, which costs a pop nothing more.
+func (r *Ring[T]) release(s *slot[T], pos uint64) {
+	full, next := pos<<1|1, (pos+r.mask+1)<<1
+	for !s.seq.CompareAndSwap(full, next) {
+		runtime.Gosched()
 	}
-	v := s.val
-	var zero T
-	s.val = zero
-	return v
 }
 
 func roundPow2(capacity int) int {
@@ -151,7 +146,7 @@ func (r *Ring[T]) TryPush(v T) bool {
 		switch diff := int64(seq - pos<<1); {
 		case diff == 0:
 			if r.enqPos.CompareAndSwap(pos, pos+1) {
-				r.put(s, v)
+				s.val = v
 				s.seq.Store(pos<<1 | 1)
 				return true
 			}
@@ -182,7 +177,7 @@ func (r *Ring[T]) TryPop() (T, bool) {
 		case diff == 0:
 			if r.deqPos.CompareAndSwap(pos, pos+1) {
 				v := r.take(s)
-				s.seq.Store((pos + r.mask + 1) << 1)
+				r.release(s, pos)
 				return v, true
 			}
 			pos = r.deqPos.Load()
@@ -230,7 +225,7 @@ func (r *Ring[T]) PushBatch(vs []T) int {
 		for i := 0; i < n; i++ {
 			p := pos + uint64(i)
 			s := &r.slots[p&r.mask]
-			r.put(s, vs[i])
+			s.val = vs[i]
 			s.seq.Store(p<<1 | 1)
 		}
 		return n
@@ -247,7 +242,16 @@ func (r *Ring[T]) PopBatch(dst []T) int {
 	for {
 		n := 0
 		limit := min(len(dst), int(r.mask+1))
-		for n < limit && r.slots[(pos+uint64(n))&r.mask].seq.Load() == (pos+uint64(n))<<1|1 {
+		for n < limit {
+			full := (pos+uint64(n))<<1 | 1
+			seq := r.slots[(pos+uint64(n))&r.mask].seq.Load()
+			if seq == full|pinned && n == 0 {
+				runtime.Gosched() // a Peek is reading the head: not empty
+				continue
+			}
+			if seq != full {
+				break
+			}
 			n++
 		}
 		if n == 0 {
@@ -265,7 +269,7 @@ func (r *Ring[T]) PopBatch(dst []T) int {
 			p := pos + uint64(i)
 			s := &r.slots[p&r.mask]
 			dst[i] = r.take(s)
-			s.seq.Store((p + r.mask + 1) << 1)
+			r.release(s, p)
 		}
 		return n
 	}
@@ -273,34 +277,36 @@ func (r *Ring[T]) PopBatch(dst []T) int {
 
 // Peek calls f with the values in the ring from the oldest on, in order,
 // until f returns false or it has seen limit values, without removing
-// them; it reports false, and calls nothing, for a ring whose T is not a
-// pointer-free eight-byte type. Values popped while it looks are skipped,
-// so f sees a moment's view, as Len gives. Safe for concurrent use; it
-// never blocks a producer or a consumer.
+// them; it reports false, and calls nothing, for a ring whose T holds
+// pointers. Values popped while it looks are skipped, so f sees a
+// moment's view, as Len gives. Safe for concurrent use: it pins each slot
+// for as long as it takes to copy the value, so that the slot's consumer
+// (who may be popping it at that instant) cannot pass it to a producer
+// until the copy is done.
 func (r *Ring[T]) Peek(limit int, f func(T) bool) bool {
-	if !r.word {
+	if !r.plain {
 		return false
 	}
 	pos := r.deqPos.Load()
 	for seen := 0; seen < limit; {
 		s := &r.slots[pos&r.mask]
 		full := pos<<1 | 1
-		seq := s.seq.Load()
-		if seq != full {
-			if int64(seq-full) < 0 {
+		if !s.seq.CompareAndSwap(full, full|pinned) {
+			seq := s.seq.Load()
+			switch {
+			case seq == full|pinned:
+				runtime.Gosched() // another Peek has it
+			case int64(seq-full) < 0:
 				return true // not written yet: the ring ends here
+			default:
+				pos = max(pos+1, r.deqPos.Load()) // popped meanwhile
 			}
-			pos = max(pos+1, r.deqPos.Load()) // popped meanwhile
 			continue
 		}
-		w := (*atomic.Uint64)(unsafe.Pointer(&s.val)).Load()
-		// Still position pos's value? A pop and a later push could have
-		// replaced it between the two loads of seq.
-		if s.seq.Load() != full {
-			continue
-		}
+		v := s.val
+		s.seq.Store(full)
 		seen++
-		if !f(*(*T)(unsafe.Pointer(&w))) {
+		if !f(v) {
 			return true
 		}
 		pos++
