@@ -36,7 +36,7 @@
 // Open also uses two short-lived helpers, each waited for before Open
 // returns: the WAL's replay decodes the log a few batches ahead of the
 // records being applied (wal.Log.Replay), and restore allocates the
-// record slab's chunks ahead of the messages it places (restore.go).
+// tiers' rings while it orders the messages it places (restore.go).
 //
 // Every other piece of work runs on the caller's goroutine.
 package ringwal

@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"sync/atomic"
 
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/ring"
 	"github.com/ringwal/ringwal/wal"
 )
 
@@ -20,79 +20,65 @@ import (
 // Stats and Peek read the same right after Open as a moment later.
 func (e *Engine) restore(rs *replayState) error {
 	now := e.now()
-	// Tiers are FIFO in the order messages became ready, which is what
-	// Peek reports too; IDs break ties (and order the rest). The log
-	// mostly has them so already; a snapshot lists them by slot.
-	// An ordered key's messages go last and in ID order: the first placed
-	// becomes the key's head, the rest wait in its queue behind it.
-	// With a large backlog, allocating the slab's chunks and the tiers'
-	// rings (faulting their pages in) is a third of the loop below: a
-	// goroutine allocates them ahead of it, on the core replay used for
-	// decoding, so that the loop mostly finds them there.
-	var stopGrow atomic.Bool
+	// Allocating a tier's ring faults in its pages: a goroutine does it
+	// while the loop below orders the messages.
 	grown := make(chan struct{})
 	go func() {
 		defer close(grown)
-		var tiers uint
-		for i := int32(0); i < rs.n && !stopGrow.Load(); i++ {
-			m := rs.at(i)
-			if m.id == 0 {
-				continue
-			}
-			e.slab.prepare(m.id)
-			// A message not delayed goes into its tier's ring (or, past
-			// its TTL, dies: allocating the ring then is a rare waste).
-			if t := m.msg.Priority.tier(); m.state != stDelayed && tiers&(1<<t) == 0 {
-				tiers |= 1 << t
+		for t := range ring.NumTiers {
+			if rs.tiers&(1<<t) != 0 {
 				e.tiers.Tier(t)
 			}
 		}
 	}()
-	defer func() {
-		stopGrow.Store(true)
-		<-grown
-	}()
-	order := make([]int32, 0, rs.count)
-	for i := int32(0); i < rs.n; i++ {
-		if m := rs.at(i); m.id != 0 {
-			m.nextAt = m.readySince(now) // from here on, when it is ready (a delayed one's due time)
-			m.ordered = e.keyOrdered(m.msg.Key)
-			order = append(order, i)
-		}
-	}
-	byReady := func(a, b int32) int {
-		ma, mb := rs.at(a), rs.at(b)
-		switch {
-		case ma.ordered != mb.ordered:
-			return boolCompare(ma.ordered, mb.ordered)
-		case ma.ordered:
-			return cmp.Compare(ma.id, mb.id)
-		}
-		if c := cmp.Compare(ma.nextAt, mb.nextAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(ma.id, mb.id)
-	}
-	if !slices.IsSortedFunc(order, byReady) {
-		slices.SortFunc(order, byReady)
-	}
-	var notes []wal.Record
-	for _, i := range order {
-		m := rs.at(i)
-		id := m.id
-		slot, ok := e.slab.claimHome(id)
-		if !ok {
-			if slot, ok = e.slab.claimNear(id); !ok {
-				return fmt.Errorf("ringwal: no slot for message %d in a slab of %d: raise MaxMessages", id, e.slab.size())
+	defer func() { <-grown }()
+	// Tiers are FIFO in the order messages became ready, which is what
+	// Peek reports too; IDs break ties (and order the rest). Replay left
+	// the messages in their IDs' home slots, so slot order is mostly ID
+	// order, wrapped around where IDs pass the slab's size.
+	// An ordered key's messages go last and in ID order: the first placed
+	// becomes the key's head, the rest wait in its queue behind it.
+	s := rs.slab
+	order := make([]uint32, 0, rs.count)
+	var ordered []uint32
+	for c, sts := range rs.states {
+		for j, st := range sts {
+			if st == 0 {
+				continue
+			}
+			slot := uint32(c)<<slabChunkBits | uint32(j)
+			r := s.at(slot)
+			r.at = readySince(uint32(st), r.at, now) // from here on, when it is ready (a delayed one's due time)
+			if e.keyOrdered(r.key) {
+				ordered = append(ordered, slot)
+			} else {
+				order = append(order, slot)
 			}
 		}
-		r := e.slab.at(slot)
-		msg := m.msg.message()
-		r.fill(&msg, m.enqueuedAt, uint32(m.attempts), m.crashes, m.hist, e.keyForPlacement(m.msg.Key))
-		e.ctr.added.Add(1)
-		if m.state == stLeased {
+	}
+	sortRotated(order, func(a, b uint32) int {
+		ra, rb := s.at(a), s.at(b)
+		if c := cmp.Compare(ra.at, rb.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(ra.id.Load(), rb.id.Load())
+	})
+	sortRotated(ordered, func(a, b uint32) int { return cmp.Compare(s.at(a).id.Load(), s.at(b).id.Load()) })
+	order = append(order, ordered...)
+	// Every message enters the slab here (dead-lettered ones leave it
+	// again, counted as they go).
+	e.ctr.added.Add(int64(len(order)))
+	var notes []wal.Record
+	for _, slot := range order {
+		r := s.at(slot)
+		st := rs.state(slot)
+		id := r.id.Load()
+		// Set now that the message is known to live: keyForPlacement
+		// counts it against its key.
+		r.ks = e.keyForPlacement(r.key)
+		if st == stLeased {
 			e.recovered.crashed++
-			crashes := m.crashes + 1
+			crashes := r.crashes.Load() + 1
 			if int(crashes) >= e.opts.CrashLoopLimit {
 				e.recovered.poisoned++
 				cause := fmt.Sprintf("leased at %d consecutive crashes", crashes)
@@ -103,7 +89,7 @@ func (e *Engine) restore(rs *replayState) error {
 			}
 			r.crashes.Store(crashes)
 			if !r.expired(now) {
-				notes = append(notes, requeueRecord(id, now, uint32(m.attempts), crashes))
+				notes = append(notes, requeueRecord(id, now, r.attempts(), crashes))
 			}
 		}
 		if r.expired(now) {
@@ -113,14 +99,14 @@ func (e *Engine) restore(rs *replayState) error {
 			}
 			continue
 		}
-		if m.expiresAt != 0 {
-			e.hk.schedule(m.expiresAt, schedTTL(id))
+		if exp := r.expiresAt(); exp != 0 {
+			e.hk.schedule(exp, schedTTL(id))
 		}
 		due := int64(0)
-		if m.state == stDelayed && m.nextAt > now {
-			due = m.nextAt
+		if st == stDelayed && r.at > now {
+			due = r.at
 		}
-		e.place(slot, r, due, m.nextAt, now)
+		e.place(slot, r, due, r.at, now)
 	}
 	e.restorePauses(rs.pauses, now)
 	if rs.maxID > e.nextID.Load() {
@@ -136,18 +122,48 @@ func (e *Engine) restore(rs *replayState) error {
 	return nil
 }
 
-// readySince is when a recovered message became (or, placed at now,
-// becomes) ready: a delayed one at its due time, one leased at a crash
-// now, a pending one when its records say (see applyEnqueue and
-// applyRequeue). For a delayed one not yet due it only orders.
-func (m *recovered) readySince(now int64) int64 {
+// sortRotated sorts order by compare. Restore's order is usually sorted
+// already, or sorted but for a rotation (slot order of IDs that wrap
+// around the slab): both are recognised in one pass, a rotation undone
+// in place, and only anything else is sorted.
+func sortRotated(order []uint32, compare func(a, b uint32) int) {
+	k := 0 // where the one descent is
+	for i := 1; i < len(order); i++ {
+		if compare(order[i-1], order[i]) > 0 {
+			if k != 0 {
+				slices.SortFunc(order, compare)
+				return
+			}
+			k = i
+		}
+	}
+	if k == 0 {
+		return
+	}
+	if compare(order[len(order)-1], order[0]) > 0 {
+		slices.SortFunc(order, compare)
+		return
+	}
+	// order is B A with A and B sorted and A before B: reversing each
+	// and then the whole gives A B.
+	slices.Reverse(order[:k])
+	slices.Reverse(order[k:])
+	slices.Reverse(order)
+}
+
+// readySince is when a recovered message in state st became (or, placed
+// at now, becomes) ready, given its at as replay left it: a delayed one at
+// its due time, one leased at a crash now, a pending one when its records
+// say (see applyEnqueue and applyRequeue). For a delayed one not yet due
+// it only orders.
+func readySince(st uint32, at, now int64) int64 {
 	switch {
-	case m.state == stDelayed:
-		return m.nextAt
-	case m.state == stLeased || m.nextAt == 0:
+	case st == stDelayed:
+		return at
+	case st == stLeased || at == 0:
 		return now
 	}
-	return m.nextAt
+	return at
 }
 
 // requeueLeasedOnClose logs every leased message as requeued, so that a

@@ -1,0 +1,136 @@
+package ringwal
+
+// Replay rebuilds messages in the slab they run from (replay.go) and
+// restore orders them by slot, undoing the wrap of IDs past the slab's
+// size (restore.go). These tests reopen stores whose slots do not come in
+// ID order, or that hold more than the options' MaxMessages.
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringwal/ringwal/clock"
+)
+
+func TestSortRotated(t *testing.T) {
+	ident := func(a, b uint32) int { return cmp.Compare(a, b) }
+	for _, in := range [][]uint32{
+		nil, {7}, {1, 2, 3, 4}, // sorted
+		{5, 6, 7, 1, 2}, {9, 1}, {2, 3, 4, 1}, // rotated
+		{3, 1, 2, 0}, {2, 1}, {1, 3, 2, 4}, {4, 1, 2, 3, 0}, // neither
+	} {
+		got := slices.Clone(in)
+		sortRotated(got, ident)
+		want := slices.Clone(in)
+		slices.Sort(want)
+		assert.Equal(t, want, got, "sortRotated(%v)", in)
+	}
+}
+
+// drainIDs dequeues and acks every ready message, returning their IDs in
+// delivery order.
+func drainIDs(t *testing.T, e *Engine) []ID {
+	t.Helper()
+	var ids []ID
+	for {
+		d, ok := e.TryDequeue()
+		if !ok {
+			return ids
+		}
+		ids = append(ids, d.ID)
+		require.NoError(t, e.Ack(d.Lease))
+	}
+}
+
+// TestRestoreOrderWhenIDsWrapTheSlab: with IDs past the slab's size, the
+// live window wraps around its slots; a reopen still delivers in the
+// order the messages became ready, with or without a checkpoint. A fake
+// clock moves on between enqueues, so that the order is that of the ready
+// times and not of IDs breaking ties. (With the real clock, a sampled
+// message is ready since a precise reading and the rest since the coarse
+// clock's, which can order a snapshot's messages out of ID order.)
+func TestRestoreOrderWhenIDsWrapTheSlab(t *testing.T) {
+	for _, checkpoint := range []bool{false, true} {
+		t.Run(fmt.Sprintf("checkpoint=%v", checkpoint), func(t *testing.T) {
+			dir := t.TempDir()
+			clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+			o := Options{MaxMessages: 16, TierCapacity: 16, Clock: clk} // a slab of 32 slots
+			e, err := Open(dir, o)
+			require.NoError(t, err)
+			var live []ID
+			for i := range 70 {
+				clk.Advance(time.Millisecond)
+				id, err := e.TryEnqueue(Message{Payload: []byte(fmt.Sprint(i))})
+				require.NoError(t, err)
+				live = append(live, id)
+				if len(live) > 10 {
+					d, ok := e.TryDequeue()
+					require.True(t, ok)
+					require.Equal(t, live[0], d.ID)
+					require.NoError(t, e.Ack(d.Lease))
+					live = live[1:]
+				}
+			}
+			first, last := uint64(live[0])&31, uint64(live[len(live)-1])&31
+			require.Greater(t, first, last, "the live IDs wrap around the slab's slots")
+			if checkpoint {
+				require.NoError(t, e.Checkpoint())
+			}
+			require.NoError(t, e.Close())
+
+			e, err = Open(dir, o)
+			require.NoError(t, err)
+			defer e.Close()
+			assert.Equal(t, live, drainIDs(t, e), "delivered in enqueue order")
+		})
+	}
+}
+
+// TestReplayGrowsTheSlabPastMaxMessages: a store reopened with a smaller
+// MaxMessages than it holds keeps every message (replay grows the slab it
+// rebuilds them in), with its state, priority and payload.
+func TestReplayGrowsTheSlabPastMaxMessages(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(dir, Options{MaxMessages: 4096})
+	require.NoError(t, err)
+	const n = 3000
+	want := map[ID]Message{}
+	var order []ID
+	for i := range n {
+		m := Message{Payload: []byte(fmt.Sprint("m", i)), Key: fmt.Sprint("k", i%7)}
+		id, err := e.TryEnqueue(m)
+		require.NoError(t, err)
+		want[id] = m
+		order = append(order, id)
+	}
+	// Some leased at the "crash" (Close gives leases back as requeued).
+	for range 5 {
+		d, ok := e.TryDequeue()
+		require.True(t, ok)
+		_ = d
+	}
+	require.NoError(t, e.Close())
+
+	e, err = Open(dir, Options{MaxMessages: 64, TierCapacity: 64})
+	require.NoError(t, err)
+	defer e.Close()
+	assert.Greater(t, e.slab.size(), n, "the slab grew to hold the log's messages")
+	assert.EqualValues(t, n, e.Stats().Pending)
+	for _, id := range order[:50] {
+		info, err := e.Get(id)
+		require.NoError(t, err)
+		assert.Equal(t, want[id].Payload, info.Message.Payload)
+		assert.Equal(t, want[id].Key, info.Message.Key)
+	}
+	got := drainIDs(t, e)
+	assert.Len(t, got, n, "every message delivered once")
+	// The five given back at Close became ready then, after the others.
+	assert.Equal(t, order[5:], got[:n-5])
+	assert.ElementsMatch(t, order[:5], got[n-5:])
+}
