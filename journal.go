@@ -169,17 +169,18 @@ func putMessage(dst *wal.Record, m *Message, at int64) {
 	}
 }
 
-// messageOf is putMessage's inverse; it copies the payload out of the
-// log's buffers (into arena).
-func messageOf(r *wal.Record, arena *payloadArena) Message {
+// messageOf is putMessage's inverse. The Message keeps r's Payload: the
+// caller makes sure it owns those bytes (replay's prepareRecord copies
+// them out of the log's buffers).
+func messageOf(r *wal.Record) Message {
 	m := Message{
 		DedupID:     r.DedupID,
 		Key:         r.Key,
 		Priority:    Priority(r.Priority),
 		MaxAttempts: int(r.MaxAttempts),
 	}
-	if r.Payload != nil {
-		m.Payload = arena.clone(r.Payload)
+	if len(r.Payload) > 0 {
+		m.Payload = r.Payload
 	}
 	if len(r.Headers) > 0 {
 		m.Headers = make(map[string]string, len(r.Headers)/2)
@@ -237,7 +238,7 @@ func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, slot uint32, m *re
 			return // no room: rs.err stops the replay
 		}
 	}
-	msg := messageOf(r, &rs.arena)
+	msg := messageOf(r)
 	// The record's key state is restore's to set (keyForPlacement counts
 	// the message against its key), once replay is sure the message lives.
 	m.fill(&msg, r.Time, uint32(r.Attempt), r.Crashes, nil, nil)

@@ -39,8 +39,7 @@ func TestMessageRecordMappingRoundTrips(t *testing.T) {
 		const at = int64(1_800_000_000_000_000_000)
 		rec := wal.Record{Kind: wal.KindEnqueue, ID: 1, Time: at}
 		putMessage(&rec, &m, at)
-		var arena payloadArena
-		got := messageOf(roundTrip(t, rec), &arena)
+		got := messageOf(roundTrip(t, rec))
 		if len(m.Payload) == 0 {
 			got.Payload, m.Payload = nil, nil
 		}
@@ -196,10 +195,17 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 			require.NoError(t, err)
 			defer e.Close()
 			rs := newReplayState(10)
-			for _, b := range c.before {
-				e.apply(rs, roundTrip(t, b))
+			// As replay does: prepared (on a decoding goroutine), then applied.
+			prepare := rs.newPreparer()
+			replay := func(r wal.Record) {
+				got := roundTrip(t, r)
+				prepare(got)
+				e.apply(rs, got)
 			}
-			e.apply(rs, roundTrip(t, c.rec))
+			for _, b := range c.before {
+				replay(b)
+			}
+			replay(c.rec)
 			c.check(t, e, rs)
 		})
 	}

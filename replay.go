@@ -3,6 +3,7 @@ package ringwal
 import (
 	"fmt"
 	"math/bits"
+	"sync/atomic"
 	"time"
 
 	"github.com/ringwal/ringwal/ring"
@@ -29,6 +30,9 @@ type recoveryReport struct {
 // much memory again to fault in, zero and have the GC scan.
 type replayState struct {
 	slab *slab
+	// ahead is slab for prepareRecord, which runs on the log's decoding
+	// goroutine: grow replaces slab while it runs.
+	ahead atomic.Pointer[slab]
 	// states holds, per slot of slab (chunked as the slab is), the state
 	// the log left the message in (stPending, stDelayed or stLeased), 0
 	// for a slot replay does not hold. The record's word stays stBusy
@@ -44,7 +48,6 @@ type replayState struct {
 	slabBits uint
 	maxID    uint64
 	err      error // a message found no slot: replay stops
-	arena    payloadArena
 	// late holds what an operator did to a dead letter whose dead-letter
 	// record is further on in the log: the engine makes a dead letter
 	// visible before it logs it, so a Review, Purge or Redrive of it can
@@ -88,7 +91,9 @@ func (rs *replayState) setLate(id uint64, l lateDead) {
 // newReplayState starts a replay into a slab of 1<<bits slots (the size
 // the options ask for; replay grows it when the log holds more).
 func newReplayState(bits uint) *replayState {
-	return &replayState{slab: newSlab(bits), index: make(map[uint64]uint32)}
+	rs := &replayState{slab: newSlab(bits), index: make(map[uint64]uint32)}
+	rs.ahead.Store(rs.slab)
+	return rs
 }
 
 // state is the state the log left slot's message in, 0 if replay holds
@@ -209,6 +214,7 @@ func (rs *replayState) bits() uint { return uint(bits.Len64(rs.slab.mask)) }
 func (rs *replayState) grow(b uint) {
 	old, states := rs.slab, rs.states
 	rs.slab, rs.states = newSlab(b), nil
+	rs.ahead.Store(rs.slab)
 	rs.base, rs.dense, rs.index = 0, nil, make(map[uint64]uint32)
 	rs.count = 0
 	for c, sts := range states {
@@ -257,12 +263,36 @@ func (a *payloadArena) clone(b []byte) []byte {
 	return out
 }
 
+// prepareRecord does, on the goroutine that decoded r and before apply
+// sees it, what touches memory no message has used yet: copying an
+// enqueue record's payload into the arena (the log reuses the bytes it
+// decoded into) and allocating the slab chunk of its ID's home slot. With
+// a large backlog that first touch, page faults included, costs about as
+// much as applying the records; done here, it overlaps with apply.
+//
+// The log decodes on several goroutines at once: each gets a preparer of
+// its own (newPreparer), with its own arena.
+func (rs *replayState) newPreparer() func(r *wal.Record) {
+	var arena payloadArena
+	return func(r *wal.Record) { rs.prepareRecord(r, &arena) }
+}
+
+func (rs *replayState) prepareRecord(r *wal.Record, arena *payloadArena) {
+	if r.Kind != wal.KindEnqueue {
+		return
+	}
+	if r.Payload != nil {
+		r.Payload = arena.clone(r.Payload)
+	}
+	rs.ahead.Load().prepare(r.ID)
+}
+
 // replay rebuilds the engine's state from the newest snapshot and the log
 // after it, applying each record (journal.go) into a slab of at least
 // 1<<bits slots; restore then places it.
 func (e *Engine) replay(bits uint) (*replayState, error) {
 	rs := newReplayState(bits)
-	stats, err := e.log.Replay(func(r *wal.Record) error {
+	stats, err := e.log.ReplayPrepared(rs.newPreparer, func(r *wal.Record) error {
 		e.apply(rs, r)
 		return rs.err
 	})
