@@ -39,8 +39,8 @@ func (e *Engine) restore(rs *replayState) error {
 	// An ordered key's messages go last and in ID order: the first placed
 	// becomes the key's head, the rest wait in its queue behind it.
 	s := rs.slab
-	order := make([]uint32, 0, rs.count)
-	var ordered []uint32
+	plain := slotOrder{slots: make([]uint32, 0, rs.count)}
+	var ordered slotOrder
 	for c, sts := range rs.states {
 		for j, st := range sts {
 			if st == 0 {
@@ -50,21 +50,17 @@ func (e *Engine) restore(rs *replayState) error {
 			r := s.at(slot)
 			r.at = readySince(uint32(st), r.at, now) // from here on, when it is ready (a delayed one's due time)
 			if e.keyOrdered(r.key) {
-				ordered = append(ordered, slot)
+				ordered.add(slot, orderKey{id: r.id.Load()})
 			} else {
-				order = append(order, slot)
+				plain.add(slot, orderKey{at: r.at, id: r.id.Load()})
 			}
 		}
 	}
-	sortRotated(order, func(a, b uint32) int {
-		ra, rb := s.at(a), s.at(b)
-		if c := cmp.Compare(ra.at, rb.at); c != 0 {
-			return c
-		}
-		return cmp.Compare(ra.id.Load(), rb.id.Load())
+	order := plain.sorted(func(slot uint32) orderKey {
+		r := s.at(slot)
+		return orderKey{at: r.at, id: r.id.Load()}
 	})
-	sortRotated(ordered, func(a, b uint32) int { return cmp.Compare(s.at(a).id.Load(), s.at(b).id.Load()) })
-	order = append(order, ordered...)
+	order = append(order, ordered.sorted(func(slot uint32) orderKey { return orderKey{id: s.at(slot).id.Load()} })...)
 	// Every message enters the slab here (dead-lettered ones leave it
 	// again, counted as they go).
 	e.ctr.added.Add(int64(len(order)))
@@ -122,33 +118,57 @@ func (e *Engine) restore(rs *replayState) error {
 	return nil
 }
 
-// sortRotated sorts order by compare. Restore's order is usually sorted
-// already, or sorted but for a rotation (slot order of IDs that wrap
-// around the slab): both are recognised in one pass, a rotation undone
-// in place, and only anything else is sorted.
-func sortRotated(order []uint32, compare func(a, b uint32) int) {
-	k := 0 // where the one descent is
-	for i := 1; i < len(order); i++ {
-		if compare(order[i-1], order[i]) > 0 {
-			if k != 0 {
-				slices.SortFunc(order, compare)
-				return
-			}
-			k = i
-		}
+// orderKey orders restored messages: by when they became ready, then by
+// ID.
+type orderKey struct {
+	at int64
+	id uint64
+}
+
+func (k orderKey) compare(o orderKey) int {
+	if c := cmp.Compare(k.at, o.at); c != 0 {
+		return c
 	}
-	if k == 0 {
-		return
+	return cmp.Compare(k.id, o.id)
+}
+
+// slotOrder collects slots to put in the order of their keys. Restore's
+// slots usually come in that order already, or in that order but for a
+// rotation (slot order of IDs that wrap around the slab): add notes the
+// descents as the slots come, so that sorted undoes a rotation in place
+// and sorts (reading every key again) only anything else.
+type slotOrder struct {
+	slots       []uint32
+	first, prev orderKey
+	descents    int
+	cut         int // where the last descent is
+}
+
+func (o *slotOrder) add(slot uint32, k orderKey) {
+	if len(o.slots) == 0 {
+		o.first = k
+	} else if o.prev.compare(k) > 0 {
+		o.descents++
+		o.cut = len(o.slots)
 	}
-	if compare(order[len(order)-1], order[0]) > 0 {
-		slices.SortFunc(order, compare)
-		return
+	o.prev = k
+	o.slots = append(o.slots, slot)
+}
+
+// sorted returns the slots in key order; key gives a slot's key.
+func (o *slotOrder) sorted(key func(slot uint32) orderKey) []uint32 {
+	switch {
+	case o.descents == 0:
+	case o.descents == 1 && o.prev.compare(o.first) <= 0:
+		// The slots are B A with A and B in order and A before B:
+		// reversing each and then the whole gives A B.
+		slices.Reverse(o.slots[:o.cut])
+		slices.Reverse(o.slots[o.cut:])
+		slices.Reverse(o.slots)
+	default:
+		slices.SortFunc(o.slots, func(a, b uint32) int { return key(a).compare(key(b)) })
 	}
-	// order is B A with A and B sorted and A before B: reversing each
-	// and then the whole gives A B.
-	slices.Reverse(order[:k])
-	slices.Reverse(order[k:])
-	slices.Reverse(order)
+	return o.slots
 }
 
 // readySince is when a recovered message in state st became (or, placed

@@ -6,7 +6,6 @@ package ringwal
 // ID order, or that hold more than the options' MaxMessages.
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"testing"
@@ -18,18 +17,21 @@ import (
 	"github.com/ringwal/ringwal/clock"
 )
 
-func TestSortRotated(t *testing.T) {
-	ident := func(a, b uint32) int { return cmp.Compare(a, b) }
+func TestSlotOrder(t *testing.T) {
+	key := func(slot uint32) orderKey { return orderKey{at: int64(slot / 10), id: uint64(slot)} }
 	for _, in := range [][]uint32{
-		nil, {7}, {1, 2, 3, 4}, // sorted
-		{5, 6, 7, 1, 2}, {9, 1}, {2, 3, 4, 1}, // rotated
-		{3, 1, 2, 0}, {2, 1}, {1, 3, 2, 4}, {4, 1, 2, 3, 0}, // neither
+		nil, {7}, {1, 2, 3, 4}, {10, 11, 25}, // in order
+		{5, 6, 7, 1, 2}, {9, 1}, {2, 3, 4, 1}, {30, 31, 10, 12}, // rotated
+		{3, 1, 2, 0}, {2, 1}, {1, 3, 2, 4}, {4, 1, 2, 3, 0}, {20, 5, 30, 10}, // neither
 	} {
-		got := slices.Clone(in)
-		sortRotated(got, ident)
+		var o slotOrder
+		for _, slot := range in {
+			o.add(slot, key(slot))
+		}
+		got := o.sorted(key)
 		want := slices.Clone(in)
-		slices.Sort(want)
-		assert.Equal(t, want, got, "sortRotated(%v)", in)
+		slices.SortFunc(want, func(a, b uint32) int { return key(a).compare(key(b)) })
+		assert.Equal(t, want, got, "slotOrder of %v", in)
 	}
 }
 
