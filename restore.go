@@ -39,23 +39,39 @@ func (e *Engine) restore(rs *replayState) error {
 	// An ordered key's messages go last and in ID order: the first placed
 	// becomes the key's head, the rest wait in its queue behind it.
 	s := rs.slab
-	plain := slotOrder{slots: make([]uint32, 0, rs.count)}
-	var ordered slotOrder
-	for c, sts := range rs.states {
-		for j, st := range sts {
-			if st == 0 {
-				continue
-			}
-			slot := uint32(c)<<slabChunkBits | uint32(j)
-			r := s.at(slot)
-			r.at = readySince(uint32(st), r.at, now) // from here on, when it is ready (a delayed one's due time)
-			if e.keyOrdered(r.key) {
-				ordered.add(slot, orderKey{id: r.id.Load()})
-			} else {
-				plain.add(slot, orderKey{at: r.at, id: r.id.Load()})
+	// The scan reads every record (cache misses, mostly): the two halves
+	// of the slab are scanned at once, the second on a goroutine of its
+	// own, and their orders joined.
+	scan := func(states [][]uint8, first int, plain, ordered *slotOrder) {
+		for c, sts := range states {
+			for j, st := range sts {
+				if st == 0 {
+					continue
+				}
+				slot := uint32(first+c)<<slabChunkBits | uint32(j)
+				r := s.at(slot)
+				r.at = readySince(uint32(st), r.at, now) // from here on, when it is ready (a delayed one's due time)
+				if e.keyOrdered(r.key) {
+					ordered.add(slot, orderKey{id: r.id.Load()})
+				} else {
+					plain.add(slot, orderKey{at: r.at, id: r.id.Load()})
+				}
 			}
 		}
 	}
+	half := len(rs.states) / 2
+	var plain2, ordered2 slotOrder
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		scan(rs.states[half:], half, &plain2, &ordered2)
+	}()
+	plain := slotOrder{slots: make([]uint32, 0, rs.count)}
+	var ordered slotOrder
+	scan(rs.states[:half], 0, &plain, &ordered)
+	<-scanned
+	plain.join(&plain2)
+	ordered.join(&ordered2)
 	order := plain.sorted(func(slot uint32) orderKey {
 		r := s.at(slot)
 		return orderKey{at: r.at, id: r.id.Load()}
@@ -153,6 +169,29 @@ func (o *slotOrder) add(slot uint32, k orderKey) {
 	}
 	o.prev = k
 	o.slots = append(o.slots, slot)
+}
+
+// join appends p's slots, as if added one by one.
+func (o *slotOrder) join(p *slotOrder) {
+	if len(p.slots) == 0 {
+		return
+	}
+	if len(o.slots) == 0 {
+		*o = slotOrder{slots: append(o.slots, p.slots...), first: p.first, prev: p.prev, descents: p.descents, cut: p.cut}
+		return
+	}
+	n := len(o.slots)
+	if p.descents > 0 {
+		o.descents, o.cut = o.descents+p.descents, n+p.cut
+	}
+	if o.prev.compare(p.first) > 0 {
+		o.descents++
+		if p.descents == 0 {
+			o.cut = n
+		}
+	}
+	o.prev = p.prev
+	o.slots = append(o.slots, p.slots...)
 }
 
 // sorted returns the slots in key order; key gives a slot's key.

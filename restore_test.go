@@ -24,14 +24,26 @@ func TestSlotOrder(t *testing.T) {
 		{5, 6, 7, 1, 2}, {9, 1}, {2, 3, 4, 1}, {30, 31, 10, 12}, // rotated
 		{3, 1, 2, 0}, {2, 1}, {1, 3, 2, 4}, {4, 1, 2, 3, 0}, {20, 5, 30, 10}, // neither
 	} {
+		want := slices.Clone(in)
+		slices.SortFunc(want, func(a, b uint32) int { return key(a).compare(key(b)) })
 		var o slotOrder
 		for _, slot := range in {
 			o.add(slot, key(slot))
 		}
-		got := o.sorted(key)
-		want := slices.Clone(in)
-		slices.SortFunc(want, func(a, b uint32) int { return key(a).compare(key(b)) })
-		assert.Equal(t, want, got, "slotOrder of %v", in)
+		assert.Equal(t, want, o.sorted(key), "slotOrder of %v", in)
+		// Restore scans two halves at once and joins them: any split
+		// must come out the same.
+		for split := range len(in) + 1 {
+			var a, b slotOrder
+			for _, slot := range in[:split] {
+				a.add(slot, key(slot))
+			}
+			for _, slot := range in[split:] {
+				b.add(slot, key(slot))
+			}
+			a.join(&b)
+			assert.Equal(t, want, a.sorted(key), "slotOrder of %v joined at %d", in, split)
+		}
 	}
 }
 
