@@ -37,8 +37,8 @@
 // returns: the WAL's replay decodes the log a few batches ahead of the
 // records being applied, on up to four goroutines (wal.Log.Replay; there
 // replay.go's prepareRecord copies payloads and allocates slab chunks),
-// and restore allocates the tiers' rings while it orders the messages it
-// places (restore.go).
+// and restore allocates the tiers' rings and scans half the slab while it
+// orders the messages it places (restore.go).
 //
 // Every other piece of work runs on the caller's goroutine.
 package ringwal
