@@ -38,7 +38,8 @@
 // records being applied, on up to four goroutines (wal.Log.Replay; there
 // replay.go's prepareRecord copies payloads and allocates slab chunks),
 // and restore allocates the tiers' rings and scans half the slab while it
-// orders the messages it places (restore.go).
+// orders the messages it places, and pushes the ones it makes ready into
+// their rings while it places the next (restore.go).
 //
 // Every other piece of work runs on the caller's goroutine.
 package ringwal

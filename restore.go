@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/ring"
@@ -81,6 +82,8 @@ func (e *Engine) restore(rs *replayState) error {
 	// again, counted as they go).
 	e.ctr.added.Add(int64(len(order)))
 	var notes []wal.Record
+	pusher := e.newReadyPusher()
+	defer pusher.close()
 	for _, slot := range order {
 		r := s.at(slot)
 		st := rs.state(slot)
@@ -118,8 +121,16 @@ func (e *Engine) restore(rs *replayState) error {
 		if st == stDelayed && r.at > now {
 			due = r.at
 		}
+		if r.ks == nil && due == 0 {
+			// What place would do, its push left to the pusher.
+			pusher.push(e.publishReady(slot, r, r.at))
+			continue
+		}
+		// Anything else may push too: the pusher's pushes go first.
+		pusher.sync()
 		e.place(slot, r, due, r.at, now)
 	}
+	pusher.close()
 	e.restorePauses(rs.pauses, now)
 	if rs.maxID > e.nextID.Load() {
 		e.nextID.Store(rs.maxID)
@@ -132,6 +143,85 @@ func (e *Engine) restore(rs *replayState) error {
 		e.opts.Logger.Warn("ringwal: messages were leased at a crash", "requeued", len(notes), "poisoned", e.recovered.poisoned)
 	}
 	return nil
+}
+
+// readyPusher pushes the refs of messages restore made ready into their
+// tiers on a goroutine of its own, in the order restore published them:
+// with a large backlog the pushes (two atomic operations each) are a good
+// part of restore, and the other core has little else to do. Nothing
+// pops before Open returns; restore syncs before it places a message
+// that may push from its own goroutine, so the tiers' order is what
+// placing them one by one would give.
+type readyPusher struct {
+	e       *Engine
+	full    chan []tierRef
+	free    chan []tierRef
+	cur     []tierRef
+	queued  sync.WaitGroup // batches sent and not yet pushed
+	done    chan struct{}
+	stopped bool
+}
+
+type tierRef struct {
+	rf   ref
+	tier int32
+}
+
+// pushBatch is how many refs restore hands the pusher at once.
+const pushBatch = 4096
+
+func (e *Engine) newReadyPusher() *readyPusher {
+	const buffers = 3
+	p := &readyPusher{e: e, full: make(chan []tierRef, buffers), free: make(chan []tierRef, buffers), done: make(chan struct{})}
+	for range buffers - 1 {
+		p.free <- make([]tierRef, 0, pushBatch)
+	}
+	p.cur = make([]tierRef, 0, pushBatch)
+	go func() {
+		defer close(p.done)
+		for b := range p.full {
+			for _, t := range b {
+				e.pushTier(int(t.tier), t.rf)
+			}
+			p.free <- b[:0]
+			p.queued.Done()
+		}
+	}()
+	return p
+}
+
+func (p *readyPusher) push(tier int, rf ref) {
+	p.cur = append(p.cur, tierRef{rf: rf, tier: int32(tier)})
+	if len(p.cur) == cap(p.cur) {
+		p.send()
+	}
+}
+
+func (p *readyPusher) send() {
+	p.queued.Add(1)
+	p.full <- p.cur
+	p.cur = <-p.free
+}
+
+// sync returns once everything pushed so far is in the tiers.
+func (p *readyPusher) sync() {
+	if len(p.cur) > 0 {
+		p.send()
+	}
+	p.queued.Wait()
+}
+
+// close syncs and stops the pusher's goroutine; a second call does
+// nothing.
+func (p *readyPusher) close() {
+	if p.stopped {
+		return
+	}
+	p.stopped = true
+	p.sync()
+	close(p.full)
+	<-p.done
+	p.e.waiting.signalReady()
 }
 
 // orderKey orders restored messages: by when they became ready, then by
