@@ -440,21 +440,27 @@ func (d *decoder) fail(what string) {
 	if d.err == nil {
 		d.err = corruptf("%s at byte %d of %d", what, d.i, len(d.b))
 	}
+	// Every later read finds nothing left and returns zero (the fast
+	// paths below need not check err).
+	d.i = len(d.b)
 }
 
+// The reads need not check err: a failure leaves nothing to read, and a
+// read of nothing fails (again: the first failure is the one kept).
 func (d *decoder) byte() byte {
-	if d.err != nil || d.i >= len(d.b) {
-		d.fail("truncated byte")
-		return 0
+	if i := d.i; i < len(d.b) {
+		d.i = i + 1
+		return d.b[i]
 	}
-	c := d.b[d.i]
-	d.i++
-	return c
+	d.fail("truncated byte")
+	return 0
 }
 
 func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
+	// Most fields are one-byte values: no call for those.
+	if i := d.i; i < len(d.b) && d.b[i] < 0x80 {
+		d.i = i + 1
+		return uint64(d.b[i])
 	}
 	v, n := uvarint(d.b[d.i:])
 	if n <= 0 {
