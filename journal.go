@@ -107,20 +107,24 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 	case wal.KindEnqueue:
 		e.applyEnqueue(rs, r, slot, m)
 	case wal.KindLease:
+		rs.moved(m, r.ID)
 		applyLease(rs, r, slot, m)
 	case wal.KindExtend:
 		// A lease is not durable: after a restart the message is pending.
 	case wal.KindAck:
 		rs.remove(r.ID)
 	case wal.KindNack:
+		rs.moved(m, r.ID)
 		applyNack(rs, r, slot, m)
 	case wal.KindRequeue:
+		rs.moved(m, r.ID)
 		applyRequeue(rs, r, slot, m)
 	case wal.KindFailure:
 		applyFailure(r, m)
 	case wal.KindDeadLetter:
 		e.applyDeadLetter(rs, r, m)
 	case wal.KindRedrive:
+		rs.inOrder = false
 		e.applyRedrive(rs, r, m)
 	case wal.KindPurge:
 		e.applyPurge(rs, r, m)
@@ -233,7 +237,8 @@ func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, slot uint32, m *re
 	if rs.deadAdded {
 		e.dead.Remove(r.ID)
 	}
-	if m == nil {
+	fresh := m == nil
+	if fresh {
 		if slot, m = rs.add(r.ID); m == nil {
 			return // no room: rs.err stops the replay
 		}
@@ -254,6 +259,7 @@ func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, slot uint32, m *re
 	}
 	m.at = at
 	rs.setState(slot, st)
+	rs.noteEnqueue(r.ID, slot, fresh, st == stDelayed, at)
 	if st != stDelayed {
 		rs.useTier(msg.Priority.tier())
 	}

@@ -40,10 +40,24 @@ type replayState struct {
 	states [][]uint8
 	// IDs are mostly consecutive in a log, so most are indexed densely
 	// (dense[id-base] = slot+1); the map takes the stragglers.
-	base     uint64
-	dense    []uint32
-	index    map[uint64]uint32
-	count    int  // live messages held
+	base  uint64
+	dense []uint32
+	index map[uint64]uint32
+	count int // live messages held
+	// inOrder says the live messages sit in their IDs' home slots in the
+	// order restore places them, read around the slab from firstID's
+	// slot: every message was first enqueued pending, in increasing ID
+	// order and ready times, within one slab's size of IDs, and no record
+	// since moved one (a lease, nack, requeue or redrive) nor the slab
+	// (grow), unless it is gone since. A log of a backlog enqueued, and
+	// partly delivered and acked, is so; restore then need not read every
+	// record to order them (noteEnqueue, inOrderSlots).
+	inOrder         bool
+	firstID, lastID uint64
+	lastAt          int64
+	// movedIDs holds the live messages a lease, nack or requeue moved
+	// (out of the order inOrder keeps); remove forgets them.
+	movedIDs map[uint64]struct{}
 	tiers    uint // tiers holding a message not delayed (restore's rings)
 	slabBits uint
 	maxID    uint64
@@ -91,7 +105,7 @@ func (rs *replayState) setLate(id uint64, l lateDead) {
 // newReplayState starts a replay into a slab of 1<<bits slots (the size
 // the options ask for; replay grows it when the log holds more).
 func newReplayState(bits uint) *replayState {
-	rs := &replayState{slab: newSlab(bits), index: make(map[uint64]uint32)}
+	rs := &replayState{slab: newSlab(bits), index: make(map[uint64]uint32), inOrder: true}
 	rs.ahead.Store(rs.slab)
 	return rs
 }
@@ -195,6 +209,64 @@ func (rs *replayState) add(id uint64) (uint32, *rec) {
 	}
 }
 
+// noteEnqueue keeps inOrder: id was just enqueued into slot, fresh (not
+// a re-enqueue of a message replay holds), pending since at unless
+// delayed.
+func (rs *replayState) noteEnqueue(id uint64, slot uint32, fresh, delayed bool, at int64) {
+	switch {
+	case !rs.inOrder:
+	case !fresh || delayed || at <= 0 || uint64(slot) != id&rs.slab.mask:
+		rs.inOrder = false
+	case rs.lastID == 0:
+		rs.firstID, rs.lastID, rs.lastAt = id, id, at
+	case id > rs.lastID && at >= rs.lastAt && id-rs.firstID < uint64(rs.slab.size()):
+		rs.lastID, rs.lastAt = id, at
+	default:
+		rs.inOrder = false
+	}
+}
+
+// moved notes that a record moved m (id's message), if replay holds it.
+func (rs *replayState) moved(m *rec, id uint64) {
+	if m == nil || !rs.inOrder {
+		return
+	}
+	if rs.movedIDs == nil {
+		rs.movedIDs = make(map[uint64]struct{})
+	}
+	rs.movedIDs[id] = struct{}{}
+}
+
+// inOrderSlots returns the slots of the live messages in the order
+// restore places them, when inOrder says that is slot order from
+// firstID's slot on (nil otherwise): it reads the states beside the slab,
+// not the records.
+func (rs *replayState) inOrderSlots() []uint32 {
+	if !rs.inOrder || len(rs.movedIDs) > 0 {
+		return nil
+	}
+	slots := make([]uint32, 0, rs.count)
+	start := uint32(rs.firstID & rs.slab.mask)
+	collect := func(from, to uint32) { // [from, to)
+		for slot := from; slot < to; {
+			c := slot >> slabChunkBits
+			end := min(to, (c+1)<<slabChunkBits)
+			if int(c) < len(rs.states) && rs.states[c] != nil {
+				for _, st := range rs.states[c][slot&(slabChunkSlots-1) : end-c<<slabChunkBits] {
+					if st != 0 {
+						slots = append(slots, slot)
+					}
+					slot++
+				}
+			}
+			slot = end
+		}
+	}
+	collect(start, uint32(rs.slab.size()))
+	collect(0, start)
+	return slots
+}
+
 // remove forgets id's message, if replay holds it.
 func (rs *replayState) remove(id uint64) {
 	if slot, r := rs.get(id); r != nil {
@@ -202,6 +274,7 @@ func (rs *replayState) remove(id uint64) {
 		rs.setState(slot, 0)
 		rs.unindex(id)
 		rs.count--
+		delete(rs.movedIDs, id)
 	}
 }
 
@@ -214,6 +287,7 @@ func (rs *replayState) bits() uint { return uint(bits.Len64(rs.slab.mask)) }
 func (rs *replayState) grow(b uint) {
 	old, states := rs.slab, rs.states
 	rs.slab, rs.states = newSlab(b), nil
+	rs.inOrder = false
 	rs.ahead.Store(rs.slab)
 	rs.base, rs.dense, rs.index = 0, nil, make(map[uint64]uint32)
 	rs.count = 0

@@ -34,50 +34,21 @@ func (e *Engine) restore(rs *replayState) error {
 	}()
 	defer func() { <-grown }()
 	// Tiers are FIFO in the order messages became ready, which is what
-	// Peek reports too; IDs break ties (and order the rest). Replay left
-	// the messages in their IDs' home slots, so slot order is mostly ID
-	// order, wrapped around where IDs pass the slab's size.
-	// An ordered key's messages go last and in ID order: the first placed
-	// becomes the key's head, the rest wait in its queue behind it.
+	// Peek reports too; IDs break ties (and order the rest). An ordered
+	// key's messages go last and in ID order: the first placed becomes the
+	// key's head, the rest wait in its queue behind it. When replay saw
+	// the messages enqueued in that order and none moved since (no key
+	// orders any), slot order from the first one's slot is the order and
+	// no record need be read to find it; otherwise orderRestored reads
+	// them all.
 	s := rs.slab
-	// The scan reads every record (cache misses, mostly): the two halves
-	// of the slab are scanned at once, the second on a goroutine of its
-	// own, and their orders joined.
-	scan := func(states [][]uint8, first int, plain, ordered *slotOrder) {
-		for c, sts := range states {
-			for j, st := range sts {
-				if st == 0 {
-					continue
-				}
-				slot := uint32(first+c)<<slabChunkBits | uint32(j)
-				r := s.at(slot)
-				r.at = readySince(uint32(st), r.at, now) // from here on, when it is ready (a delayed one's due time)
-				if e.keyOrdered(r.key) {
-					ordered.add(slot, orderKey{id: r.id.Load()})
-				} else {
-					plain.add(slot, orderKey{at: r.at, id: r.id.Load()})
-				}
-			}
-		}
+	var order []uint32
+	if e.keys.policy == nil {
+		order = rs.inOrderSlots()
 	}
-	half := len(rs.states) / 2
-	var plain2, ordered2 slotOrder
-	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		scan(rs.states[half:], half, &plain2, &ordered2)
-	}()
-	plain := slotOrder{slots: make([]uint32, 0, rs.count)}
-	var ordered slotOrder
-	scan(rs.states[:half], 0, &plain, &ordered)
-	<-scanned
-	plain.join(&plain2)
-	ordered.join(&ordered2)
-	order := plain.sorted(func(slot uint32) orderKey {
-		r := s.at(slot)
-		return orderKey{at: r.at, id: r.id.Load()}
-	})
-	order = append(order, ordered.sorted(func(slot uint32) orderKey { return orderKey{id: s.at(slot).id.Load()} })...)
+	if order == nil {
+		order = e.orderRestored(rs, now)
+	}
 	// Every message enters the slab here (dead-lettered ones leave it
 	// again, counted as they go).
 	e.ctr.added.Add(int64(len(order)))
@@ -298,6 +269,52 @@ func (o *slotOrder) sorted(key func(slot uint32) orderKey) []uint32 {
 		slices.SortFunc(o.slots, func(a, b uint32) int { return key(a).compare(key(b)) })
 	}
 	return o.slots
+}
+
+// orderRestored returns the slots of the replayed messages in the order
+// restore places them (see restore), setting each record's at to when it
+// became ready. Replay left the messages in their IDs' home slots, so
+// slot order is mostly ID order, wrapped around where IDs pass the slab's
+// size (slotOrder). It reads every record (cache misses, mostly): the two
+// halves of the slab are scanned at once, the second on a goroutine of
+// its own, and their orders joined.
+func (e *Engine) orderRestored(rs *replayState, now int64) []uint32 {
+	s := rs.slab
+	scan := func(states [][]uint8, first int, plain, ordered *slotOrder) {
+		for c, sts := range states {
+			for j, st := range sts {
+				if st == 0 {
+					continue
+				}
+				slot := uint32(first+c)<<slabChunkBits | uint32(j)
+				r := s.at(slot)
+				r.at = readySince(uint32(st), r.at, now) // from here on, when it is ready (a delayed one's due time)
+				if e.keyOrdered(r.key) {
+					ordered.add(slot, orderKey{id: r.id.Load()})
+				} else {
+					plain.add(slot, orderKey{at: r.at, id: r.id.Load()})
+				}
+			}
+		}
+	}
+	half := len(rs.states) / 2
+	var plain2, ordered2 slotOrder
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		scan(rs.states[half:], half, &plain2, &ordered2)
+	}()
+	plain := slotOrder{slots: make([]uint32, 0, rs.count)}
+	var ordered slotOrder
+	scan(rs.states[:half], 0, &plain, &ordered)
+	<-scanned
+	plain.join(&plain2)
+	ordered.join(&ordered2)
+	order := plain.sorted(func(slot uint32) orderKey {
+		r := s.at(slot)
+		return orderKey{at: r.at, id: r.id.Load()}
+	})
+	return append(order, ordered.sorted(func(slot uint32) orderKey { return orderKey{id: s.at(slot).id.Load()} })...)
 }
 
 // readySince is when a recovered message in state st became (or, placed

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal/clock"
+	"github.com/ringwal/ringwal/wal"
 )
 
 func TestSlotOrder(t *testing.T) {
@@ -147,4 +148,65 @@ func TestReplayGrowsTheSlabPastMaxMessages(t *testing.T) {
 	// The five given back at Close became ready then, after the others.
 	assert.Equal(t, order[5:], got[:n-5])
 	assert.ElementsMatch(t, order[:5], got[n-5:])
+}
+
+// TestInOrderSlotsIsTheRestoreOrder: when replay vouches that slot order
+// is the order restore places messages in (inOrderSlots), that order is
+// what reading every record gives (orderRestored); when it cannot vouch,
+// it says so.
+func TestInOrderSlotsIsTheRestoreOrder(t *testing.T) {
+	const t0 = int64(1_800_000_000_000_000_000)
+	enq := func(id uint64, at int64) wal.Record {
+		return wal.Record{Kind: wal.KindEnqueue, ID: id, Time: at, Payload: []byte("p")}
+	}
+	ack := func(id uint64) wal.Record { return ackRecord(id, t0) }
+	lease := func(id uint64) wal.Record { return leaseRecord(id, t0, 1, t0+1) }
+	seq := func(from, to uint64) []wal.Record { // enqueues, a microsecond apart
+		var rs []wal.Record
+		for id := from; id <= to; id++ {
+			rs = append(rs, enq(id, t0+int64(id)*1000))
+		}
+		return rs
+	}
+	cat := func(parts ...[]wal.Record) []wal.Record { return slices.Concat(parts...) }
+	cases := []struct {
+		name    string
+		recs    []wal.Record
+		inOrder bool
+	}{
+		{"enqueued in order", seq(1, 20), true},
+		{"some acked", cat(seq(1, 20), []wal.Record{ack(1), ack(7), ack(20)}), true},
+		{"wrapping the slab", cat(seq(20, 45), []wal.Record{ack(20)}), true},
+		{"leased and acked (a restart's first delivery)", cat(seq(1, 20), []wal.Record{lease(1), ack(1)}), true},
+		{"same ready time", cat(seq(1, 3), []wal.Record{enq(4, t0+3000), enq(5, t0+3000)}), true},
+		{"leased at a crash", cat(seq(1, 20), []wal.Record{lease(3)}), false},
+		{"requeued", cat(seq(1, 20), []wal.Record{requeueRecord(3, t0+1e9, 1, 0)}), false},
+		{"ready out of ID order", []wal.Record{enq(1, t0+2000), enq(2, t0+1000)}, false},
+		{"delayed", cat(seq(1, 3), []wal.Record{{Kind: wal.KindEnqueue, ID: 4, Time: t0 + 4000, NotBefore: t0 + 1e9}}), false},
+		{"IDs past one slab", cat(seq(1, 3), []wal.Record{ack(1), ack(2)}, seq(40, 41)), false},
+		{"IDs out of order", []wal.Record{enq(2, t0+1000), enq(1, t0+2000)}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := Open("", Options{Clock: clock.NewFake(time.Unix(0, t0))})
+			require.NoError(t, err)
+			defer e.Close()
+			rs := newReplayState(5) // 32 slots
+			prepare := rs.newPreparer()
+			for _, r := range c.recs {
+				prepare(&r)
+				e.apply(rs, &r)
+			}
+			require.NoError(t, rs.err)
+			fast := rs.inOrderSlots()
+			want := e.orderRestored(rs, t0+1e12)
+			if !c.inOrder {
+				assert.Nil(t, fast, "replay cannot vouch for slot order")
+				return
+			}
+			require.NotNil(t, fast, "replay vouches for slot order")
+			assert.Equal(t, want, fast)
+			assert.Len(t, fast, rs.count)
+		})
+	}
 }
