@@ -33,10 +33,13 @@
 //     contexts when Close's grace runs out, while Run is running (Run owns
 //     and waits for them).
 //
-// Open also uses two short-lived helpers, each waited for before Open
+// Open also uses short-lived helpers, each waited for before Open
 // returns: the WAL's replay decodes the log a few batches ahead of the
-// records being applied (wal.Log.Replay), and restore allocates the
-// record slab's chunks ahead of the messages it places (restore.go).
+// records being applied, on up to four goroutines (wal.Log.Replay; there
+// replay.go's prepareRecord copies payloads and allocates slab chunks),
+// and restore allocates the tiers' rings and scans half the slab while it
+// orders the messages it places, and pushes the ones it makes ready into
+// their rings while it places the next (restore.go).
 //
 // Every other piece of work runs on the caller's goroutine.
 package ringwal

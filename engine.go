@@ -118,6 +118,10 @@ func Open(dir string, o Options) (*Engine, error) {
 	e.held.init(o.MaxMessages / 4)
 	e.keys.policy = o.KeyPolicy
 
+	// The slab has room for MaxMessages with a quarter to spare, so that a
+	// new ID's home slot is almost always free; replay rebuilds the log's
+	// messages in it, growing it if the log holds more.
+	bitsNeeded := uint(bits.Len(uint(o.MaxMessages + o.MaxMessages/4 - 1)))
 	var rs *replayState
 	if dir != "" {
 		e.log, err = wal.Open(dir, wal.Options{
@@ -132,24 +136,15 @@ func Open(dir string, o Options) (*Engine, error) {
 			e.openFailed()
 			return nil, mapWALError(err)
 		}
-		rs, err = e.replay()
+		rs, err = e.replay(bitsNeeded)
 		if err != nil {
 			e.openFailed()
 			return nil, err
 		}
+		e.slab = rs.slab
+	} else {
+		e.slab = newSlab(bitsNeeded)
 	}
-	// The slab has room for MaxMessages with a quarter to spare, so that a
-	// new ID's home slot is almost always free.
-	bitsNeeded := uint(bits.Len(uint(o.MaxMessages + o.MaxMessages/4 - 1)))
-	if rs != nil && rs.slabBits > bitsNeeded {
-		bitsNeeded = rs.slabBits
-	}
-	if rs != nil {
-		for bitsNeeded < maxSlabBits && 1<<bitsNeeded < rs.count+rs.count/4 {
-			bitsNeeded++
-		}
-	}
-	e.slab = newSlab(bitsNeeded)
 	e.metrics = newMetrics(e)
 	e.hk = newHousekeeper(e)
 	if rs != nil {

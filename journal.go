@@ -5,7 +5,6 @@ import (
 	"math/bits"
 	"sort"
 	"time"
-	"unsafe"
 
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
@@ -95,31 +94,37 @@ func (lg logged) wrap(err error) error {
 	return fmt.Errorf("ringwal: logging %v of %d: %w", lg.kind, lg.id, mapWALError(err))
 }
 
-// apply replays one record into rs (live messages) and the engine's
-// dead-letter store and dedup index.
+// apply replays one record into rs (live messages, each in the slab
+// record it will have, owned by replay) and the engine's dead-letter store
+// and dedup index. m is the message's record (nil when replay holds none
+// for r.ID), slot its slot.
 func (e *Engine) apply(rs *replayState, r *wal.Record) {
 	if r.ID > rs.maxID && r.Kind != wal.KindCheckpoint {
 		rs.maxID = r.ID
 	}
-	m := rs.get(r.ID)
+	slot, m := rs.get(r.ID)
 	switch r.Kind {
 	case wal.KindEnqueue:
-		e.applyEnqueue(rs, r, m)
+		e.applyEnqueue(rs, r, slot, m)
 	case wal.KindLease:
-		applyLease(r, m)
+		rs.moved(m, r.ID)
+		applyLease(rs, r, slot, m)
 	case wal.KindExtend:
 		// A lease is not durable: after a restart the message is pending.
 	case wal.KindAck:
 		rs.remove(r.ID)
 	case wal.KindNack:
-		applyNack(r, m)
+		rs.moved(m, r.ID)
+		applyNack(rs, r, slot, m)
 	case wal.KindRequeue:
-		applyRequeue(r, m)
+		rs.moved(m, r.ID)
+		applyRequeue(rs, r, slot, m)
 	case wal.KindFailure:
 		applyFailure(r, m)
 	case wal.KindDeadLetter:
 		e.applyDeadLetter(rs, r, m)
 	case wal.KindRedrive:
+		rs.inOrder = false
 		e.applyRedrive(rs, r, m)
 	case wal.KindPurge:
 		e.applyPurge(rs, r, m)
@@ -168,17 +173,18 @@ func putMessage(dst *wal.Record, m *Message, at int64) {
 	}
 }
 
-// messageOf is putMessage's inverse; it copies the payload out of the
-// log's buffers (into arena).
-func messageOf(r *wal.Record, arena *payloadArena) Message {
+// messageOf is putMessage's inverse. The Message keeps r's Payload: the
+// caller makes sure it owns those bytes (replay's prepareRecord copies
+// them out of the log's buffers).
+func messageOf(r *wal.Record) Message {
 	m := Message{
 		DedupID:     r.DedupID,
 		Key:         r.Key,
 		Priority:    Priority(r.Priority),
 		MaxAttempts: int(r.MaxAttempts),
 	}
-	if r.Payload != nil {
-		m.Payload = arena.clone(r.Payload)
+	if len(r.Payload) > 0 {
+		m.Payload = r.Payload
 	}
 	if len(r.Headers) > 0 {
 		m.Headers = make(map[string]string, len(r.Headers)/2)
@@ -195,36 +201,6 @@ func messageOf(r *wal.Record, arena *payloadArena) Message {
 	if r.ExpiresAt != 0 {
 		m.TTL = time.Duration(r.ExpiresAt - r.Time)
 	}
-	return m
-}
-
-// replayMsgOf is messageOf in replay's compact form (the same mapping).
-func replayMsgOf(r *wal.Record, arena *payloadArena) replayMsg {
-	m := replayMsg{Key: r.Key, Priority: Priority(r.Priority)}
-	if r.Payload != nil {
-		p := arena.clone(r.Payload)
-		m.payPtr, m.payLen = unsafe.SliceData(p), int32(len(p))
-	}
-	if r.DedupID == "" && len(r.Headers) == 0 && r.NotBefore <= 0 && r.Deadline == 0 && r.ExpiresAt == 0 && r.MaxAttempts == 0 {
-		return m
-	}
-	x := &replayMore{DedupID: r.DedupID, MaxAttempts: int(r.MaxAttempts)}
-	if len(r.Headers) > 0 {
-		x.Headers = make(map[string]string, len(r.Headers)/2)
-		for i := 0; i+1 < len(r.Headers); i += 2 {
-			x.Headers[r.Headers[i]] = r.Headers[i+1]
-		}
-	}
-	if r.NotBefore > 0 {
-		x.Delay = time.Duration(r.NotBefore - r.Time)
-	}
-	if r.Deadline != 0 {
-		x.Deadline = time.Unix(0, r.Deadline)
-	}
-	if r.ExpiresAt != 0 {
-		x.TTL = time.Duration(r.ExpiresAt - r.Time)
-	}
-	m.replayMore = x
 	return m
 }
 
@@ -253,7 +229,7 @@ func enqueueRecord(dst *wal.Record, r *rec, id uint64) {
 	putMessage(dst, &m, r.enqueuedAt) // the TTL counts from enqueuedAt, as r.expiresAt does
 }
 
-func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, m *recovered) {
+func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, slot uint32, m *rec) {
 	// A snapshot newer than this record may have had it dead; the
 	// records that follow this one say what became of it. (Only replay
 	// adds dead letters before Open returns; asking rs rather than
@@ -261,16 +237,31 @@ func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, m *recovered) {
 	if rs.deadAdded {
 		e.dead.Remove(r.ID)
 	}
-	if m == nil {
-		m = rs.add(r.ID)
+	fresh := m == nil
+	if fresh {
+		if slot, m = rs.add(r.ID); m == nil {
+			return // no room: rs.err stops the replay
+		}
 	}
-	*m = recovered{id: r.ID, msg: replayMsgOf(r, &rs.arena), enqueuedAt: r.Time, expiresAt: r.ExpiresAt,
-		attempts: r.Attempt, crashes: r.Crashes, state: stPending, nextAt: r.Time}
+	msg := messageOf(r)
+	// The record's key state is restore's to set (keyForPlacement counts
+	// the message against its key), once replay is sure the message lives.
+	m.fill(&msg, r.Time, uint32(r.Attempt), r.Crashes, nil, nil)
+	// at follows the state, as a published record's does: stDelayed, when
+	// due; stPending, since when it is ready (Stats.OldestPending, Peek
+	// order). Every record that sets one of these states sets it.
+	st, at := stPending, r.Time
 	switch {
 	case r.Until > 0:
-		m.state, m.nextAt = stDelayed, r.Until
+		st, at = stDelayed, r.Until
 	case r.NotBefore > 0:
-		m.state, m.nextAt = stDelayed, r.NotBefore
+		st, at = stDelayed, r.NotBefore
+	}
+	m.at = at
+	rs.setState(slot, st)
+	rs.noteEnqueue(r.ID, slot, fresh, st == stDelayed, at)
+	if st != stDelayed {
+		rs.useTier(msg.Priority.tier())
 	}
 	// A redrive record right before says this is not the DedupID's first
 	// enqueue: its window stays where the log (or, in a snapshot, the
@@ -287,9 +278,11 @@ func leaseRecord(id uint64, now int64, attempt uint32, until int64) wal.Record {
 	return wal.Record{Kind: wal.KindLease, ID: id, Time: now, Attempt: int32(attempt), Until: until}
 }
 
-func applyLease(r *wal.Record, m *recovered) {
+func applyLease(rs *replayState, r *wal.Record, slot uint32, m *rec) {
 	if m != nil {
-		m.attempts, m.state = r.Attempt, stLeased
+		m.setAttempts(uint32(r.Attempt))
+		rs.setState(slot, stLeased)
+		rs.useTier(m.tierIndex()) // restore makes it pending
 	}
 }
 
@@ -312,10 +305,13 @@ func nackRecord(id uint64, f dlq.Failure, attempts uint32, until int64) wal.Reco
 		Category: uint8(f.Category), Text: f.Error, Until: until}
 }
 
-func applyNack(r *wal.Record, m *recovered) {
+func applyNack(rs *replayState, r *wal.Record, slot uint32, m *rec) {
 	if m != nil {
-		m.attempts, m.state, m.nextAt, m.crashes = r.Attempt, stDelayed, r.Until, 0
-		m.hist = m.hist.with(failureOf(r))
+		m.setAttempts(uint32(r.Attempt))
+		rs.setState(slot, stDelayed)
+		m.at = r.Until
+		m.crashes.Store(0)
+		m.hist.Store(m.hist.Load().with(failureOf(r)))
 	}
 }
 
@@ -328,9 +324,13 @@ func requeueRecord(id uint64, now int64, attempts uint32, crashes int32) wal.Rec
 	return wal.Record{Kind: wal.KindRequeue, ID: id, Time: now, Attempt: int32(attempts), Crashes: crashes}
 }
 
-func applyRequeue(r *wal.Record, m *recovered) {
+func applyRequeue(rs *replayState, r *wal.Record, slot uint32, m *rec) {
 	if m != nil {
-		m.attempts, m.state, m.crashes, m.nextAt = r.Attempt, stPending, r.Crashes, r.Time
+		m.setAttempts(uint32(r.Attempt))
+		rs.setState(slot, stPending)
+		rs.useTier(m.tierIndex())
+		m.crashes.Store(r.Crashes)
+		m.at = r.Time
 	}
 }
 
@@ -347,9 +347,9 @@ func failureOf(r *wal.Record) dlq.Failure {
 	return dlq.Failure{At: time.Unix(0, r.Time), Category: classify.Category(r.Category), Error: r.Text}
 }
 
-func applyFailure(r *wal.Record, m *recovered) {
+func applyFailure(r *wal.Record, m *rec) {
 	if m != nil {
-		m.hist = m.hist.with(failureOf(r))
+		m.hist.Store(m.hist.Load().with(failureOf(r)))
 	}
 }
 
@@ -363,7 +363,7 @@ func deadLetterRecord(id uint64, f dlq.Failure, attempts int, dedupID string) wa
 		Category: uint8(f.Category), Text: f.Error, DedupID: dedupID}
 }
 
-func (e *Engine) applyDeadLetter(rs *replayState, r *wal.Record, m *recovered) {
+func (e *Engine) applyDeadLetter(rs *replayState, r *wal.Record, m *rec) {
 	if m == nil {
 		return
 	}
@@ -374,15 +374,16 @@ func (e *Engine) applyDeadLetter(rs *replayState, r *wal.Record, m *recovered) {
 			return
 		}
 	}
+	msg := m.message()
 	if r.DedupID != "" { // a snapshot's
-		m.msg.setDedupID(r.DedupID)
+		msg.DedupID = r.DedupID
 	}
 	// The record carries the last failure, which no record before it
 	// logged (a snapshot writes the history but its last entry): append it
 	// whatever its text.
 	f := failureOf(r)
-	h := m.hist.with(f)
-	entry := h.deadLetter(r.ID, f.Category, m.msg.message(), int(r.Attempt), r.Time)
+	h := m.hist.Load().with(f)
+	entry := h.deadLetter(r.ID, f.Category, msg, int(r.Attempt), r.Time)
 	if l.reviewed {
 		entry.Reviewed, entry.Note, entry.ReviewedAt = true, l.note, time.Unix(0, l.reviewedAt)
 	}
@@ -399,7 +400,7 @@ func redriveRecord(id uint64, now int64) wal.Record {
 	return wal.Record{Kind: wal.KindRedrive, ID: id, Time: now}
 }
 
-func (e *Engine) applyRedrive(rs *replayState, r *wal.Record, m *recovered) {
+func (e *Engine) applyRedrive(rs *replayState, r *wal.Record, m *rec) {
 	rs.redriven = r.ID
 	if _, ok := e.dead.Remove(r.ID); !ok && m != nil {
 		rs.setLate(r.ID, lateDead{redriven: true})
@@ -412,7 +413,7 @@ func purgeRecord(id uint64, now int64) wal.Record {
 	return wal.Record{Kind: wal.KindPurge, ID: id, Time: now}
 }
 
-func (e *Engine) applyPurge(rs *replayState, r *wal.Record, m *recovered) {
+func (e *Engine) applyPurge(rs *replayState, r *wal.Record, m *rec) {
 	if _, ok := e.dead.Remove(r.ID); !ok && m != nil {
 		// Purged before its dead-letter record was logged: gone for good.
 		rs.remove(r.ID)
@@ -426,7 +427,7 @@ func reviewRecord(id uint64, at int64, note string) wal.Record {
 	return wal.Record{Kind: wal.KindReview, ID: id, Time: at, Text: note}
 }
 
-func (e *Engine) applyReview(rs *replayState, r *wal.Record, m *recovered) {
+func (e *Engine) applyReview(rs *replayState, r *wal.Record, m *rec) {
 	if err := e.dead.MarkReviewed(r.ID, r.Text, time.Unix(0, r.Time)); err != nil && m != nil {
 		rs.setLate(r.ID, lateDead{reviewed: true, note: r.Text, reviewedAt: r.Time})
 	}
@@ -452,6 +453,7 @@ func applyCheckpoint(rs *replayState, r *wal.Record) {
 	}
 	if b := r.SlabBits(); b > rs.slabBits && b <= maxSlabBits {
 		rs.slabBits = b
+		rs.sizeFor(b)
 	}
 }
 

@@ -39,8 +39,7 @@ func TestMessageRecordMappingRoundTrips(t *testing.T) {
 		const at = int64(1_800_000_000_000_000_000)
 		rec := wal.Record{Kind: wal.KindEnqueue, ID: 1, Time: at}
 		putMessage(&rec, &m, at)
-		var arena payloadArena
-		got := messageOf(roundTrip(t, rec), &arena)
+		got := messageOf(roundTrip(t, rec))
 		if len(m.Payload) == 0 {
 			got.Payload, m.Payload = nil, nil
 		}
@@ -67,11 +66,23 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 	dead := deadLetterRecord(id, dlq.Failure{At: time.Unix(0, t0+20), Category: classify.Permanent, Error: "400"}, 2, "")
 
 	type check func(t *testing.T, e *Engine, rs *replayState)
-	live := func(t *testing.T, rs *replayState) *recovered {
+	// replayed is the message replay holds: its record (in the slab, owned
+	// by replay) and the state the log left it in.
+	type replayed struct {
+		*rec
+		state uint32
+	}
+	live := func(t *testing.T, rs *replayState) replayed {
 		t.Helper()
-		got := rs.get(id)
-		require.NotNil(t, got, "the message is live")
-		return got
+		slot, r := rs.get(id)
+		require.NotNil(t, r, "the message is live")
+		require.Equal(t, id, r.id.Load(), "the record is the message's")
+		require.Equal(t, stBusy, r.load().state(), "replay owns the record until restore publishes it")
+		return replayed{r, rs.state(slot)}
+	}
+	held := func(rs *replayState) bool {
+		_, r := rs.get(id)
+		return r != nil
 	}
 	cases := []struct {
 		kind   wal.Kind
@@ -81,14 +92,16 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 	}{
 		{wal.KindEnqueue, nil, enqueue(), func(t *testing.T, e *Engine, rs *replayState) {
 			got := live(t, rs)
-			assert.Equal(t, m.Key, got.msg.Key)
-			assert.Equal(t, m.Headers, got.msg.Headers)
-			assert.Equal(t, m.Delay, got.msg.Delay)
-			assert.Equal(t, m.TTL, got.msg.TTL)
+			msg := got.message()
+			assert.Equal(t, m.Key, msg.Key)
+			assert.Equal(t, m.Headers, msg.Headers)
+			assert.Equal(t, m.Delay, msg.Delay)
+			assert.Equal(t, m.TTL, msg.TTL)
+			assert.Equal(t, m, msg, "every field of the Message")
 			assert.Equal(t, t0, got.enqueuedAt)
-			assert.Equal(t, t0+int64(m.TTL), got.expiresAt)
+			assert.Equal(t, t0+int64(m.TTL), got.expiresAt())
 			assert.Equal(t, stDelayed, got.state, "a Delay makes it delayed")
-			assert.Equal(t, t0+int64(m.Delay), got.nextAt)
+			assert.Equal(t, t0+int64(m.Delay), got.at)
 			first, dup := e.dedup.lookup(m.DedupID, t0, int64(time.Hour))
 			assert.True(t, dup, "the DedupID is indexed")
 			assert.Equal(t, id, first)
@@ -96,36 +109,37 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 		{wal.KindLease, []wal.Record{enqueue()}, leaseRecord(id, t0+5, 3, t0+99), func(t *testing.T, e *Engine, rs *replayState) {
 			got := live(t, rs)
 			assert.Equal(t, stLeased, got.state)
-			assert.EqualValues(t, 3, got.attempts)
+			assert.EqualValues(t, 3, got.attempts())
 		}},
 		{wal.KindExtend, []wal.Record{enqueue(), leaseRecord(id, t0+5, 1, t0+99)}, extendRecord(id, t0+6, t0+500), func(t *testing.T, e *Engine, rs *replayState) {
 			assert.Equal(t, stLeased, live(t, rs).state, "an extend changes nothing durable")
 		}},
 		{wal.KindAck, []wal.Record{enqueue()}, ackRecord(id, t0+7), func(t *testing.T, e *Engine, rs *replayState) {
-			assert.Nil(t, rs.get(id))
+			assert.False(t, held(rs))
 			assert.Zero(t, rs.count)
 		}},
 		{wal.KindNack, []wal.Record{enqueue(), leaseRecord(id, t0+5, 1, t0+99)}, nackRecord(id, fail, 1, t0+1000), func(t *testing.T, e *Engine, rs *replayState) {
 			got := live(t, rs)
 			assert.Equal(t, stDelayed, got.state)
-			assert.Equal(t, t0+1000, got.nextAt)
-			text, cat := got.hist.last()
+			assert.Equal(t, t0+1000, got.at)
+			text, cat := got.hist.Load().last()
 			assert.Equal(t, fail.Error, text)
 			assert.Equal(t, fail.Category, cat)
 		}},
 		{wal.KindRequeue, []wal.Record{enqueue(), leaseRecord(id, t0+5, 2, t0+99)}, requeueRecord(id, t0+8, 2, 1), func(t *testing.T, e *Engine, rs *replayState) {
 			got := live(t, rs)
 			assert.Equal(t, stPending, got.state)
-			assert.EqualValues(t, 2, got.attempts)
-			assert.EqualValues(t, 1, got.crashes)
+			assert.EqualValues(t, 2, got.attempts())
+			assert.EqualValues(t, 1, got.crashes.Load())
+			assert.Equal(t, t0+8, got.at, "pending since the requeue")
 		}},
 		{wal.KindFailure, []wal.Record{enqueue()}, failureRecord(id, fail), func(t *testing.T, e *Engine, rs *replayState) {
 			got := live(t, rs)
-			require.NotNil(t, got.hist)
-			assert.Equal(t, []dlq.Failure{fail}, got.hist.failures)
+			require.NotNil(t, got.hist.Load())
+			assert.Equal(t, []dlq.Failure{fail}, got.hist.Load().failures)
 		}},
 		{wal.KindDeadLetter, []wal.Record{enqueue(), failureRecord(id, fail)}, deadLetterRecord(id, dlq.Failure{At: time.Unix(0, t0+20), Category: classify.Permanent, Error: "400"}, 2, "snap-dedup"), func(t *testing.T, e *Engine, rs *replayState) {
-			assert.Nil(t, rs.get(id), "no longer live")
+			assert.False(t, held(rs), "no longer live")
 			d, ok := e.dead.Get(id)
 			require.True(t, ok)
 			assert.Equal(t, classify.Permanent, d.Category)
@@ -143,7 +157,7 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 		{wal.KindPurge, []wal.Record{enqueue(), dead}, purgeRecord(id, t0+30), func(t *testing.T, e *Engine, rs *replayState) {
 			_, ok := e.dead.Get(id)
 			assert.False(t, ok)
-			assert.Nil(t, rs.get(id))
+			assert.False(t, held(rs))
 		}},
 		{wal.KindReview, []wal.Record{enqueue(), dead}, reviewRecord(id, t0+40, "seen"), func(t *testing.T, e *Engine, rs *replayState) {
 			d, ok := e.dead.Get(id)
@@ -164,11 +178,12 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 			assert.Equal(t, map[string]int64{"": 0}, rs.pauses, "the pause of all delivery ended")
 		}},
 		{wal.KindCancel, []wal.Record{enqueue()}, cancelRecord(id, t0+9), func(t *testing.T, e *Engine, rs *replayState) {
-			assert.Nil(t, rs.get(id), "cancelled: gone for good")
+			assert.False(t, held(rs), "cancelled: gone for good")
 		}},
 		{wal.KindCheckpoint, nil, checkpointRecord(1000, t0, newSlab(17)), func(t *testing.T, e *Engine, rs *replayState) {
 			assert.EqualValues(t, 999, rs.maxID, "IDs below the checkpoint's next ID are taken")
 			assert.EqualValues(t, 17, rs.slabBits)
+			assert.EqualValues(t, 17, rs.bits(), "replay's slab grows to the snapshot's size")
 		}},
 	}
 	covered := map[wal.Kind]bool{}
@@ -179,11 +194,18 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 			e, err := Open("", Options{Clock: clock.NewFake(time.Unix(0, t0))})
 			require.NoError(t, err)
 			defer e.Close()
-			rs := newReplayState()
-			for _, b := range c.before {
-				e.apply(rs, roundTrip(t, b))
+			rs := newReplayState(10)
+			// As replay does: prepared (on a decoding goroutine), then applied.
+			prepare := rs.newPreparer()
+			replay := func(r wal.Record) {
+				got := roundTrip(t, r)
+				prepare(got)
+				e.apply(rs, got)
 			}
-			e.apply(rs, roundTrip(t, c.rec))
+			for _, b := range c.before {
+				replay(b)
+			}
+			replay(c.rec)
 			c.check(t, e, rs)
 		})
 	}

@@ -69,6 +69,21 @@ func (e *Engine) makeReadyAt(slot uint32, r *rec, readyAt int64) {
 	e.waiting.signalReady()
 }
 
+// publishReady is makeReadyAt but for the push: it moves a busy record to
+// Pending, ready since readyAt, and returns the tier and ref for the
+// caller to push (restore pushes them on a helper goroutine, in order:
+// restore.go's readyPusher). makeReadyAt, on the hot path, does not call
+// it, to stay one function.
+func (e *Engine) publishReady(slot uint32, r *rec, readyAt int64) (tier int, rf ref) {
+	r.at = readyAt
+	tier, dl := r.tierIndex(), r.deadline()
+	rf = r.publish(e.counts, slot, stPending)
+	if dl != 0 {
+		e.sched.Deadlines().Push(dl, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen})
+	}
+	return tier, rf
+}
+
 // pushTier appends rf to its tier's ring, or to the tier's spill queue when
 // the ring is full or the spill queue already holds older messages.
 func (e *Engine) pushTier(tier int, rf ref) {

@@ -2,9 +2,11 @@ package ringwal
 
 import (
 	"fmt"
+	"math/bits"
+	"sync/atomic"
 	"time"
-	"unsafe"
 
+	"github.com/ringwal/ringwal/ring"
 	"github.com/ringwal/ringwal/wal"
 )
 
@@ -18,77 +20,48 @@ type recoveryReport struct {
 	duration  time.Duration
 }
 
-// recovered is a live message rebuilt from the log. It is kept compact
-// (96 bytes rather than a whole Message and more: 200): Open holds one
-// per live message until restore, so with a large backlog its size is
-// memory to fault in, zero and have the GC scan.
-type recovered struct {
-	id         uint64
-	msg        replayMsg
-	enqueuedAt int64
-	expiresAt  int64
-	attempts   int32
-	crashes    int32
-	state      uint32 // stPending, stDelayed or stLeased
-	ordered    bool   // of an ordered key (restore places those in ID order)
-	// nextAt follows the state, as a record's at does: stDelayed, when
-	// due; stPending, since when it is ready (Stats.OldestPending, Peek
-	// order). Every record that sets one of these states sets it.
-	nextAt int64
-	hist   *history
-}
-
-// replayMsg is a recovered message's Message in compact form: the fields
-// every message has inline, the rest behind more (nil when it sets none).
-type replayMsg struct {
-	Key    string
-	payPtr *byte
-	*replayMore
-	payLen   int32 // a record body is at most 1 GiB
-	Priority Priority
-}
-
-// replayMore holds the Message fields a message rarely sets.
-type replayMore struct {
-	DedupID     string
-	Headers     map[string]string
-	Delay, TTL  time.Duration
-	Deadline    time.Time
-	MaxAttempts int
-}
-
-// message rebuilds the Message.
-func (m *replayMsg) message() Message {
-	msg := Message{Key: m.Key, Payload: unsafe.Slice(m.payPtr, int(m.payLen)), Priority: m.Priority}
-	if x := m.replayMore; x != nil {
-		msg.DedupID, msg.Headers, msg.Delay, msg.TTL, msg.Deadline, msg.MaxAttempts = x.DedupID, x.Headers, x.Delay, x.TTL, x.Deadline, x.MaxAttempts
-	}
-	return msg
-}
-
-// setDedupID sets the message's DedupID.
-func (m *replayMsg) setDedupID(id string) {
-	if m.replayMore == nil {
-		m.replayMore = &replayMore{}
-	}
-	m.DedupID = id
-}
-
-// replayState holds the messages being rebuilt: chunks in order of first
-// appearance (no allocation per message, no copying as they grow) and an
-// index by ID.
+// replayState holds what replay rebuilds before restore places it. The
+// live messages are rebuilt in the slab the engine will run with, each in
+// the slot restore leaves it in: a record replay holds is claimed (owned,
+// unpublished) from its enqueue record on, and its fields are the
+// message's as the log left them (at: when it is due or ready, as
+// readySince reads it). Rebuilding them elsewhere first and copying them
+// into the slab at restore was a second pass over every message, with as
+// much memory again to fault in, zero and have the GC scan.
 type replayState struct {
-	chunks [][]recovered
-	n      int32 // entries used across chunks
+	slab *slab
+	// ahead is slab for prepareRecord, which runs on the log's decoding
+	// goroutine: grow replaces slab while it runs.
+	ahead atomic.Pointer[slab]
+	// states holds, per slot of slab (chunked as the slab is), the state
+	// the log left the message in (stPending, stDelayed or stLeased), 0
+	// for a slot replay does not hold. The record's word stays stBusy
+	// until restore publishes it: only record.go's verbs move a word.
+	states [][]uint8
 	// IDs are mostly consecutive in a log, so most are indexed densely
-	// (dense[id-base] = entry+1); the map takes the stragglers.
-	base     uint64
-	dense    []int32
-	index    map[uint64]int32
-	count    int // live entries in msgs
+	// (dense[id-base] = slot+1); the map takes the stragglers.
+	base  uint64
+	dense []uint32
+	index map[uint64]uint32
+	count int // live messages held
+	// inOrder says the live messages sit in their IDs' home slots in the
+	// order restore places them, read around the slab from firstID's
+	// slot: every message was first enqueued pending, in increasing ID
+	// order and ready times, within one slab's size of IDs, and no record
+	// since moved one (a lease, nack, requeue or redrive) nor the slab
+	// (grow), unless it is gone since. A log of a backlog enqueued, and
+	// partly delivered and acked, is so; restore then need not read every
+	// record to order them (noteEnqueue, inOrderSlots).
+	inOrder         bool
+	firstID, lastID uint64
+	lastAt          int64
+	// movedIDs holds the live messages a lease, nack or requeue moved
+	// (out of the order inOrder keeps); remove forgets them.
+	movedIDs map[uint64]struct{}
+	tiers    uint // tiers holding a message not delayed (restore's rings)
 	slabBits uint
 	maxID    uint64
-	arena    payloadArena
+	err      error // a message found no slot: replay stops
 	// late holds what an operator did to a dead letter whose dead-letter
 	// record is further on in the log: the engine makes a dead letter
 	// visible before it logs it, so a Review, Purge or Redrive of it can
@@ -129,15 +102,35 @@ func (rs *replayState) setLate(id uint64, l lateDead) {
 	rs.late[id] = l
 }
 
-func newReplayState() *replayState { return &replayState{index: make(map[uint64]int32)} }
-
-const replayChunkBits = 12
-
-func (rs *replayState) at(i int32) *recovered {
-	return &rs.chunks[i>>replayChunkBits][i&(1<<replayChunkBits-1)]
+// newReplayState starts a replay into a slab of 1<<bits slots (the size
+// the options ask for; replay grows it when the log holds more).
+func newReplayState(bits uint) *replayState {
+	rs := &replayState{slab: newSlab(bits), index: make(map[uint64]uint32), inOrder: true}
+	rs.ahead.Store(rs.slab)
+	return rs
 }
 
-func (rs *replayState) lookup(id uint64) (int32, bool) {
+// state is the state the log left slot's message in, 0 if replay holds
+// none there.
+func (rs *replayState) state(slot uint32) uint32 {
+	if c := slot >> slabChunkBits; int(c) < len(rs.states) && rs.states[c] != nil {
+		return uint32(rs.states[c][slot&(slabChunkSlots-1)])
+	}
+	return 0
+}
+
+func (rs *replayState) setState(slot, st uint32) {
+	c := slot >> slabChunkBits
+	if int(c) >= len(rs.states) {
+		rs.states = append(rs.states, make([][]uint8, int(c)+1-len(rs.states))...)
+	}
+	if rs.states[c] == nil {
+		rs.states[c] = make([]uint8, slabChunkSlots)
+	}
+	rs.states[c][slot&(slabChunkSlots-1)] = uint8(st)
+}
+
+func (rs *replayState) lookup(id uint64) (uint32, bool) {
 	if id >= rs.base && id-rs.base < uint64(len(rs.dense)) {
 		i := rs.dense[id-rs.base]
 		return i - 1, i != 0
@@ -146,24 +139,24 @@ func (rs *replayState) lookup(id uint64) (int32, bool) {
 	return i, ok
 }
 
-func (rs *replayState) setIndex(id uint64, i int32) {
+func (rs *replayState) setIndex(id uint64, slot uint32) {
 	if rs.dense == nil && len(rs.index) == 0 {
 		rs.base = id
 	}
 	if id >= rs.base {
 		off := id - rs.base
 		if off < uint64(len(rs.dense)) {
-			rs.dense[off] = i + 1
+			rs.dense[off] = slot + 1
 			return
 		}
 		// Grow densely while that stays proportional to what is indexed.
 		if off < 2*uint64(len(rs.dense))+1<<16 {
-			rs.dense = append(rs.dense, make([]int32, int(off)-len(rs.dense)+1+len(rs.dense)/2)...)
-			rs.dense[off] = i + 1
+			rs.dense = append(rs.dense, make([]uint32, int(off)-len(rs.dense)+1+len(rs.dense)/2)...)
+			rs.dense[off] = slot + 1
 			return
 		}
 	}
-	rs.index[id] = i
+	rs.index[id] = slot
 }
 
 func (rs *replayState) unindex(id uint64) {
@@ -174,30 +167,150 @@ func (rs *replayState) unindex(id uint64) {
 	delete(rs.index, id)
 }
 
-func (rs *replayState) get(id uint64) *recovered {
-	if i, ok := rs.lookup(id); ok {
-		return rs.at(i)
+// useTier notes that tier t will hold a message (restore allocates its
+// ring ahead).
+func (rs *replayState) useTier(t int) {
+	if uint(t) < ring.NumTiers {
+		rs.tiers |= 1 << t
 	}
-	return nil
 }
 
-// add makes a new entry for id.
-func (rs *replayState) add(id uint64) *recovered {
-	i := rs.n
-	if int(i>>replayChunkBits) == len(rs.chunks) {
-		rs.chunks = append(rs.chunks, make([]recovered, 1<<replayChunkBits))
+// get returns the record replay holds for id, nil if none.
+func (rs *replayState) get(id uint64) (uint32, *rec) {
+	if slot, ok := rs.lookup(id); ok {
+		return slot, rs.slab.at(slot)
 	}
-	rs.n++
-	rs.setIndex(id, i)
-	rs.count++
-	return rs.at(i)
+	return 0, nil
 }
 
+// add claims a slot for a new message id, growing the slab first when it
+// is seven eighths full (probing would grow long) or has no free slot
+// near id's home. It returns a nil record, and sets rs.err, when even the
+// largest slab has no room.
+func (rs *replayState) add(id uint64) (uint32, *rec) {
+	if rs.count >= rs.slab.size()-rs.slab.size()/8 && rs.bits() < maxSlabBits {
+		rs.grow(rs.bits() + 1)
+	}
+	for {
+		slot, ok := rs.slab.claimHome(id)
+		if !ok {
+			slot, ok = rs.slab.claimNear(id)
+		}
+		if ok {
+			rs.setIndex(id, slot)
+			rs.count++
+			return slot, rs.slab.at(slot)
+		}
+		if rs.bits() >= maxSlabBits {
+			rs.err = fmt.Errorf("ringwal: no slot for message %d in a slab of %d: raise MaxMessages", id, rs.slab.size())
+			return 0, nil
+		}
+		rs.grow(rs.bits() + 1)
+	}
+}
+
+// noteEnqueue keeps inOrder: id was just enqueued into slot, fresh (not
+// a re-enqueue of a message replay holds), pending since at unless
+// delayed.
+func (rs *replayState) noteEnqueue(id uint64, slot uint32, fresh, delayed bool, at int64) {
+	switch {
+	case !rs.inOrder:
+	case !fresh || delayed || at <= 0 || uint64(slot) != id&rs.slab.mask:
+		rs.inOrder = false
+	case rs.lastID == 0:
+		rs.firstID, rs.lastID, rs.lastAt = id, id, at
+	case id > rs.lastID && at >= rs.lastAt && id-rs.firstID < uint64(rs.slab.size()):
+		rs.lastID, rs.lastAt = id, at
+	default:
+		rs.inOrder = false
+	}
+}
+
+// moved notes that a record moved m (id's message), if replay holds it.
+func (rs *replayState) moved(m *rec, id uint64) {
+	if m == nil || !rs.inOrder {
+		return
+	}
+	if rs.movedIDs == nil {
+		rs.movedIDs = make(map[uint64]struct{})
+	}
+	rs.movedIDs[id] = struct{}{}
+}
+
+// inOrderSlots returns the slots of the live messages in the order
+// restore places them, when inOrder says that is slot order from
+// firstID's slot on (nil otherwise): it reads the states beside the slab,
+// not the records.
+func (rs *replayState) inOrderSlots() []uint32 {
+	if !rs.inOrder || len(rs.movedIDs) > 0 {
+		return nil
+	}
+	slots := make([]uint32, 0, rs.count)
+	start := uint32(rs.firstID & rs.slab.mask)
+	collect := func(from, to uint32) { // [from, to)
+		for slot := from; slot < to; {
+			c := slot >> slabChunkBits
+			end := min(to, (c+1)<<slabChunkBits)
+			if int(c) < len(rs.states) && rs.states[c] != nil {
+				for _, st := range rs.states[c][slot&(slabChunkSlots-1) : end-c<<slabChunkBits] {
+					if st != 0 {
+						slots = append(slots, slot)
+					}
+					slot++
+				}
+			}
+			slot = end
+		}
+	}
+	collect(start, uint32(rs.slab.size()))
+	collect(0, start)
+	return slots
+}
+
+// remove forgets id's message, if replay holds it.
 func (rs *replayState) remove(id uint64) {
-	if i, ok := rs.lookup(id); ok {
-		*rs.at(i) = recovered{}
+	if slot, r := rs.get(id); r != nil {
+		r.free(nil) // replay counts nothing: restore publishes what stays
+		rs.setState(slot, 0)
 		rs.unindex(id)
 		rs.count--
+		delete(rs.movedIDs, id)
+	}
+}
+
+func (rs *replayState) bits() uint { return uint(bits.Len64(rs.slab.mask)) }
+
+// grow moves every message replay holds into a slab of 1<<b slots: a log
+// holding more than the options' MaxMessages, or a snapshot taken with a
+// larger slab. Rare (the options size the slab for the usual backlog), so
+// it moves records through message and fill rather than field by field.
+func (rs *replayState) grow(b uint) {
+	old, states := rs.slab, rs.states
+	rs.slab, rs.states = newSlab(b), nil
+	rs.inOrder = false
+	rs.ahead.Store(rs.slab)
+	rs.base, rs.dense, rs.index = 0, nil, make(map[uint64]uint32)
+	rs.count = 0
+	for c, sts := range states {
+		for j, st := range sts {
+			if st == 0 {
+				continue
+			}
+			from := old.at(uint32(c)<<slabChunkBits | uint32(j))
+			id := from.id.Load()
+			slot, r := rs.add(id)
+			msg := from.message()
+			r.fill(&msg, from.enqueuedAt, from.attempts(), from.crashes.Load(), from.hist.Load(), nil)
+			r.at = from.at
+			rs.setState(slot, uint32(st))
+		}
+	}
+}
+
+// sizeFor grows the slab to at least 1<<b slots.
+func (rs *replayState) sizeFor(b uint) {
+	if b > rs.bits() && b <= maxSlabBits {
+		rs.grow(b)
 	}
 }
 
@@ -224,17 +337,49 @@ func (a *payloadArena) clone(b []byte) []byte {
 	return out
 }
 
+// prepareRecord does, on the goroutine that decoded r and before apply
+// sees it, what touches memory no message has used yet: copying an
+// enqueue record's payload into the arena (the log reuses the bytes it
+// decoded into) and allocating the slab chunk of its ID's home slot. With
+// a large backlog that first touch, page faults included, costs about as
+// much as applying the records; done here, it overlaps with apply.
+//
+// The log decodes on several goroutines at once: each gets a preparer of
+// its own (newPreparer), with its own arena.
+func (rs *replayState) newPreparer() func(r *wal.Record) {
+	var arena payloadArena
+	return func(r *wal.Record) { rs.prepareRecord(r, &arena) }
+}
+
+func (rs *replayState) prepareRecord(r *wal.Record, arena *payloadArena) {
+	if r.Kind != wal.KindEnqueue {
+		return
+	}
+	if r.Payload != nil {
+		r.Payload = arena.clone(r.Payload)
+	}
+	rs.ahead.Load().prepare(r.ID)
+}
+
 // replay rebuilds the engine's state from the newest snapshot and the log
-// after it, applying each record (journal.go); restore then places it.
-func (e *Engine) replay() (*replayState, error) {
-	rs := newReplayState()
-	stats, err := e.log.Replay(func(r *wal.Record) error {
+// after it, applying each record (journal.go) into a slab of at least
+// 1<<bits slots; restore then places it.
+func (e *Engine) replay(bits uint) (*replayState, error) {
+	rs := newReplayState(bits)
+	stats, err := e.log.ReplayPrepared(rs.newPreparer, func(r *wal.Record) error {
 		e.apply(rs, r)
-		return nil
+		return rs.err
 	})
 	if err != nil {
 		return nil, mapWALError(fmt.Errorf("ringwal: replaying %s: %w", e.dir, err))
 	}
+	// A quarter to spare, as Open gives the options' MaxMessages, so that
+	// a new ID's home slot is almost always free.
+	b := rs.bits()
+	for b < maxSlabBits && 1<<b < rs.count+rs.count/4 {
+		b++
+	}
+	rs.sizeFor(b)
 	rep := e.log.Repair()
 	e.recovered.records = stats.Records
 	e.recovered.bytes = stats.Bytes

@@ -4,9 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"sync/atomic"
+	"sync"
 
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/ring"
 	"github.com/ringwal/ringwal/wal"
 )
 
@@ -20,79 +21,50 @@ import (
 // Stats and Peek read the same right after Open as a moment later.
 func (e *Engine) restore(rs *replayState) error {
 	now := e.now()
-	// Tiers are FIFO in the order messages became ready, which is what
-	// Peek reports too; IDs break ties (and order the rest). The log
-	// mostly has them so already; a snapshot lists them by slot.
-	// An ordered key's messages go last and in ID order: the first placed
-	// becomes the key's head, the rest wait in its queue behind it.
-	// With a large backlog, allocating the slab's chunks and the tiers'
-	// rings (faulting their pages in) is a third of the loop below: a
-	// goroutine allocates them ahead of it, on the core replay used for
-	// decoding, so that the loop mostly finds them there.
-	var stopGrow atomic.Bool
+	// Allocating a tier's ring faults in its pages: a goroutine does it
+	// while the loop below orders the messages.
 	grown := make(chan struct{})
 	go func() {
 		defer close(grown)
-		var tiers uint
-		for i := int32(0); i < rs.n && !stopGrow.Load(); i++ {
-			m := rs.at(i)
-			if m.id == 0 {
-				continue
-			}
-			e.slab.prepare(m.id)
-			// A message not delayed goes into its tier's ring (or, past
-			// its TTL, dies: allocating the ring then is a rare waste).
-			if t := m.msg.Priority.tier(); m.state != stDelayed && tiers&(1<<t) == 0 {
-				tiers |= 1 << t
+		for t := range ring.NumTiers {
+			if rs.tiers&(1<<t) != 0 {
 				e.tiers.Tier(t)
 			}
 		}
 	}()
-	defer func() {
-		stopGrow.Store(true)
-		<-grown
-	}()
-	order := make([]int32, 0, rs.count)
-	for i := int32(0); i < rs.n; i++ {
-		if m := rs.at(i); m.id != 0 {
-			m.nextAt = m.readySince(now) // from here on, when it is ready (a delayed one's due time)
-			m.ordered = e.keyOrdered(m.msg.Key)
-			order = append(order, i)
-		}
+	defer func() { <-grown }()
+	// Tiers are FIFO in the order messages became ready, which is what
+	// Peek reports too; IDs break ties (and order the rest). An ordered
+	// key's messages go last and in ID order: the first placed becomes the
+	// key's head, the rest wait in its queue behind it. When replay saw
+	// the messages enqueued in that order and none moved since (no key
+	// orders any), slot order from the first one's slot is the order and
+	// no record need be read to find it; otherwise orderRestored reads
+	// them all.
+	s := rs.slab
+	var order []uint32
+	if e.keys.policy == nil {
+		order = rs.inOrderSlots()
 	}
-	byReady := func(a, b int32) int {
-		ma, mb := rs.at(a), rs.at(b)
-		switch {
-		case ma.ordered != mb.ordered:
-			return boolCompare(ma.ordered, mb.ordered)
-		case ma.ordered:
-			return cmp.Compare(ma.id, mb.id)
-		}
-		if c := cmp.Compare(ma.nextAt, mb.nextAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(ma.id, mb.id)
+	if order == nil {
+		order = e.orderRestored(rs, now)
 	}
-	if !slices.IsSortedFunc(order, byReady) {
-		slices.SortFunc(order, byReady)
-	}
+	// Every message enters the slab here (dead-lettered ones leave it
+	// again, counted as they go).
+	e.ctr.added.Add(int64(len(order)))
 	var notes []wal.Record
-	for _, i := range order {
-		m := rs.at(i)
-		id := m.id
-		slot, ok := e.slab.claimHome(id)
-		if !ok {
-			if slot, ok = e.slab.claimNear(id); !ok {
-				return fmt.Errorf("ringwal: no slot for message %d in a slab of %d: raise MaxMessages", id, e.slab.size())
-			}
-		}
-		r := e.slab.at(slot)
-		msg := m.msg.message()
-		r.fill(&msg, m.enqueuedAt, uint32(m.attempts), m.crashes, m.hist, e.keyForPlacement(m.msg.Key))
-		e.ctr.added.Add(1)
-		if m.state == stLeased {
+	pusher := e.newReadyPusher()
+	defer pusher.close()
+	for _, slot := range order {
+		r := s.at(slot)
+		st := rs.state(slot)
+		id := r.id.Load()
+		// Set now that the message is known to live: keyForPlacement
+		// counts it against its key.
+		r.ks = e.keyForPlacement(r.key)
+		if st == stLeased {
 			e.recovered.crashed++
-			crashes := m.crashes + 1
+			crashes := r.crashes.Load() + 1
 			if int(crashes) >= e.opts.CrashLoopLimit {
 				e.recovered.poisoned++
 				cause := fmt.Sprintf("leased at %d consecutive crashes", crashes)
@@ -103,7 +75,7 @@ func (e *Engine) restore(rs *replayState) error {
 			}
 			r.crashes.Store(crashes)
 			if !r.expired(now) {
-				notes = append(notes, requeueRecord(id, now, uint32(m.attempts), crashes))
+				notes = append(notes, requeueRecord(id, now, r.attempts(), crashes))
 			}
 		}
 		if r.expired(now) {
@@ -113,15 +85,23 @@ func (e *Engine) restore(rs *replayState) error {
 			}
 			continue
 		}
-		if m.expiresAt != 0 {
-			e.hk.schedule(m.expiresAt, schedTTL(id))
+		if exp := r.expiresAt(); exp != 0 {
+			e.hk.schedule(exp, schedTTL(id))
 		}
 		due := int64(0)
-		if m.state == stDelayed && m.nextAt > now {
-			due = m.nextAt
+		if st == stDelayed && r.at > now {
+			due = r.at
 		}
-		e.place(slot, r, due, m.nextAt, now)
+		if r.ks == nil && due == 0 {
+			// What place would do, its push left to the pusher.
+			pusher.push(e.publishReady(slot, r, r.at))
+			continue
+		}
+		// Anything else may push too: the pusher's pushes go first.
+		pusher.sync()
+		e.place(slot, r, due, r.at, now)
 	}
+	pusher.close()
 	e.restorePauses(rs.pauses, now)
 	if rs.maxID > e.nextID.Load() {
 		e.nextID.Store(rs.maxID)
@@ -136,18 +116,220 @@ func (e *Engine) restore(rs *replayState) error {
 	return nil
 }
 
-// readySince is when a recovered message became (or, placed at now,
-// becomes) ready: a delayed one at its due time, one leased at a crash
-// now, a pending one when its records say (see applyEnqueue and
-// applyRequeue). For a delayed one not yet due it only orders.
-func (m *recovered) readySince(now int64) int64 {
+// readyPusher pushes the refs of messages restore made ready into their
+// tiers on a goroutine of its own, in the order restore published them:
+// with a large backlog the pushes (two atomic operations each) are a good
+// part of restore, and the other core has little else to do. Nothing
+// pops before Open returns; restore syncs before it places a message
+// that may push from its own goroutine, so the tiers' order is what
+// placing them one by one would give.
+type readyPusher struct {
+	e       *Engine
+	full    chan []tierRef
+	free    chan []tierRef
+	cur     []tierRef
+	queued  sync.WaitGroup // batches sent and not yet pushed
+	done    chan struct{}
+	stopped bool
+}
+
+type tierRef struct {
+	rf   ref
+	tier int32
+}
+
+// pushBatch is how many refs restore hands the pusher at once.
+const pushBatch = 4096
+
+func (e *Engine) newReadyPusher() *readyPusher {
+	const buffers = 3
+	p := &readyPusher{e: e, full: make(chan []tierRef, buffers), free: make(chan []tierRef, buffers), done: make(chan struct{})}
+	for range buffers - 1 {
+		p.free <- make([]tierRef, 0, pushBatch)
+	}
+	p.cur = make([]tierRef, 0, pushBatch)
+	go func() {
+		defer close(p.done)
+		for b := range p.full {
+			for _, t := range b {
+				e.pushTier(int(t.tier), t.rf)
+			}
+			p.free <- b[:0]
+			p.queued.Done()
+		}
+	}()
+	return p
+}
+
+func (p *readyPusher) push(tier int, rf ref) {
+	p.cur = append(p.cur, tierRef{rf: rf, tier: int32(tier)})
+	if len(p.cur) == cap(p.cur) {
+		p.send()
+	}
+}
+
+func (p *readyPusher) send() {
+	p.queued.Add(1)
+	p.full <- p.cur
+	p.cur = <-p.free
+}
+
+// sync returns once everything pushed so far is in the tiers.
+func (p *readyPusher) sync() {
+	if len(p.cur) > 0 {
+		p.send()
+	}
+	p.queued.Wait()
+}
+
+// close syncs and stops the pusher's goroutine; a second call does
+// nothing.
+func (p *readyPusher) close() {
+	if p.stopped {
+		return
+	}
+	p.stopped = true
+	p.sync()
+	close(p.full)
+	<-p.done
+	p.e.waiting.signalReady()
+}
+
+// orderKey orders restored messages: by when they became ready, then by
+// ID.
+type orderKey struct {
+	at int64
+	id uint64
+}
+
+func (k orderKey) compare(o orderKey) int {
+	if c := cmp.Compare(k.at, o.at); c != 0 {
+		return c
+	}
+	return cmp.Compare(k.id, o.id)
+}
+
+// slotOrder collects slots to put in the order of their keys. Restore's
+// slots usually come in that order already, or in that order but for a
+// rotation (slot order of IDs that wrap around the slab): add notes the
+// descents as the slots come, so that sorted undoes a rotation in place
+// and sorts (reading every key again) only anything else.
+type slotOrder struct {
+	slots       []uint32
+	first, prev orderKey
+	descents    int
+	cut         int // where the last descent is
+}
+
+func (o *slotOrder) add(slot uint32, k orderKey) {
+	if len(o.slots) == 0 {
+		o.first = k
+	} else if o.prev.compare(k) > 0 {
+		o.descents++
+		o.cut = len(o.slots)
+	}
+	o.prev = k
+	o.slots = append(o.slots, slot)
+}
+
+// join appends p's slots, as if added one by one.
+func (o *slotOrder) join(p *slotOrder) {
+	if len(p.slots) == 0 {
+		return
+	}
+	if len(o.slots) == 0 {
+		*o = slotOrder{slots: append(o.slots, p.slots...), first: p.first, prev: p.prev, descents: p.descents, cut: p.cut}
+		return
+	}
+	n := len(o.slots)
+	if p.descents > 0 {
+		o.descents, o.cut = o.descents+p.descents, n+p.cut
+	}
+	if o.prev.compare(p.first) > 0 {
+		o.descents++
+		if p.descents == 0 {
+			o.cut = n
+		}
+	}
+	o.prev = p.prev
+	o.slots = append(o.slots, p.slots...)
+}
+
+// sorted returns the slots in key order; key gives a slot's key.
+func (o *slotOrder) sorted(key func(slot uint32) orderKey) []uint32 {
 	switch {
-	case m.state == stDelayed:
-		return m.nextAt
-	case m.state == stLeased || m.nextAt == 0:
+	case o.descents == 0:
+	case o.descents == 1 && o.prev.compare(o.first) <= 0:
+		// The slots are B A with A and B in order and A before B:
+		// reversing each and then the whole gives A B.
+		slices.Reverse(o.slots[:o.cut])
+		slices.Reverse(o.slots[o.cut:])
+		slices.Reverse(o.slots)
+	default:
+		slices.SortFunc(o.slots, func(a, b uint32) int { return key(a).compare(key(b)) })
+	}
+	return o.slots
+}
+
+// orderRestored returns the slots of the replayed messages in the order
+// restore places them (see restore), setting each record's at to when it
+// became ready. Replay left the messages in their IDs' home slots, so
+// slot order is mostly ID order, wrapped around where IDs pass the slab's
+// size (slotOrder). It reads every record (cache misses, mostly): the two
+// halves of the slab are scanned at once, the second on a goroutine of
+// its own, and their orders joined.
+func (e *Engine) orderRestored(rs *replayState, now int64) []uint32 {
+	s := rs.slab
+	scan := func(states [][]uint8, first int, plain, ordered *slotOrder) {
+		for c, sts := range states {
+			for j, st := range sts {
+				if st == 0 {
+					continue
+				}
+				slot := uint32(first+c)<<slabChunkBits | uint32(j)
+				r := s.at(slot)
+				r.at = readySince(uint32(st), r.at, now) // from here on, when it is ready (a delayed one's due time)
+				if e.keyOrdered(r.key) {
+					ordered.add(slot, orderKey{id: r.id.Load()})
+				} else {
+					plain.add(slot, orderKey{at: r.at, id: r.id.Load()})
+				}
+			}
+		}
+	}
+	half := len(rs.states) / 2
+	var plain2, ordered2 slotOrder
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		scan(rs.states[half:], half, &plain2, &ordered2)
+	}()
+	plain := slotOrder{slots: make([]uint32, 0, rs.count)}
+	var ordered slotOrder
+	scan(rs.states[:half], 0, &plain, &ordered)
+	<-scanned
+	plain.join(&plain2)
+	ordered.join(&ordered2)
+	order := plain.sorted(func(slot uint32) orderKey {
+		r := s.at(slot)
+		return orderKey{at: r.at, id: r.id.Load()}
+	})
+	return append(order, ordered.sorted(func(slot uint32) orderKey { return orderKey{id: s.at(slot).id.Load()} })...)
+}
+
+// readySince is when a recovered message in state st became (or, placed
+// at now, becomes) ready, given its at as replay left it: a delayed one at
+// its due time, one leased at a crash now, a pending one when its records
+// say (see applyEnqueue and applyRequeue). For a delayed one not yet due
+// it only orders.
+func readySince(st uint32, at, now int64) int64 {
+	switch {
+	case st == stDelayed:
+		return at
+	case st == stLeased || at == 0:
 		return now
 	}
-	return m.nextAt
+	return at
 }
 
 // requeueLeasedOnClose logs every leased message as requeued, so that a

@@ -16,6 +16,10 @@
 //     (opened with NoSync, so the writer decides when to fsync), collects
 //     whatever producers handed over while the previous write or fsync ran
 //     (group commit), and releases them as the durability Mode promises;
+//   - replay (replay.go): the snapshot, then the log's batches decoded on up
+//     to four goroutines at once (Replay), each record handed to the
+//     caller's hook on the goroutine that decoded it (ReplayPrepared) and
+//     then to the caller's function, in log order, on the caller's;
 //   - checkpoints (checkpoint.go, snapshot.go): a zstd-compressed snapshot of the caller's
 //     live state, written to a temporary file, fsynced and renamed, after
 //     which the log before it is truncated so disk use follows live data;

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/bits"
@@ -306,34 +307,49 @@ func DecodeRecord(b []byte, r *Record) (n int, err error) {
 
 // decodeRecordBody decodes a record body (without its length prefix); the
 // body must be consumed exactly.
+//
+// Fields are decoded into locals and then stored one by one, a string or
+// slice field only when it changes, rather than r being cleared first:
+// replay decodes a million records into reused Records while the GC is
+// often marking (the heap grows as it replays), and every pointer store
+// then goes through the write barrier; clearing the whole Record stored
+// five pointer fields a record where a typical one changes only Payload.
 func decodeRecordBody(b []byte, r *Record) error {
-	oldKey, oldDedup, oldText, hdrs := r.Key, r.DedupID, r.Text, r.Headers[:0]
-	*r = Record{}
 	d := decoder{b: b}
 	kind := Kind(d.byte())
 	if d.err == nil && !kind.Valid() {
 		return corruptf("unknown record kind %d", uint8(kind))
 	}
-	r.Kind = kind
 	m := d.uvarint()
 	if d.err == nil && m&^uint64(fAll) != 0 {
 		return corruptf("unknown field bits %#x in a %s record", m&^uint64(fAll), kind)
 	}
 	mask := uint32(m)
+	var (
+		id                                 uint64
+		at, notBefore, deadline, expiresAt int64
+		until                              int64
+		priority                           int8
+		category                           uint8
+		maxAttempts, attempt, crashes      int32
+		key, dedupID, text                 string
+		headers                            []string
+		payload                            []byte
+	)
 	if mask&fID != 0 {
-		r.ID = d.uvarint()
+		id = d.uvarint()
 	}
 	if mask&fTime != 0 {
-		r.Time = d.varint()
+		at = d.varint()
 	}
 	if mask&fPriority != 0 {
-		r.Priority = int8(d.byte())
+		priority = int8(d.byte())
 	}
 	if mask&fKey != 0 {
-		r.Key = d.str(oldKey)
+		key = d.str(r.Key)
 	}
 	if mask&fDedupID != 0 {
-		r.DedupID = d.str(oldDedup)
+		dedupID = d.str(r.DedupID)
 	}
 	if mask&fHeaders != 0 {
 		n := d.uvarint()
@@ -343,6 +359,7 @@ func decodeRecordBody(b []byte, r *Record) error {
 		if d.err == nil && n > uint64(len(d.b)-d.i) {
 			return corruptf("header count %d exceeds the %d bytes left", n, len(d.b)-d.i)
 		}
+		hdrs := r.Headers[:0]
 		for i := uint64(0); i < n && d.err == nil; i++ {
 			var old string
 			if int(i) < cap(hdrs) {
@@ -350,37 +367,49 @@ func decodeRecordBody(b []byte, r *Record) error {
 			}
 			hdrs = append(hdrs, d.str(old))
 		}
-		r.Headers = hdrs
+		headers = hdrs
 	}
 	if mask&fPayload != 0 {
-		r.Payload = d.bytes()
+		payload = d.bytes()
 	}
 	if mask&fNotBefore != 0 {
-		r.NotBefore = d.varint() + r.Time
+		notBefore = d.varint() + at
 	}
 	if mask&fDeadline != 0 {
-		r.Deadline = d.varint() + r.Time
+		deadline = d.varint() + at
 	}
 	if mask&fExpiresAt != 0 {
-		r.ExpiresAt = d.varint() + r.Time
+		expiresAt = d.varint() + at
 	}
 	if mask&fMaxAttempts != 0 {
-		r.MaxAttempts = d.int32()
+		maxAttempts = d.int32()
 	}
 	if mask&fAttempt != 0 {
-		r.Attempt = d.int32()
+		attempt = d.int32()
 	}
 	if mask&fUntil != 0 {
-		r.Until = d.varint() + r.Time
+		until = d.varint() + at
 	}
 	if mask&fCategory != 0 {
-		r.Category = d.byte()
+		category = d.byte()
 	}
 	if mask&fText != 0 {
-		r.Text = d.str(oldText)
+		text = d.str(r.Text)
 	}
 	if mask&fCrashes != 0 {
-		r.Crashes = d.int32()
+		crashes = d.int32()
+	}
+	r.Kind, r.ID, r.Time, r.Priority = kind, id, at, priority
+	r.NotBefore, r.Deadline, r.ExpiresAt, r.Until = notBefore, deadline, expiresAt, until
+	r.MaxAttempts, r.Attempt, r.Category, r.Crashes = maxAttempts, attempt, category, crashes
+	setString(&r.Key, key)
+	setString(&r.DedupID, dedupID)
+	setString(&r.Text, text)
+	if headers != nil || r.Headers != nil {
+		r.Headers = headers
+	}
+	if payload != nil || r.Payload != nil {
+		r.Payload = payload
 	}
 	if d.err != nil {
 		return fmt.Errorf("%s record: %w", kind, d.err)
@@ -389,6 +418,14 @@ func decodeRecordBody(b []byte, r *Record) error {
 		return corruptf("%s record: %d trailing bytes", kind, len(d.b)-d.i)
 	}
 	return nil
+}
+
+// setString stores v in *p unless *p holds those bytes already (the same
+// string, usually, which str kept): no write, no write barrier.
+func setString(p *string, v string) {
+	if *p != v {
+		*p = v
+	}
 }
 
 // decoder reads fields from a record body; the first failure sticks in err
@@ -403,21 +440,27 @@ func (d *decoder) fail(what string) {
 	if d.err == nil {
 		d.err = corruptf("%s at byte %d of %d", what, d.i, len(d.b))
 	}
+	// Every later read finds nothing left and returns zero (the fast
+	// paths below need not check err).
+	d.i = len(d.b)
 }
 
+// The reads need not check err: a failure leaves nothing to read, and a
+// read of nothing fails (again: the first failure is the one kept).
 func (d *decoder) byte() byte {
-	if d.err != nil || d.i >= len(d.b) {
-		d.fail("truncated byte")
-		return 0
+	if i := d.i; i < len(d.b) {
+		d.i = i + 1
+		return d.b[i]
 	}
-	c := d.b[d.i]
-	d.i++
-	return c
+	d.fail("truncated byte")
+	return 0
 }
 
 func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
+	// Most fields are one-byte values: no call for those.
+	if i := d.i; i < len(d.b) && d.b[i] < 0x80 {
+		d.i = i + 1
+		return uint64(d.b[i])
 	}
 	v, n := uvarint(d.b[d.i:])
 	if n <= 0 {
@@ -471,11 +514,37 @@ func corruptf(format string, args ...any) error {
 }
 
 // uvarint is binary.Uvarint with a fast path for one-byte values, which
-// most lengths and small integers are.
+// most lengths and small integers are, and one for values of up to nine
+// bytes (a record's Time takes nine) read eight bytes at a time rather
+// than byte by byte: replay decodes one per record.
 func uvarint(b []byte) (uint64, int) {
 	if len(b) > 0 && b[0] < 0x80 {
 		return uint64(b[0]), 1
 	}
+	if len(b) >= 8 {
+		w := binary.LittleEndian.Uint64(b)
+		// A byte with its high bit clear ends the varint.
+		if stop := ^w & 0x8080808080808080; stop != 0 {
+			n := bits.TrailingZeros64(stop)>>3 + 1 // 2..8 bytes
+			return gather7(w & (1<<(8*n) - 1)), n
+		}
+		if len(b) > 8 && b[8] < 0x80 {
+			return gather7(w) | uint64(b[8])<<56, 9
+		}
+	}
+	return uvarintSlow(b)
+}
+
+// gather7 packs the low seven bits of each of w's bytes, least significant
+// first: eight varint bytes' worth of value.
+func gather7(w uint64) uint64 {
+	return w&0x7f | w>>1&(0x7f<<7) | w>>2&(0x7f<<14) | w>>3&(0x7f<<21) |
+		w>>4&(0x7f<<28) | w>>5&(0x7f<<35) | w>>6&(0x7f<<42) | w>>7&(0x7f<<49)
+}
+
+// uvarintSlow is uvarint byte by byte: short buffers, ten-byte values,
+// truncation and overflow.
+func uvarintSlow(b []byte) (uint64, int) {
 	var x uint64
 	var s uint
 	for i, c := range b {

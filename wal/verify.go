@@ -162,7 +162,7 @@ func Dump(dir string, fn func(index uint64, r *Record) error) error {
 	}
 	var cur uint64
 	_, _, _, err = replayLog(segs, after, sc.last,
-		func(index uint64) { cur = index },
+		func(index uint64) { cur = index }, nil,
 		func(r *Record) error { return fn(cur, r) })
 	return err
 }

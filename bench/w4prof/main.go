@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"time"
@@ -48,7 +49,7 @@ func run(n, opens int, dir, profile string) error {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	if _, err := os.Stat(dir + "/wal"); err != nil { // nothing there yet
+	if _, err := os.Stat(filepath.Join(dir, "FORMAT")); err != nil { // nothing there yet
 		start := time.Now()
 		if err := build(dir, n); err != nil {
 			return err

@@ -1,0 +1,212 @@
+package ringwal
+
+// Replay rebuilds messages in the slab they run from (replay.go) and
+// restore orders them by slot, undoing the wrap of IDs past the slab's
+// size (restore.go). These tests reopen stores whose slots do not come in
+// ID order, or that hold more than the options' MaxMessages.
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringwal/ringwal/clock"
+	"github.com/ringwal/ringwal/wal"
+)
+
+func TestSlotOrder(t *testing.T) {
+	key := func(slot uint32) orderKey { return orderKey{at: int64(slot / 10), id: uint64(slot)} }
+	for _, in := range [][]uint32{
+		nil, {7}, {1, 2, 3, 4}, {10, 11, 25}, // in order
+		{5, 6, 7, 1, 2}, {9, 1}, {2, 3, 4, 1}, {30, 31, 10, 12}, // rotated
+		{3, 1, 2, 0}, {2, 1}, {1, 3, 2, 4}, {4, 1, 2, 3, 0}, {20, 5, 30, 10}, // neither
+	} {
+		want := slices.Clone(in)
+		slices.SortFunc(want, func(a, b uint32) int { return key(a).compare(key(b)) })
+		var o slotOrder
+		for _, slot := range in {
+			o.add(slot, key(slot))
+		}
+		assert.Equal(t, want, o.sorted(key), "slotOrder of %v", in)
+		// Restore scans two halves at once and joins them: any split
+		// must come out the same.
+		for split := range len(in) + 1 {
+			var a, b slotOrder
+			for _, slot := range in[:split] {
+				a.add(slot, key(slot))
+			}
+			for _, slot := range in[split:] {
+				b.add(slot, key(slot))
+			}
+			a.join(&b)
+			assert.Equal(t, want, a.sorted(key), "slotOrder of %v joined at %d", in, split)
+		}
+	}
+}
+
+// drainIDs dequeues and acks every ready message, returning their IDs in
+// delivery order.
+func drainIDs(t *testing.T, e *Engine) []ID {
+	t.Helper()
+	var ids []ID
+	for {
+		d, ok := e.TryDequeue()
+		if !ok {
+			return ids
+		}
+		ids = append(ids, d.ID)
+		require.NoError(t, e.Ack(d.Lease))
+	}
+}
+
+// TestRestoreOrderWhenIDsWrapTheSlab: with IDs past the slab's size, the
+// live window wraps around its slots; a reopen still delivers in the
+// order the messages became ready, with or without a checkpoint. A fake
+// clock moves on between enqueues, so that the order is that of the ready
+// times and not of IDs breaking ties. (With the real clock, a sampled
+// message is ready since a precise reading and the rest since the coarse
+// clock's, which can order a snapshot's messages out of ID order.)
+func TestRestoreOrderWhenIDsWrapTheSlab(t *testing.T) {
+	for _, checkpoint := range []bool{false, true} {
+		t.Run(fmt.Sprintf("checkpoint=%v", checkpoint), func(t *testing.T) {
+			dir := t.TempDir()
+			clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+			o := Options{MaxMessages: 16, TierCapacity: 16, Clock: clk} // a slab of 32 slots
+			e, err := Open(dir, o)
+			require.NoError(t, err)
+			var live []ID
+			for i := range 70 {
+				clk.Advance(time.Millisecond)
+				id, err := e.TryEnqueue(Message{Payload: []byte(fmt.Sprint(i))})
+				require.NoError(t, err)
+				live = append(live, id)
+				if len(live) > 10 {
+					d, ok := e.TryDequeue()
+					require.True(t, ok)
+					require.Equal(t, live[0], d.ID)
+					require.NoError(t, e.Ack(d.Lease))
+					live = live[1:]
+				}
+			}
+			first, last := uint64(live[0])&31, uint64(live[len(live)-1])&31
+			require.Greater(t, first, last, "the live IDs wrap around the slab's slots")
+			if checkpoint {
+				require.NoError(t, e.Checkpoint())
+			}
+			require.NoError(t, e.Close())
+
+			e, err = Open(dir, o)
+			require.NoError(t, err)
+			defer e.Close()
+			assert.Equal(t, live, drainIDs(t, e), "delivered in enqueue order")
+		})
+	}
+}
+
+// TestReplayGrowsTheSlabPastMaxMessages: a store reopened with a smaller
+// MaxMessages than it holds keeps every message (replay grows the slab it
+// rebuilds them in), with its state, priority and payload.
+func TestReplayGrowsTheSlabPastMaxMessages(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(dir, Options{MaxMessages: 4096})
+	require.NoError(t, err)
+	const n = 3000
+	want := map[ID]Message{}
+	var order []ID
+	for i := range n {
+		m := Message{Payload: []byte(fmt.Sprint("m", i)), Key: fmt.Sprint("k", i%7)}
+		id, err := e.TryEnqueue(m)
+		require.NoError(t, err)
+		want[id] = m
+		order = append(order, id)
+	}
+	// Some leased at the "crash" (Close gives leases back as requeued).
+	for range 5 {
+		d, ok := e.TryDequeue()
+		require.True(t, ok)
+		_ = d
+	}
+	require.NoError(t, e.Close())
+
+	e, err = Open(dir, Options{MaxMessages: 64, TierCapacity: 64})
+	require.NoError(t, err)
+	defer e.Close()
+	assert.Greater(t, e.slab.size(), n, "the slab grew to hold the log's messages")
+	assert.EqualValues(t, n, e.Stats().Pending)
+	for _, id := range order[:50] {
+		info, err := e.Get(id)
+		require.NoError(t, err)
+		assert.Equal(t, want[id].Payload, info.Message.Payload)
+		assert.Equal(t, want[id].Key, info.Message.Key)
+	}
+	got := drainIDs(t, e)
+	assert.Len(t, got, n, "every message delivered once")
+	// The five given back at Close became ready then, after the others.
+	assert.Equal(t, order[5:], got[:n-5])
+	assert.ElementsMatch(t, order[:5], got[n-5:])
+}
+
+// TestInOrderSlotsIsTheRestoreOrder: when replay vouches that slot order
+// is the order restore places messages in (inOrderSlots), that order is
+// what reading every record gives (orderRestored); when it cannot vouch,
+// it says so.
+func TestInOrderSlotsIsTheRestoreOrder(t *testing.T) {
+	const t0 = int64(1_800_000_000_000_000_000)
+	enq := func(id uint64, at int64) wal.Record {
+		return wal.Record{Kind: wal.KindEnqueue, ID: id, Time: at, Payload: []byte("p")}
+	}
+	ack := func(id uint64) wal.Record { return ackRecord(id, t0) }
+	lease := func(id uint64) wal.Record { return leaseRecord(id, t0, 1, t0+1) }
+	seq := func(from, to uint64) []wal.Record { // enqueues, a microsecond apart
+		var rs []wal.Record
+		for id := from; id <= to; id++ {
+			rs = append(rs, enq(id, t0+int64(id)*1000))
+		}
+		return rs
+	}
+	cat := func(parts ...[]wal.Record) []wal.Record { return slices.Concat(parts...) }
+	cases := []struct {
+		name    string
+		recs    []wal.Record
+		inOrder bool
+	}{
+		{"enqueued in order", seq(1, 20), true},
+		{"some acked", cat(seq(1, 20), []wal.Record{ack(1), ack(7), ack(20)}), true},
+		{"wrapping the slab", cat(seq(20, 45), []wal.Record{ack(20)}), true},
+		{"leased and acked (a restart's first delivery)", cat(seq(1, 20), []wal.Record{lease(1), ack(1)}), true},
+		{"same ready time", cat(seq(1, 3), []wal.Record{enq(4, t0+3000), enq(5, t0+3000)}), true},
+		{"leased at a crash", cat(seq(1, 20), []wal.Record{lease(3)}), false},
+		{"requeued", cat(seq(1, 20), []wal.Record{requeueRecord(3, t0+1e9, 1, 0)}), false},
+		{"ready out of ID order", []wal.Record{enq(1, t0+2000), enq(2, t0+1000)}, false},
+		{"delayed", cat(seq(1, 3), []wal.Record{{Kind: wal.KindEnqueue, ID: 4, Time: t0 + 4000, NotBefore: t0 + 1e9}}), false},
+		{"IDs past one slab", cat(seq(1, 3), []wal.Record{ack(1), ack(2)}, seq(40, 41)), false},
+		{"IDs out of order", []wal.Record{enq(2, t0+1000), enq(1, t0+2000)}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := Open("", Options{Clock: clock.NewFake(time.Unix(0, t0))})
+			require.NoError(t, err)
+			defer e.Close()
+			rs := newReplayState(5) // 32 slots
+			prepare := rs.newPreparer()
+			for _, r := range c.recs {
+				prepare(&r)
+				e.apply(rs, &r)
+			}
+			require.NoError(t, rs.err)
+			fast := rs.inOrderSlots()
+			want := e.orderRestored(rs, t0+1e12)
+			if !c.inOrder {
+				assert.Nil(t, fast, "replay cannot vouch for slot order")
+				return
+			}
+			require.NotNil(t, fast, "replay vouches for slot order")
+			assert.Equal(t, want, fast)
+			assert.Len(t, fast, rs.count)
+		})
+	}
+}
