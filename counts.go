@@ -2,6 +2,7 @@ package ringwal
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -17,6 +18,12 @@ import (
 // owner holding a record (stBusy) leaves it counted where it was, so a
 // reader's look or a consumer's lease in progress never makes a message
 // vanish from Stats.
+//
+// Counting starts with the first Stats (start): one scan counts the
+// records as they are, and from then on the verbs keep the counts. Until
+// then the verbs only test a flag, so an engine nobody asks for Stats pays
+// nothing for them (three atomic adds a message otherwise: enqueue, lease,
+// ack).
 
 // countClass is what a record is counted as: 0 for nothing (free, or
 // claimed and not yet committed), else 1 + kind*NumTiers + tier.
@@ -106,8 +113,41 @@ var fieldOf = func() (f [numClasses]field) {
 
 // liveCounts holds the counts by class. Safe for concurrent use.
 type liveCounts struct {
-	_       pad.Line
-	stripes [countStripes]countStripe
+	on       atomic.Bool // the verbs keep the counts (start has begun)
+	complete atomic.Bool // start has counted every record
+	startMu  sync.Mutex  // serialises start
+	_        pad.Line
+	stripes  [countStripes]countStripe
+}
+
+// start makes the counts complete and keeps them so: it turns counting on,
+// then counts every live record no move has counted since (a record's
+// moves and this count both happen under its ownership, so each record is
+// counted once: by whichever owns it first once counting is on). It
+// returns once the counts are complete; later calls return at once.
+func (c *liveCounts) start(s *slab) {
+	if c.complete.Load() {
+		return
+	}
+	c.startMu.Lock()
+	defer c.startMu.Unlock()
+	if c.complete.Load() {
+		return
+	}
+	defer c.complete.Store(true)
+	c.on.Store(true)
+	s.each(func(_ uint32, r *rec) {
+		w, ok := r.ownAny(liveStates | 1<<stCommitting)
+		if !ok {
+			return
+		}
+		if r.counted == 0 {
+			m := r.meta.Load()
+			r.counted = classOf(w.state(), int(m&0xff), WaitReason(m>>8&0xff))
+			c.move(r, 0, r.counted)
+		}
+		r.putBack(w)
+	})
 }
 
 // move counts r, whose class changes from one to the other.

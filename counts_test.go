@@ -107,6 +107,7 @@ func keptCountsMatchAScan(t *testing.T, dir string) {
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })
+	e.Stats() // counting starts
 	keys := []string{"", "a", "ordered", "capped", "rated", "flaky"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var leases []Lease
@@ -175,4 +176,33 @@ func keptCountsMatchAScan(t *testing.T, dir string) {
 	assert.Positive(t, s.Acked+s.Nacked, "the run moved messages")
 	assert.Positive(t, s.Retried)
 	assert.Positive(t, s.DeadLettered)
+}
+
+// TestCountingStartsWithTheFirstStats: an engine nobody asks for Stats
+// keeps no counts; the first Stats counts what is there, and from then on
+// every move is counted.
+func TestCountingStartsWithTheFirstStats(t *testing.T) {
+	e, err := Open("", Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	for i := 0; i < 10; i++ {
+		_, err := e.TryEnqueue(Message{Priority: Priority(i%5 - 2), Delay: time.Duration(i%2) * time.Hour})
+		require.NoError(t, err)
+	}
+	d, ok := e.TryDequeue()
+	require.True(t, ok)
+	assert.False(t, e.counts.on.Load())
+	assert.Equal(t, stateCounts{}, e.counts.stateCounts(), "nothing counted before the first Stats")
+
+	s := e.Stats()
+	assert.Equal(t, []int{4, 5, 1}, []int{s.Pending, s.Delayed, s.Leased})
+	assert.Equal(t, e.scanCounts(), e.counts.stateCounts())
+
+	require.NoError(t, e.Ack(d.Lease))
+	d, ok = e.TryDequeue()
+	require.True(t, ok)
+	require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("bad"), classify.Permanent)))
+	s = e.Stats()
+	assert.Equal(t, []int{3, 5, 0, 1}, []int{s.Pending, s.Delayed, s.Leased, s.Dead})
+	assert.Equal(t, e.scanCounts(), e.counts.stateCounts())
 }

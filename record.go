@@ -320,9 +320,13 @@ func backoff(spins int) {
 // or a change that did not happen (its count has not moved either).
 func (r *rec) putBack(prev word) { r.word.Store(uint64(prev)) }
 
-// recount moves the record's count to the class of state; the caller
-// owns the record. Most moves change nothing, or one class for another.
+// recount moves the record's count to the class of state, once counting
+// is on (counts.go); the caller owns the record. Most moves change
+// nothing, or one class for another.
 func (r *rec) recount(c *liveCounts, state uint32) {
+	if !c.on.Load() {
+		return
+	}
 	m := r.meta.Load()
 	if to := classOf(state, int(m&0xff), WaitReason(m>>8&0xff)); to != r.counted {
 		c.move(r, r.counted, to)

@@ -223,11 +223,12 @@ func (e *Engine) countWithDead(s *Stats) stateCounts {
 }
 
 // Stats returns the engine's current counts and lifetime totals. The
-// counts by state are kept as messages move, and the oldest pending one is
-// found at the fronts of the queues, so its cost does not grow with the
-// backlog: it grows with the keys and breakers it lists. Call it for
-// monitoring, not per message. Safe for concurrent use, and usable after
-// Close.
+// first call counts the engine's records once (O(MaxMessages)); from then
+// on the counts by state are kept as messages move, and the oldest pending
+// one is found at the fronts of the queues, so a call's cost does not grow
+// with the backlog: it grows with the keys and breakers it lists. Call it
+// for monitoring, not per message. Safe for concurrent use, and usable
+// after Close.
 func (e *Engine) Stats() Stats {
 	// The totals are read before the scan, freed before deadLettered: a
 	// message that moves on meanwhile is then missed, not counted twice,
@@ -288,6 +289,7 @@ func (e *Engine) Stats() Stats {
 	if freed > s.DeadLettered+s.Cancelled {
 		s.Acked = freed - s.DeadLettered - s.Cancelled
 	}
+	e.counts.start(e.slab) // the first Stats counts once; the verbs keep it
 	c := e.countWithDead(&s)
 	s.Pending, s.Delayed, s.Leased, s.Held = c.byState[Pending], c.byState[Delayed], c.byState[Leased], c.byState[Held]
 	for t := 0; t < ring.NumTiers; t++ {
