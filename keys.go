@@ -306,16 +306,6 @@ func (e *Engine) keyOrdered(key string) bool {
 	return key != "" && e.keys.policy != nil && e.keys.get(key).policy.Ordered
 }
 
-func boolCompare(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
-}
-
 // place publishes an owned record that enters the slab (enqueue, redrive,
 // restore): an ordered key's message joins its key's queue unless it is
 // the head; otherwise it is delayed until due, or made ready (since

@@ -71,7 +71,7 @@ func TestPeekRefusesRingsOfPointers(t *testing.T) {
 		"four bytes":   {New[uint32](4).Peek(1, func(uint32) bool { return true }), true},
 		"pointer":      {New[*int](4).Peek(1, func(*int) bool { return true }), false},
 		"string":       {New[string](4).Peek(1, func(string) bool { return true }), false},
-		"with pointer": {New[withPointer](4).Peek(1, func(withPointer) bool { return true }), false},
+		"with pointer": {New[withPointer](4).Peek(1, func(v withPointer) bool { return v.p == nil && v.n == 0 }), false},
 	} {
 		assert.Equal(t, c.want, c.ok, name)
 	}
