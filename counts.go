@@ -137,7 +137,7 @@ func (c *liveCounts) start(s *slab) {
 	defer c.complete.Store(true)
 	c.on.Store(true)
 	s.each(func(_ uint32, r *rec) {
-		w, ok := r.ownAny(liveStates | 1<<stCommitting)
+		w, ok := r.ownAny(liveStates) // waits out a committing enqueue
 		if !ok {
 			return
 		}

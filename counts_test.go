@@ -58,7 +58,7 @@ func TestCountClassesAreDistinct(t *testing.T) {
 func (e *Engine) scanCounts() stateCounts {
 	var c stateCounts
 	e.slab.each(func(_ uint32, r *rec) {
-		w, ok := r.ownAny(liveStates | 1<<stCommitting)
+		w, ok := r.ownAny(liveStates) // waits out a committing enqueue
 		if !ok {
 			return
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
 // TestMain fails the package if any goroutine outlives the tests (every
@@ -72,10 +73,7 @@ func fastPolicies(attempts int) map[classify.Category]classify.RetryPolicy {
 // open opens an engine on dir and closes it when the test ends.
 func open(t testing.TB, dir string, o ringwal.Options) *ringwal.Engine {
 	t.Helper()
-	e, err := ringwal.Open(dir, o)
-	require.NoError(t, err, "Open(%q)", dir)
-	t.Cleanup(func() { _ = e.Close() })
-	return e
+	return enginetest.Open(t, dir, o)
 }
 
 // memEngine opens a memory-only engine on a fresh fake clock (unless o
@@ -114,13 +112,7 @@ func forLogAndCheckpoint(t *testing.T, fn func(t *testing.T, checkpoint bool)) {
 // dequeue waits (real time) until a delivery is ready and returns it.
 func dequeue(t testing.TB, e *ringwal.Engine) ringwal.Delivery {
 	t.Helper()
-	var d ringwal.Delivery
-	require.Eventually(t, func() bool {
-		var ok bool
-		d, ok = e.TryDequeue()
-		return ok
-	}, waitFor, tick, "no delivery became ready")
-	return d
+	return enginetest.Dequeue(t, e)
 }
 
 // assertNothingReady checks that no delivery becomes ready for a short

@@ -23,25 +23,6 @@ import (
 	"github.com/ringwal/ringwal/clock"
 )
 
-func metricsEngine(t testing.TB, dir string, o ringwal.Options) *ringwal.Engine {
-	t.Helper()
-	e, err := ringwal.Open(dir, o)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = e.Close() })
-	return e
-}
-
-func dequeueOne(t testing.TB, e *ringwal.Engine) ringwal.Delivery {
-	t.Helper()
-	var d ringwal.Delivery
-	require.Eventually(t, func() bool {
-		var ok bool
-		d, ok = e.TryDequeue()
-		return ok
-	}, 5*time.Second, time.Millisecond, "nothing became ready")
-	return d
-}
-
 var (
 	errTransient = classify.Mark(errors.New("upstream reset"), classify.Transient)
 	errPermanent = classify.Mark(errors.New("bad request"), classify.Permanent)
@@ -58,7 +39,7 @@ func slowRetries() map[classify.Category]classify.RetryPolicy {
 // the WAL's batch sizes on a disk engine only.
 func TestMetricsStatsHistograms(t *testing.T) {
 	fake := clock.NewFake(time.Time{})
-	e := metricsEngine(t, "", ringwal.Options{Clock: fake})
+	e := open(t, "", ringwal.Options{Clock: fake})
 	const n = 128 // two sampled messages at least (one in 64, by ID)
 	for i := 0; i < n; i++ {
 		_, err := e.Enqueue(context.Background(), ringwal.Message{})
@@ -66,7 +47,7 @@ func TestMetricsStatsHistograms(t *testing.T) {
 	}
 	ds := make([]ringwal.Delivery, n)
 	for i := range ds {
-		ds[i] = dequeueOne(t, e)
+		ds[i] = dequeue(t, e)
 	}
 	fake.Advance(3 * time.Millisecond)
 	for _, d := range ds {
@@ -92,7 +73,7 @@ func TestMetricsStatsHistograms(t *testing.T) {
 	require.NoError(t, e.Close())
 	assert.True(t, e.Stats().Closed)
 
-	d := metricsEngine(t, t.TempDir(), ringwal.Options{})
+	d := open(t, t.TempDir(), ringwal.Options{})
 	_, err := d.Enqueue(context.Background(), ringwal.Message{})
 	require.NoError(t, err)
 	// The writer counts a batch just after it releases its waiters.
@@ -134,7 +115,7 @@ func TestLoggingAtInfo(t *testing.T) {
 	w := &lockedWriter{w: &buf}
 	logger := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	fake := clock.NewFake(time.Time{})
-	e := metricsEngine(t, t.TempDir(), ringwal.Options{
+	e := open(t, t.TempDir(), ringwal.Options{
 		Clock: fake, Logger: logger, Policies: slowRetries(),
 		Breaker: breaker.Options{ConsecutiveFailures: 1, FailureRate: -1, OpenTimeout: time.Hour},
 	})
@@ -144,7 +125,7 @@ func TestLoggingAtInfo(t *testing.T) {
 		require.NoError(t, err)
 	}
 	for i := 0; i < n; i++ {
-		d := dequeueOne(t, e)
+		d := dequeue(t, e)
 		if i%2 == 0 {
 			require.NoError(t, e.Ack(d.Lease))
 		} else {
@@ -153,7 +134,7 @@ func TestLoggingAtInfo(t *testing.T) {
 	}
 	_, err := e.Enqueue(context.Background(), ringwal.Message{Key: "flaky"})
 	require.NoError(t, err)
-	d := dequeueOne(t, e)
+	d := dequeue(t, e)
 	require.NoError(t, e.Nack(d.Lease, errTransient))
 	require.Eventually(t, func() bool { return strings.Contains(w.String(), "breaker state changed") },
 		5*time.Second, time.Millisecond)

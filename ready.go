@@ -72,8 +72,10 @@ func (e *Engine) makeReadyAt(slot uint32, r *rec, readyAt int64) {
 // publishReady is makeReadyAt but for the push: it moves a busy record to
 // Pending, ready since readyAt, and returns the tier and ref for the
 // caller to push (restore pushes them on a helper goroutine, in order:
-// restore.go's readyPusher). makeReadyAt, on the hot path, does not call
-// it, to stay one function.
+// restore.go's readyPusher). It publishes before the push, which
+// makeReadyAt must not: restore runs before Open returns, and the pusher
+// is synced before anyone can see the record. makeReadyAt, on the hot
+// path, does not call it, to stay one function.
 func (e *Engine) publishReady(slot uint32, r *rec, readyAt int64) (tier int, rf ref) {
 	r.at = readyAt
 	tier, dl := r.tierIndex(), r.deadline()

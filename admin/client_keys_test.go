@@ -16,10 +16,11 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
 func TestClientKeyControls(t *testing.T) {
-	e := openEngine(t, "", ringwal.Options{})
+	e := enginetest.Open(t, "", ringwal.Options{})
 	mux := http.NewServeMux()
 	mux.Handle("/ops/", http.StripPrefix("/ops", admin.NewHandler(e, admin.Options{Token: "s3cret"})))
 	srv := httptest.NewServer(mux)

@@ -19,6 +19,7 @@ import (
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
 // clientEngine serves a memory engine's admin API with a token, under a
@@ -26,7 +27,7 @@ import (
 func clientEngine(t *testing.T) (*ringwal.Engine, *clock.Fake, *admin.Client, *httptest.Server) {
 	t.Helper()
 	fake := clock.NewFake(time.Time{})
-	e := openEngine(t, "", ringwal.Options{Clock: fake})
+	e := enginetest.Open(t, "", ringwal.Options{Clock: fake})
 	mux := http.NewServeMux()
 	mux.Handle("/ops/", http.StripPrefix("/ops", admin.NewHandler(e, admin.Options{Token: "s3cret"})))
 	srv := httptest.NewServer(mux)

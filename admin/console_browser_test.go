@@ -31,6 +31,7 @@ import (
 	"github.com/ringwal/ringwal/admin"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
 // chromium returns the path of a Chromium or Chrome on PATH, "" if none.
@@ -52,7 +53,7 @@ func consoleFixture(t *testing.T, e *ringwal.Engine) (poison []ringwal.ID) {
 	fail := func(m ringwal.Message, cause error) ringwal.ID {
 		id, err := e.Enqueue(ctx, m)
 		require.NoError(t, err)
-		d := dequeueOne(t, e)
+		d := enginetest.Dequeue(t, e)
 		require.Equal(t, id, d.ID)
 		require.NoError(t, e.Nack(d.Lease, cause))
 		return id
@@ -97,7 +98,7 @@ func keysFixture(t *testing.T, e *ringwal.Engine) {
 			_, err := e.Enqueue(ctx, ringwal.Message{Key: key, Payload: fmt.Appendf(nil, `{"n":%d}`, i)})
 			require.NoError(t, err)
 		}
-		d := dequeueOne(t, e)
+		d := enginetest.Dequeue(t, e)
 		require.Equal(t, key, d.Message.Key)
 		if key == "sms" {
 			require.NoError(t, e.Ack(d.Lease))
@@ -113,7 +114,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Skip("no Chromium on PATH (chromium, chromium-browser, google-chrome)")
 	}
 	start := time.Now()
-	e := openEngine(t, t.TempDir(), ringwal.Options{KeyPolicy: func(key string) ringwal.KeyPolicy {
+	e := enginetest.Open(t, t.TempDir(), ringwal.Options{KeyPolicy: func(key string) ringwal.KeyPolicy {
 		if key == "sms" {
 			return ringwal.KeyPolicy{Rate: 1.0 / 3600, Burst: 1} // one an hour: the rest wait for a token
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
 func keyPaused(e *ringwal.Engine, key string) bool {
@@ -29,7 +30,7 @@ func keyPaused(e *ringwal.Engine, key string) bool {
 }
 
 func TestConsoleKeyPauseResume(t *testing.T) {
-	e := openEngine(t, "", ringwal.Options{})
+	e := enginetest.Open(t, "", ringwal.Options{})
 	enqueueN(t, e, odd, 2)
 	b := newBrowser(t, e, admin.Options{})
 	require.NoError(t, e.PauseKey(odd, timeIn(0)))
@@ -58,7 +59,7 @@ func TestConsoleKeyPauseResume(t *testing.T) {
 }
 
 func TestConsolePauseAllDelivery(t *testing.T) {
-	e := openEngine(t, "", ringwal.Options{})
+	e := enginetest.Open(t, "", ringwal.Options{})
 	b := newBrowser(t, e, admin.Options{})
 	p := b.get("").html(t, http.StatusOK, "overview")
 	assert.Contains(t, p.body, `id="pause-all"`)
@@ -78,7 +79,7 @@ func TestConsolePauseAllDelivery(t *testing.T) {
 }
 
 func TestConsoleMessagesAndCancel(t *testing.T) {
-	e := openEngine(t, "", ringwal.Options{})
+	e := enginetest.Open(t, "", ringwal.Options{})
 	ids := enqueueN(t, e, odd, 60)
 	enqueueN(t, e, "other", 2)
 	b := newBrowser(t, e, admin.Options{})

@@ -25,26 +25,8 @@ import (
 	"github.com/ringwal/ringwal/admin"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/clock"
+	"github.com/ringwal/ringwal/internal/enginetest"
 )
-
-func openEngine(t testing.TB, dir string, o ringwal.Options) *ringwal.Engine {
-	t.Helper()
-	e, err := ringwal.Open(dir, o)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = e.Close() })
-	return e
-}
-
-func dequeueOne(t testing.TB, e *ringwal.Engine) ringwal.Delivery {
-	t.Helper()
-	var d ringwal.Delivery
-	require.Eventually(t, func() bool {
-		var ok bool
-		d, ok = e.TryDequeue()
-		return ok
-	}, 5*time.Second, time.Millisecond, "nothing became ready")
-	return d
-}
 
 // adminClient talks to the admin API at prefix (paths are relative to
 // the API's /api/).
@@ -75,7 +57,7 @@ func adminEngine(t *testing.T, o ringwal.Options) (*ringwal.Engine, *clock.Fake,
 	t.Helper()
 	fake := clock.NewFake(time.Time{})
 	o.Clock = fake
-	e := openEngine(t, "", o)
+	e := enginetest.Open(t, "", o)
 	return e, fake, newAdmin(t, e)
 }
 
@@ -167,7 +149,7 @@ func makeDeadLetters(t *testing.T, e *ringwal.Engine, fake *clock.Fake, keys []s
 	for i, cause := range causes {
 		id, err := e.Enqueue(context.Background(), ringwal.Message{Key: keys[i], Payload: []byte(fmt.Sprintf("m%d", i))})
 		require.NoError(t, err)
-		d := dequeueOne(t, e)
+		d := enginetest.Dequeue(t, e)
 		require.Equal(t, id, d.ID)
 		require.NoError(t, e.Nack(d.Lease, cause))
 		ids = append(ids, id)
@@ -223,7 +205,7 @@ func TestAdminStats(t *testing.T) {
 	assert.Equal(t, "no-store", r.header.Get("Cache-Control"))
 
 	// A disk engine adds its log and its recovery.
-	d := openEngine(t, t.TempDir(), ringwal.Options{})
+	d := enginetest.Open(t, t.TempDir(), ringwal.Options{})
 	_, err = d.Enqueue(context.Background(), ringwal.Message{})
 	require.NoError(t, err)
 	dc := newAdmin(t, d)
@@ -443,10 +425,10 @@ func TestAdminRequeue(t *testing.T) {
 	assert.Equal(t, ringwal.Pending, info.State)
 
 	// A leased message: its lease goes stale.
-	d := dequeueOne(t, e)
+	d := enginetest.Dequeue(t, e)
 	c.do("POST", fmt.Sprintf("/messages/%d/requeue", id), nil).expect(t, http.StatusOK, "requeue leased")
 	assert.ErrorIs(t, e.Ack(d.Lease), ringwal.ErrStaleLease)
-	d = dequeueOne(t, e)
+	d = enginetest.Dequeue(t, e)
 	require.Equal(t, id, d.ID)
 	require.NoError(t, e.Ack(d.Lease))
 

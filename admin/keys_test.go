@@ -18,6 +18,7 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
 // odd is a key that needs escaping in a URL path.
@@ -49,11 +50,11 @@ func keyOf(t *testing.T, c adminClient, key string) map[string]any {
 }
 
 func TestAdminKeysPauseResume(t *testing.T) {
-	e := openEngine(t, "", ringwal.Options{})
+	e := enginetest.Open(t, "", ringwal.Options{})
 	c := newAdmin(t, e)
 	// A delivered message gives key "b" a breaker.
 	enqueueN(t, e, "b", 1)
-	d := dequeueOne(t, e)
+	d := enginetest.Dequeue(t, e)
 	require.NoError(t, e.Ack(d.Lease))
 	enqueueN(t, e, odd, 3)
 	b := keyOf(t, c, "b")
@@ -96,7 +97,7 @@ func TestAdminKeysPauseResume(t *testing.T) {
 	r = c.do("POST", path+"/resume", nil).expect(t, http.StatusOK, "resume")
 	assert.Equal(t, "resumed", r.body["status"])
 	assert.Equal(t, false, r.body["paused"])
-	d = dequeueOne(t, e)
+	d = enginetest.Dequeue(t, e)
 	assert.Equal(t, odd, d.Message.Key, "delivered again")
 
 	// A timed pause: a duration from now, or an RFC 3339 time.
@@ -118,7 +119,7 @@ func TestAdminKeysPauseResume(t *testing.T) {
 }
 
 func TestAdminPauseAllDelivery(t *testing.T) {
-	e := openEngine(t, "", ringwal.Options{})
+	e := enginetest.Open(t, "", ringwal.Options{})
 	c := newAdmin(t, e)
 	enqueueN(t, e, "a", 2)
 	r := c.do("POST", "/pause", nil).expect(t, http.StatusOK, "pause all")
@@ -136,7 +137,7 @@ func TestAdminPauseAllDelivery(t *testing.T) {
 	assert.Equal(t, "resumed", r.body["status"])
 	assert.Equal(t, false, r.body["paused"])
 	assert.False(t, e.Stats().DeliveryPaused)
-	dequeueOne(t, e)
+	enginetest.Dequeue(t, e)
 
 	r = c.do("POST", "/pause", `{"until": "30m"}`).expect(t, http.StatusOK, "pause 30m")
 	assert.NotNil(t, r.body["paused_until"])
@@ -144,7 +145,7 @@ func TestAdminPauseAllDelivery(t *testing.T) {
 }
 
 func TestAdminCancel(t *testing.T) {
-	e := openEngine(t, "", ringwal.Options{})
+	e := enginetest.Open(t, "", ringwal.Options{})
 	c := newAdmin(t, e)
 	ids := enqueueN(t, e, "a", 2)
 	r := c.do("POST", fmt.Sprintf("/messages/%d/cancel", ids[0]), nil).expect(t, http.StatusOK, "cancel")
@@ -160,13 +161,13 @@ func TestAdminCancel(t *testing.T) {
 	c.do("GET", fmt.Sprintf("/messages/%d/cancel", ids[1]), nil).expect(t, http.StatusMethodNotAllowed, "GET")
 
 	// A leased message: its lease ends.
-	d := dequeueOne(t, e)
+	d := enginetest.Dequeue(t, e)
 	c.do("POST", fmt.Sprintf("/messages/%d/cancel", d.ID), nil).expect(t, http.StatusOK, "cancel leased")
 	assert.ErrorIs(t, e.Ack(d.Lease), ringwal.ErrStaleLease)
 }
 
 func TestAdminMessages(t *testing.T) {
-	e := openEngine(t, "", ringwal.Options{})
+	e := enginetest.Open(t, "", ringwal.Options{})
 	c := newAdmin(t, e)
 	ids := enqueueN(t, e, odd, 5)
 	enqueueN(t, e, "other", 3)
@@ -215,7 +216,7 @@ func TestAdminMessages(t *testing.T) {
 }
 
 func TestAdminKeysClosed(t *testing.T) {
-	e := openEngine(t, "", ringwal.Options{})
+	e := enginetest.Open(t, "", ringwal.Options{})
 	c := newAdmin(t, e)
 	require.NoError(t, e.Close())
 	c.do("GET", "/keys", nil).expect(t, http.StatusServiceUnavailable, "keys")
@@ -226,7 +227,7 @@ func TestAdminKeysClosed(t *testing.T) {
 }
 
 func TestAdminStatsWAL(t *testing.T) {
-	e := openEngine(t, t.TempDir(), ringwal.Options{})
+	e := enginetest.Open(t, t.TempDir(), ringwal.Options{})
 	c := newAdmin(t, e)
 	enqueueN(t, e, "a", 3)
 	require.NoError(t, e.Checkpoint())

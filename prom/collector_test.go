@@ -36,6 +36,7 @@ import (
 	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/clock"
+	"github.com/ringwal/ringwal/internal/enginetest"
 	"github.com/ringwal/ringwal/prom"
 )
 
@@ -130,25 +131,6 @@ func cumulativeCount(t testing.TB, h *dto.Histogram, le float64) uint64 {
 	return 0
 }
 
-func metricsEngine(t testing.TB, dir string, o ringwal.Options) *ringwal.Engine {
-	t.Helper()
-	e, err := ringwal.Open(dir, o)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = e.Close() })
-	return e
-}
-
-func dequeueOne(t testing.TB, e *ringwal.Engine) ringwal.Delivery {
-	t.Helper()
-	var d ringwal.Delivery
-	require.Eventually(t, func() bool {
-		var ok bool
-		d, ok = e.TryDequeue()
-		return ok
-	}, 5*time.Second, time.Millisecond, "nothing became ready")
-	return d
-}
-
 var (
 	errTransient = classify.Mark(errors.New("upstream reset"), classify.Transient)
 	errPermanent = classify.Mark(errors.New("bad request"), classify.Permanent)
@@ -165,7 +147,7 @@ func slowRetries() map[classify.Category]classify.RetryPolicy {
 // Stats carries the same ones.
 func TestMetricsAfterWorkload(t *testing.T) {
 	fake := clock.NewFake(time.Time{})
-	e := metricsEngine(t, "", ringwal.Options{
+	e := enginetest.Open(t, "", ringwal.Options{
 		Clock: fake, TierCapacity: 256, Policies: slowRetries(),
 		Breaker: breaker.Options{ConsecutiveFailures: 2, FailureRate: -1, OpenTimeout: time.Hour},
 	})
@@ -182,7 +164,7 @@ func TestMetricsAfterWorkload(t *testing.T) {
 	}
 	ds := make([]ringwal.Delivery, n)
 	for i := range ds {
-		ds[i] = dequeueOne(t, e)
+		ds[i] = enginetest.Dequeue(t, e)
 	}
 	fake.Advance(3 * time.Millisecond) // every handling time is 3ms
 	permanent := 0
@@ -322,11 +304,11 @@ func TestMetricsAfterWorkload(t *testing.T) {
 // with client_golang's linter.
 func TestMetricsLint(t *testing.T) {
 	for _, dir := range []string{"", t.TempDir()} {
-		e := metricsEngine(t, dir, ringwal.Options{})
+		e := enginetest.Open(t, dir, ringwal.Options{})
 		reg, coll := registered(t, e)
 		_, err := e.Enqueue(context.Background(), ringwal.Message{Key: "k", Payload: []byte("p")})
 		require.NoError(t, err)
-		d := dequeueOne(t, e)
+		d := enginetest.Dequeue(t, e)
 		require.NoError(t, e.Ack(d.Lease))
 
 		problems, err := testutil.CollectAndLint(coll)
@@ -356,7 +338,7 @@ func TestMetricsWAL(t *testing.T) {
 		require.NoError(t, err)
 	}
 	for i := 0; i < 10; i++ {
-		d := dequeueOne(t, e)
+		d := enginetest.Dequeue(t, e)
 		require.NoError(t, e.Ack(d.Lease))
 	}
 	// The writer counts a batch just after it releases its waiters.
@@ -406,7 +388,7 @@ func TestMetricsWAL(t *testing.T) {
 
 	logs := &lockedWriter{w: &bytes.Buffer{}}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	e2 := metricsEngine(t, dir, ringwal.Options{Logger: logger})
+	e2 := enginetest.Open(t, dir, ringwal.Options{Logger: logger})
 	reg2, _ := registered(t, e2)
 	fams = scrapeMetrics(t, reg2)
 	s = e2.Stats()
@@ -424,7 +406,7 @@ func TestMetricsWAL(t *testing.T) {
 // key="_other" (a key named "_other" and one that is not UTF-8 included).
 func TestMetricsBreakerCap(t *testing.T) {
 	fake := clock.NewFake(time.Time{})
-	e := metricsEngine(t, "", ringwal.Options{
+	e := enginetest.Open(t, "", ringwal.Options{
 		Clock: fake, Policies: slowRetries(),
 		Breaker: breaker.Options{ConsecutiveFailures: 1, FailureRate: -1, OpenTimeout: time.Hour},
 	})
@@ -440,7 +422,7 @@ func TestMetricsBreakerCap(t *testing.T) {
 		require.NoError(t, err)
 	}
 	for range len(keys) + len(closed) {
-		d := dequeueOne(t, e)
+		d := enginetest.Dequeue(t, e)
 		if slices.Contains(closed, d.Message.Key) {
 			require.NoError(t, e.Ack(d.Lease))
 		} else {
@@ -471,12 +453,12 @@ func TestMetricsTwoEngines(t *testing.T) {
 	labelled := func(name string) prometheus.Registerer {
 		return prometheus.WrapRegistererWith(prometheus.Labels{"engine": name}, reg)
 	}
-	a := metricsEngine(t, "", ringwal.Options{})
+	a := enginetest.Open(t, "", ringwal.Options{})
 	ca := prom.NewCollector(a)
 	require.NoError(t, labelled("a").Register(ca))
-	a2 := metricsEngine(t, "", ringwal.Options{})
+	a2 := enginetest.Open(t, "", ringwal.Options{})
 	require.Error(t, labelled("a").Register(prom.NewCollector(a2)), "the same series twice")
-	b := metricsEngine(t, "", ringwal.Options{})
+	b := enginetest.Open(t, "", ringwal.Options{})
 	require.NoError(t, labelled("b").Register(prom.NewCollector(b)))
 	_, err := b.Enqueue(context.Background(), ringwal.Message{})
 	require.NoError(t, err)
@@ -495,7 +477,7 @@ func TestMetricsTwoEngines(t *testing.T) {
 // run: the derived totals must never go backwards (a counter that does is
 // a reset to Prometheus).
 func TestMetricsCountersNeverDecrease(t *testing.T) {
-	e := metricsEngine(t, "", ringwal.Options{TierCapacity: 1 << 10, MaxMessages: 1 << 11})
+	e := enginetest.Open(t, "", ringwal.Options{TierCapacity: 1 << 10, MaxMessages: 1 << 11})
 	reg, _ := registered(t, e)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

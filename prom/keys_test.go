@@ -10,10 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
 func TestMetricsKeys(t *testing.T) {
-	e := metricsEngine(t, "", ringwal.Options{KeyPolicy: func(key string) ringwal.KeyPolicy {
+	e := enginetest.Open(t, "", ringwal.Options{KeyPolicy: func(key string) ringwal.KeyPolicy {
 		return ringwal.KeyPolicy{MaxInFlight: 1, MaxQueued: 3}
 	}})
 	reg, coll := registered(t, e)
