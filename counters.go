@@ -11,7 +11,8 @@ import (
 // state are kept apart, by record (counts.go). The one hot counter is
 // padded.
 type counters struct {
-	// freed counts messages that left the slab by Ack or dead-lettering.
+	// freed counts messages that left the slab by Ack, dead-lettering or
+	// Cancel.
 	// Acked and the live count are derived from it, so the hot path pays
 	// one counter for both.
 	freed pad.Uint64   // on its own line: producers and consumers on other cores
