@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/ringwal/ringwal/internal/pad"
@@ -169,12 +170,11 @@ func (c *liveCounts) move(r *rec, from, to countClass) {
 	}
 }
 
-// countRetries bounds how often byClass reads a stripe again because a
-// move between two of its words overlapped the read.
-const countRetries = 1000
-
-// byClass reads the counts: each stripe as it was at one instant, unless
-// moves between its words overlapped countRetries reads of it in a row.
+// byClass reads the counts: each stripe as it was at one instant. A read
+// that a move between two of the stripe's words overlapped is done again;
+// such a move is a few instructions with no way out between begun and
+// ended, so the wait ends, and a reader that meets one again and again
+// (its mover was preempted mid-move) yields, then sleeps, to let it end.
 func (c *liveCounts) byClass() (n [numClasses]int64) {
 	for i := range c.stripes {
 		s := &c.stripes[i]
@@ -184,10 +184,13 @@ func (c *liveCounts) byClass() (n [numClasses]int64) {
 			for j := range w {
 				w[j] = s.w[j].Load()
 			}
-			if s.begun.Load() == ended || try == countRetries {
+			if s.begun.Load() == ended {
 				break
 			}
-			if try > 10 {
+			switch {
+			case try > 1000:
+				time.Sleep(10 * time.Microsecond)
+			case try > 10:
 				runtime.Gosched()
 			}
 		}
