@@ -196,28 +196,28 @@ func (e *Engine) oldestReady() int64 {
 	return oldest
 }
 
-// statsRetries bounds how many times Stats reads again because a message
-// moved between the slab and the dead-letter store while it counted.
-const statsRetries = 64
-
 // countWithDead reads the kept counts and the dead-letter counts into s,
 // so that a message moving between the slab and the dead-letter store (a
 // dead-lettering, a redrive) is counted once: a sequence lock on
 // ctr.moves tells whether a move overlapped the read, and if one did the
 // read is repeated once the moves in flight (each a store's Add or Remove
-// and a slot's claim or release) have ended. Under moves that overlap
-// every one of statsRetries reads the last is kept, which may count such
-// a message in no state or in two.
+// and a slot's claim or release) have ended. A move has no way out before
+// its end, so the wait ends; a reader that keeps meeting one (its mover
+// preempted mid-move) yields, then sleeps, to let it finish.
 func (e *Engine) countWithDead(s *Stats) stateCounts {
 	for try := 0; ; try++ {
 		ended := e.ctr.movesEnded.Load()
 		c := e.counts.stateCounts()
 		s.Dead, s.DeadByCategory = e.dead.Len(), e.dead.Counts()
-		if e.ctr.movesBegun.Load() == ended || try == statsRetries {
+		if e.ctr.movesBegun.Load() == ended {
 			return c
 		}
-		for spins := 0; spins < 1000 && e.ctr.movesBegun.Load() != e.ctr.movesEnded.Load(); spins++ {
-			runtime.Gosched()
+		for spins := 0; e.ctr.movesBegun.Load() != e.ctr.movesEnded.Load(); spins++ {
+			if spins < 1000 {
+				runtime.Gosched()
+			} else {
+				time.Sleep(10 * time.Microsecond)
+			}
 		}
 	}
 }
