@@ -228,10 +228,7 @@ func (e *Engine) Close() error {
 	}
 	var err error
 	if e.log != nil {
-		err = e.requeueLeasedOnClose()
-		if cerr := e.log.Close(); err == nil {
-			err = cerr
-		}
+		err = e.closeLog()
 	}
 	e.closeErr = err
 	e.opts.Logger.Info("ringwal: closed", "dir", e.dir, "err", err)

@@ -30,6 +30,8 @@ type recoveryReport struct {
 // much memory again to fault in, zero and have the GC scan.
 type replayState struct {
 	slab *slab
+	// arenas are the payload arena chunks reserve allocated ahead.
+	arenas *spares[[arenaChunk]byte]
 	// ahead is slab for prepareRecord, which runs on the log's decoding
 	// goroutine: grow replaces slab while it runs.
 	ahead atomic.Pointer[slab]
@@ -287,6 +289,7 @@ func (rs *replayState) bits() uint { return uint(bits.Len64(rs.slab.mask)) }
 func (rs *replayState) grow(b uint) {
 	old, states := rs.slab, rs.states
 	rs.slab, rs.states = newSlab(b), nil
+	rs.slab.spare = old.spare
 	rs.inOrder = false
 	rs.ahead.Store(rs.slab)
 	rs.base, rs.dense, rs.index = 0, nil, make(map[uint64]uint32)
@@ -316,20 +319,34 @@ func (rs *replayState) sizeFor(b uint) {
 
 // payloadArena copies recovered payloads into shared chunks: a million
 // small allocations would cost recovery more than the copying. A chunk
-// stays alive while any of its messages does.
-type payloadArena struct{ chunk []byte }
+// stays alive while any of its messages does. Chunks come from the spares
+// Open reserved (reserve.go) while there are any.
+type payloadArena struct {
+	chunk []byte
+	spare *spares[[arenaChunk]byte]
+}
 
-const arenaChunk = 256 << 10
+const (
+	arenaChunk      = 256 << 10
+	arenaMaxPayload = arenaChunk / 8 // larger payloads get an allocation of their own
+)
+
+// arenaHolds says whether a payload of n bytes is copied into an arena.
+func arenaHolds(n int) bool { return n > 0 && n <= arenaMaxPayload }
 
 func (a *payloadArena) clone(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	if len(b) > arenaChunk/8 {
+	if !arenaHolds(len(b)) {
+		if len(b) == 0 {
+			return nil
+		}
 		return append([]byte(nil), b...)
 	}
 	if len(a.chunk) < len(b) {
-		a.chunk = make([]byte, arenaChunk)
+		if p := a.spare.take(); p != nil {
+			a.chunk = p[:]
+		} else {
+			a.chunk = make([]byte, arenaChunk)
+		}
 	}
 	out := a.chunk[:len(b):len(b)]
 	copy(out, b)
@@ -347,7 +364,7 @@ func (a *payloadArena) clone(b []byte) []byte {
 // The log decodes on several goroutines at once: each gets a preparer of
 // its own (newPreparer), with its own arena.
 func (rs *replayState) newPreparer() func(r *wal.Record) {
-	var arena payloadArena
+	arena := payloadArena{spare: rs.arenas}
 	return func(r *wal.Record) { rs.prepareRecord(r, &arena) }
 }
 
@@ -366,10 +383,14 @@ func (rs *replayState) prepareRecord(r *wal.Record, arena *payloadArena) {
 // 1<<bits slots; restore then places it.
 func (e *Engine) replay(bits uint) (*replayState, error) {
 	rs := newReplayState(bits)
+	if h, ok := decodeCloseHint(e.log.Hint()); ok {
+		rs.reserve(h)
+	}
 	stats, err := e.log.ReplayPrepared(rs.newPreparer, func(r *wal.Record) error {
 		e.apply(rs, r)
 		return rs.err
 	})
+	rs.slab.spare, rs.arenas = nil, nil // what replay did not use is garbage
 	if err != nil {
 		return nil, mapWALError(fmt.Errorf("ringwal: replaying %s: %w", e.dir, err))
 	}

@@ -332,21 +332,34 @@ func readySince(st uint32, at, now int64) int64 {
 	return at
 }
 
-// requeueLeasedOnClose logs every leased message as requeued, so that a
-// clean Close is not counted as a crash against them when restore meets
-// them again.
-func (e *Engine) requeueLeasedOnClose() error {
+// closeLog logs every leased message as requeued, so that a clean Close
+// is not counted as a crash against them when restore meets them again,
+// and closes the log, leaving the next Open the size of what its replay
+// will rebuild (reserve.go). Runs in Close, once nothing else can lease.
+func (e *Engine) closeLog() error {
 	now := e.now()
 	var recs []wal.Record
+	var hint closeHint
 	e.slab.each(func(_ uint32, r *rec) {
-		w := r.stable()
-		if w.state() != stLeased {
+		prev, ok := r.ownAny(liveStates)
+		if !ok {
 			return
 		}
-		recs = append(recs, requeueRecord(r.id.Load(), now, w.attempts(), r.crashes.Load()))
+		hint.add(r.payLen)
+		if prev.state() == stLeased {
+			recs = append(recs, requeueRecord(r.id.Load(), now, prev.attempts(), r.crashes.Load()))
+		}
+		r.putBack(prev)
 	})
-	if len(recs) == 0 {
-		return nil
+	var err error
+	if len(recs) > 0 {
+		err = e.log.AppendBatch(recs)
 	}
-	return e.log.AppendBatch(recs)
+	if err != nil {
+		hint = closeHint{} // the log may not hold what the hint says
+	}
+	if cerr := e.log.CloseWithHint(hint.encode()); err == nil {
+		err = cerr
+	}
+	return err
 }

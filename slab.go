@@ -1,6 +1,7 @@
 package ringwal
 
 import (
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -17,6 +18,10 @@ import (
 type slab struct {
 	mask   uint64
 	chunks []atomic.Pointer[slabChunk]
+	// spare holds chunks replay reserved ahead (reserve.go); nil
+	// outside replay.
+	spare  *spares[slabChunk]
+	growMu sync.Mutex
 }
 
 const (
@@ -57,7 +62,17 @@ func (s *slab) lookup(slot uint32) *rec {
 }
 
 func (s *slab) grow(i uint32) *slabChunk {
-	fresh := new(slabChunk)
+	// One chunk at a time, so that goroutines racing for the same chunk
+	// (replay prepares on several) do not take a spare each.
+	s.growMu.Lock()
+	defer s.growMu.Unlock()
+	if c := s.chunks[i].Load(); c != nil {
+		return c
+	}
+	fresh := s.spare.take()
+	if fresh == nil {
+		fresh = new(slabChunk)
+	}
 	// Memory fresh from the OS is mapped on first touch, and a first
 	// touch that reads (a claim looks at the word before its CAS) maps
 	// the zero page only for the write after it to fault again: write to
@@ -65,10 +80,8 @@ func (s *slab) grow(i uint32) *slabChunk {
 	for j := 0; j < slabChunkSlots; j += 4096 / int(unsafe.Sizeof(rec{})) {
 		fresh[j].at = 0
 	}
-	if s.chunks[i].CompareAndSwap(nil, fresh) {
-		return fresh
-	}
-	return s.chunks[i].Load()
+	s.chunks[i].Store(fresh)
+	return fresh
 }
 
 // each calls fn for every record in an allocated chunk, in slot order.

@@ -59,4 +59,7 @@
 //	dir/log/<segment>.<UTC time>[-n].broken  bytes a repair cut, kept for
 //	                            the operator (see RepairReport.BrokenFiles)
 //	dir/snap-<20-digit index>.zst  newest checkpoint (older ones are deleted)
+//	dir/HINT                    what the caller's last Close said the log
+//	                            held (CloseWithHint); advice for the next
+//	                            Open, ignored once the log moved on
 package wal

@@ -25,19 +25,21 @@ type Log struct {
 	lock   *dirLock
 	repair RepairReport
 	snap   *chosenSnapshot // recovery starting point found by Open (nil = none)
+	hint   []byte          // the last Close's hint, if the log is as it left it (hint.go)
 
 	// Hand-off between producers and the writer; see writer.go.
-	mu       sync.Mutex
-	cur      *pending // records accumulating for the next batch
-	spare    *pending // the other buffer, reused (double buffering)
-	inflight *result  // batch the writer is writing now, nil if none
-	wstate   int      // writer's state, for deciding whether to wake it
-	closing  bool     // Close began: no more appends
-	failed   error    // sticky: the log cannot write any more
-	asyncErr error    // a write error no waiter has seen yet (Buffered, AppendNoWait)
-	appended bool     // an Append happened (Replay must come first)
-	wake     chan struct{}
-	stopped  chan struct{}
+	mu        sync.Mutex
+	cur       *pending // records accumulating for the next batch
+	spare     *pending // the other buffer, reused (double buffering)
+	inflight  *result  // batch the writer is writing now, nil if none
+	wstate    int      // writer's state, for deciding whether to wake it
+	closing   bool     // Close began: no more appends
+	failed    error    // sticky: the log cannot write any more
+	asyncErr  error    // a write error no waiter has seen yet (Buffered, AppendNoWait)
+	appended  bool     // an Append happened (Replay must come first)
+	closeHint []byte   // what CloseWithHint leaves for the next Open
+	wake      chan struct{}
+	stopped   chan struct{}
 	// wakeups counts the writer's returns from a wait (set by the writer
 	// under mu). Nothing reads it but a test that checks an idle log
 	// sleeps: the writer has no periodic timer, and must not grow one.
@@ -209,6 +211,7 @@ func (l *Log) recover() error {
 	}
 	l.dirDirty = false
 	l.synced = l.last
+	l.hint = readHint(l.dir, l.last)
 	l.claimed = sc.durable
 	if sc.lastEmpty && sc.lastClaim+1 == l.last {
 		l.claimed = l.last // the log ends with a close marker
@@ -369,9 +372,13 @@ func (l *Log) Close() error {
 		defer l.ckMu.Unlock()
 		l.mu.Lock()
 		l.closing = true
+		hint := l.closeHint
 		l.kickLocked(true)
 		l.mu.Unlock()
 		<-l.stopped
+		if l.closeErr == nil && hint != nil {
+			l.writeHint(hint, l.last) // the writer has stopped: last is final
+		}
 		if err := l.lock.release(); l.closeErr == nil {
 			l.closeErr = err
 		}

@@ -6,6 +6,10 @@
 // building the store.
 //
 //	go run ./w4prof -cpuprofile /tmp/open.prof   # then: go tool pprof -top /tmp/open.prof
+//	go run ./w4prof -memprofile /tmp/mem.prof    # then: go tool pprof -sample_index=alloc_space -top /tmp/mem.prof
+//
+// Each restart prints its time, and what it allocated and how many GC
+// cycles ran meanwhile: a restart's GC cycles are much of its cost.
 package main
 
 import (
@@ -28,9 +32,13 @@ func main() {
 		opens   = flag.Int("opens", 5, "restarts to time and profile")
 		dir     = flag.String("dir", "", "store directory (default: a temporary one, removed at the end); an existing store is reused")
 		profile = flag.String("cpuprofile", "", "write the CPU profile of the restarts here")
+		memprof = flag.String("memprofile", "", "write the allocations of the program, up to the last restart, here")
 	)
 	flag.Parse()
-	if err := run(*n, *opens, *dir, *profile); err != nil {
+	if *memprof != "" {
+		runtime.MemProfileRate = 16 << 10
+	}
+	if err := run(*n, *opens, *dir, *profile, *memprof); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -40,7 +48,7 @@ func options() ringwal.Options {
 	return ringwal.Options{Durability: ringwal.Buffered, TierCapacity: 1 << 20, MaxMessages: 1 << 21}
 }
 
-func run(n, opens int, dir, profile string) error {
+func run(n, opens int, dir, profile, memprof string) error {
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "ringwal-w4prof-")
 		if err != nil {
@@ -69,6 +77,8 @@ func run(n, opens int, dir, profile string) error {
 	}
 	for i := range opens {
 		runtime.GC()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
 		start := time.Now()
 		e, err := ringwal.Open(dir, options())
 		if err != nil {
@@ -76,11 +86,18 @@ func run(n, opens int, dir, profile string) error {
 		}
 		d, ok := e.TryDequeue()
 		took := time.Since(start)
+		runtime.ReadMemStats(&m1)
+		if memprof != "" && i == opens-1 {
+			if err := writeAllocs(memprof); err != nil {
+				return err
+			}
+		}
 		if !ok {
 			e.Close()
 			return fmt.Errorf("nothing to dequeue after Open")
 		}
-		fmt.Printf("restart %d: %v to first delivery (%d pending)\n", i, took.Round(time.Millisecond), e.Stats().Pending)
+		fmt.Printf("restart %d: %v to first delivery (%d pending; %d MB allocated, %d GC cycles)\n", i, took.Round(time.Millisecond),
+			e.Stats().Pending, (m1.TotalAlloc-m0.TotalAlloc)>>20, m1.NumGC-m0.NumGC)
 		if err := e.Ack(d.Lease); err != nil {
 			e.Close()
 			return err
@@ -90,6 +107,22 @@ func run(n, opens int, dir, profile string) error {
 		}
 	}
 	return nil
+}
+
+// writeAllocs writes the allocation profile: a profile reflects the
+// allocations of the last completed GC cycle, so two cycles run first.
+func writeAllocs(path string) error {
+	runtime.GC()
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func build(dir string, n int) error {

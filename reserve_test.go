@@ -1,0 +1,131 @@
+package ringwal
+
+// Open sizes replay's memory from the hint the last Close left
+// (reserve.go). The hint is advice: these tests check what Close says,
+// that replay reserves enough for it, and that a wrong hint loses
+// nothing.
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringwal/ringwal/wal"
+)
+
+func TestCloseHintRoundTrips(t *testing.T) {
+	for _, h := range []closeHint{{}, {messages: 1, arenaBytes: 128}, {messages: 1 << 40, arenaBytes: 1 << 62}} {
+		got, ok := decodeCloseHint(h.encode())
+		require.True(t, ok, "%+v", h)
+		assert.Equal(t, h, got)
+	}
+	for _, b := range [][]byte{nil, {}, {closeHintVersion}, {closeHintVersion + 1, 1, 1}, {closeHintVersion, 1}, {closeHintVersion, 1, 1, 1}, {closeHintVersion, 0x80, 1}} {
+		_, ok := decodeCloseHint(b)
+		assert.False(t, ok, "%x", b)
+	}
+}
+
+func FuzzDecodeCloseHint(f *testing.F) {
+	f.Add(closeHint{messages: 1000, arenaBytes: 128000}.encode())
+	f.Add([]byte{closeHintVersion, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, ok := decodeCloseHint(b)
+		if !ok {
+			return
+		}
+		again, ok := decodeCloseHint(h.encode())
+		require.True(t, ok)
+		assert.Equal(t, h, again)
+	})
+}
+
+// TestCloseHintCountsTheLiveMessages: Close tells the next Open every
+// live message, whatever its state, and the payload bytes an arena will
+// hold (not those of a payload too large for one).
+func TestCloseHintCountsTheLiveMessages(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	_, err = e.TryEnqueue(Message{Payload: make([]byte, 100)})
+	require.NoError(t, err)
+	_, err = e.TryEnqueue(Message{Payload: make([]byte, arenaMaxPayload+1)})
+	require.NoError(t, err)
+	_, err = e.TryEnqueue(Message{Payload: make([]byte, 10), Delay: 1 << 40})
+	require.NoError(t, err)
+	gone, err := e.TryEnqueue(Message{Payload: make([]byte, 1000)})
+	require.NoError(t, err)
+	d, ok := e.TryDequeue()
+	require.True(t, ok, "a leased message counts too")
+	require.NotEqual(t, gone, d.ID)
+	require.NoError(t, e.Cancel(gone))
+	require.NoError(t, e.Close())
+
+	l, err := wal.Open(dir, wal.Options{})
+	require.NoError(t, err)
+	h, ok := decodeCloseHint(l.Hint())
+	require.NoError(t, l.Close())
+	require.True(t, ok)
+	assert.Equal(t, closeHint{messages: 3, arenaBytes: 110}, h)
+}
+
+func TestReserveCoversTheHint(t *testing.T) {
+	for _, h := range []closeHint{
+		{messages: 1, arenaBytes: 1},
+		{messages: 3 * slabChunkSlots, arenaBytes: 3 * arenaChunk},
+		{messages: 10_000, arenaBytes: 10_000 * arenaMaxPayload},
+	} {
+		t.Run(fmt.Sprint(h.messages), func(t *testing.T) {
+			rs := newReplayState(4)
+			rs.reserve(h)
+			assert.GreaterOrEqual(t, len(rs.slab.spare.items)*slabChunkSlots, int(h.messages)+slabChunkSlots,
+				"a chunk more than the messages fill: their IDs need not start at a chunk's first slot")
+			// Payloads that waste the most of each chunk (a little over
+			// an ninth of it, so that eight fit and a ninth does not) still
+			// take no chunk but a spare.
+			var a payloadArena
+			a.spare = rs.arenas
+			payload := make([]byte, arenaChunk/9+8)
+			for left := int(h.arenaBytes); left > 0; left -= len(payload) {
+				a.clone(payload[:min(left, len(payload))])
+			}
+			assert.LessOrEqual(t, rs.arenas.next.Load(), int64(len(rs.arenas.items)), "arena chunks beyond the spares")
+		})
+	}
+}
+
+// TestWrongHintLosesNothing: a hint that says far fewer or far more
+// messages than the log holds changes what replay allocates first, not
+// what it rebuilds.
+func TestWrongHintLosesNothing(t *testing.T) {
+	for _, hint := range []closeHint{{}, {messages: 1, arenaBytes: 1}, {messages: 1 << 20, arenaBytes: 1 << 20}} {
+		t.Run(fmt.Sprint(hint.messages), func(t *testing.T) {
+			dir := t.TempDir()
+			e, err := Open(dir, Options{MaxMessages: 20_000, TierCapacity: 1 << 15})
+			require.NoError(t, err)
+			var want []ID
+			for i := range 12_000 {
+				id, err := e.TryEnqueue(Message{Payload: []byte(fmt.Sprint(i))})
+				require.NoError(t, err)
+				want = append(want, id)
+			}
+			require.NoError(t, e.Close())
+			l, err := wal.Open(dir, wal.Options{})
+			require.NoError(t, err)
+			require.NoError(t, l.CloseWithHint(hint.encode()))
+
+			e, err = Open(dir, Options{MaxMessages: 20_000, TierCapacity: 1 << 15})
+			require.NoError(t, err)
+			defer e.Close()
+			var got []ID
+			for i := range want {
+				d, ok := e.TryDequeue()
+				require.True(t, ok, "message %d of %d", i+1, len(want))
+				require.Equal(t, fmt.Sprint(i), string(d.Message.Payload))
+				got = append(got, d.ID)
+			}
+			assert.Equal(t, want, got)
+		})
+	}
+}
