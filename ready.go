@@ -72,7 +72,7 @@ func (e *Engine) makeReadyAt(slot uint32, r *rec, readyAt int64) {
 // publishReady is makeReadyAt but for the push: it moves a busy record to
 // Pending, ready since readyAt, and returns the tier and ref for the
 // caller to push (restore pushes them on a helper goroutine, in order:
-// restore.go's readyPusher). It publishes before the push, which
+// restore.go's publishPlain). It publishes before the push, which
 // makeReadyAt must not: restore runs before Open returns, and the pusher
 // is synced before anyone can see the record. makeReadyAt, on the hot
 // path, does not call it, to stay one function.
@@ -104,6 +104,17 @@ func (e *Engine) pushTier(tier int, rf ref) {
 	q.refs = append(q.refs, rf)
 	e.setSpilled(tier, true)
 	q.mu.Unlock()
+}
+
+// pushTierBatch is pushTier for refs, in order: as many as fit go into the
+// ring in one step (restore pushes a backlog).
+func (e *Engine) pushTierBatch(tier int, refs []ref) {
+	if e.spilled.Load()&(1<<tier) == 0 {
+		refs = refs[e.tiers.Tier(tier).PushBatch(refs):]
+	}
+	for _, rf := range refs {
+		e.pushTier(tier, rf)
+	}
 }
 
 func (e *Engine) setSpilled(tier int, on bool) {

@@ -3,6 +3,7 @@ package ringwal
 import (
 	"cmp"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -41,7 +42,6 @@ func (e *Engine) restore(rs *replayState) error {
 	// orders any), slot order from the first one's slot is the order and
 	// no record need be read to find it; otherwise orderRestored reads
 	// them all.
-	s := rs.slab
 	var order []uint32
 	if e.keys.policy == nil {
 		order = rs.inOrderSlots()
@@ -53,55 +53,21 @@ func (e *Engine) restore(rs *replayState) error {
 	// again, counted as they go).
 	e.ctr.added.Add(int64(len(order)))
 	var notes []wal.Record
-	pusher := e.newReadyPusher()
-	defer pusher.close()
-	for _, slot := range order {
-		r := s.at(slot)
-		st := rs.state(slot)
-		id := r.id.Load()
-		// Set now that the message is known to live: keyForPlacement
-		// counts it against its key.
-		r.ks = e.keyForPlacement(r.key)
-		if st == stLeased {
-			e.recovered.crashed++
-			crashes := r.crashes.Load() + 1
-			if int(crashes) >= e.opts.CrashLoopLimit {
-				e.recovered.poisoned++
-				cause := fmt.Sprintf("leased at %d consecutive crashes", crashes)
-				if err := e.deadLetter(slot, r, classify.Poison, cause, now, false); err != nil {
-					return err
-				}
-				continue
-			}
-			r.crashes.Store(crashes)
-			if !r.expired(now) {
-				notes = append(notes, requeueRecord(id, now, r.attempts(), crashes))
-			}
-		}
-		if r.expired(now) {
-			// Its TTL timer would fire at once.
-			if err := e.expire(slot, r, now, false); err != nil {
+	for _, part := range e.publishPlain(rs, order) {
+		// The part's plain prefix is published; its refs go to the
+		// tiers before anything after them is placed.
+		e.pushRefs(part.refs, part.tiers)
+		for _, slot := range order[part.from+len(part.refs) : part.to] {
+			note, err := e.restoreOne(rs, slot, now)
+			if err != nil {
 				return err
 			}
-			continue
+			if note != nil {
+				notes = append(notes, *note)
+			}
 		}
-		if exp := r.expiresAt(); exp != 0 {
-			e.hk.schedule(exp, schedTTL(id))
-		}
-		due := int64(0)
-		if st == stDelayed && r.at > now {
-			due = r.at
-		}
-		if r.ks == nil && due == 0 {
-			// What place would do, its push left to the pusher.
-			pusher.push(e.publishReady(slot, r, r.at))
-			continue
-		}
-		// Anything else may push too: the pusher's pushes go first.
-		pusher.sync()
-		e.place(slot, r, due, r.at, now)
 	}
-	pusher.close()
+	e.waiting.signalReady()
 	e.restorePauses(rs.pauses, now)
 	if rs.maxID > e.nextID.Load() {
 		e.nextID.Store(rs.maxID)
@@ -116,83 +82,113 @@ func (e *Engine) restore(rs *replayState) error {
 	return nil
 }
 
-// readyPusher pushes the refs of messages restore made ready into their
-// tiers on a goroutine of its own, in the order restore published them:
-// with a large backlog the pushes (two atomic operations each) are a good
-// part of restore, and the other core has little else to do. Nothing
-// pops before Open returns; restore syncs before it places a message
-// that may push from its own goroutine, so the tiers' order is what
-// placing them one by one would give.
-type readyPusher struct {
-	e       *Engine
-	full    chan []tierRef
-	free    chan []tierRef
-	cur     []tierRef
-	queued  sync.WaitGroup // batches sent and not yet pushed
-	done    chan struct{}
-	stopped bool
-}
-
-type tierRef struct {
-	rf   ref
-	tier int32
-}
-
-// pushBatch is how many refs restore hands the pusher at once.
-const pushBatch = 4096
-
-func (e *Engine) newReadyPusher() *readyPusher {
-	const buffers = 3
-	p := &readyPusher{e: e, full: make(chan []tierRef, buffers), free: make(chan []tierRef, buffers), done: make(chan struct{})}
-	for range buffers - 1 {
-		p.free <- make([]tierRef, 0, pushBatch)
-	}
-	p.cur = make([]tierRef, 0, pushBatch)
-	go func() {
-		defer close(p.done)
-		for b := range p.full {
-			for _, t := range b {
-				e.pushTier(int(t.tier), t.rf)
-			}
-			p.free <- b[:0]
-			p.queued.Done()
+// restoreOne places the replayed message in slot: a lease found at a
+// crash counted (or dead-lettered as Poison), an expired message
+// dead-lettered, the rest placed as it would be enqueued. It returns the
+// requeue record to log for a lease found at a crash.
+func (e *Engine) restoreOne(rs *replayState, slot uint32, now int64) (*wal.Record, error) {
+	r := rs.slab.at(slot)
+	st := rs.state(slot)
+	id := r.id.Load()
+	// Set now that the message is known to live: keyForPlacement
+	// counts it against its key.
+	r.ks = e.keyForPlacement(r.key)
+	var note *wal.Record
+	if st == stLeased {
+		e.recovered.crashed++
+		crashes := r.crashes.Load() + 1
+		if int(crashes) >= e.opts.CrashLoopLimit {
+			e.recovered.poisoned++
+			cause := fmt.Sprintf("leased at %d consecutive crashes", crashes)
+			return nil, e.deadLetter(slot, r, classify.Poison, cause, now, false)
 		}
-	}()
-	return p
-}
-
-func (p *readyPusher) push(tier int, rf ref) {
-	p.cur = append(p.cur, tierRef{rf: rf, tier: int32(tier)})
-	if len(p.cur) == cap(p.cur) {
-		p.send()
+		r.crashes.Store(crashes)
+		if !r.expired(now) {
+			rec := requeueRecord(id, now, r.attempts(), crashes)
+			note = &rec
+		}
 	}
-}
-
-func (p *readyPusher) send() {
-	p.queued.Add(1)
-	p.full <- p.cur
-	p.cur = <-p.free
-}
-
-// sync returns once everything pushed so far is in the tiers.
-func (p *readyPusher) sync() {
-	if len(p.cur) > 0 {
-		p.send()
+	if r.expired(now) {
+		// Its TTL timer would fire at once.
+		return nil, e.expire(slot, r, now, false)
 	}
-	p.queued.Wait()
+	if exp := r.expiresAt(); exp != 0 {
+		e.hk.schedule(exp, schedTTL(id))
+	}
+	due := int64(0)
+	if st == stDelayed && r.at > now {
+		due = r.at
+	}
+	e.place(slot, r, due, r.at, now)
+	return note, nil
 }
 
-// close syncs and stops the pusher's goroutine; a second call does
-// nothing.
-func (p *readyPusher) close() {
-	if p.stopped {
-		return
+// plainPart is a run of restore's order (order[from:to]) whose leading
+// plain messages publishPlain published: refs and tiers hold their refs
+// and tiers, in order, for order[from:from+len(refs)].
+type plainPart struct {
+	from, to int
+	refs     []ref
+	tiers    []uint8
+}
+
+// plainPartMin is the fewest messages worth a goroutine of their own.
+const plainPartMin = 1 << 15
+
+// publishPlain cuts order into parts, one per processor, and publishes
+// each part's plain messages on a goroutine of its own, from the part's
+// first message up to its first other one: a plain message is pending,
+// keyless (or no key has a policy), with no deadline to push and no TTL
+// to schedule, so its placement is a publish and a push, and needs nothing
+// another message's placement touches. With a large backlog of them,
+// this is most of restore, done on every core. The parts come back in
+// order; restore pushes each part's refs and places the rest of it one by
+// one, so the tiers get every message in order. It publishes before the
+// push, as publishReady says: nothing pops before Open returns.
+func (e *Engine) publishPlain(rs *replayState, order []uint32) []plainPart {
+	n := max(1, min(runtime.GOMAXPROCS(0), len(order)/plainPartMin))
+	parts := make([]plainPart, n)
+	var wg sync.WaitGroup
+	for i := range parts {
+		p := &parts[i]
+		p.from, p.to = len(order)*i/n, len(order)*(i+1)/n
+		publish := func() {
+			p.refs, p.tiers = make([]ref, 0, p.to-p.from), make([]uint8, 0, p.to-p.from)
+			keyless := e.keys.policy == nil
+			for _, slot := range order[p.from:p.to] {
+				r := rs.slab.at(slot)
+				if rs.state(slot) != stPending || r.more != nil && (r.deadline() != 0 || r.expiresAt() != 0) || !keyless && r.key != "" {
+					return
+				}
+				tier, rf := e.publishReady(slot, r, r.at)
+				p.refs, p.tiers = append(p.refs, rf), append(p.tiers, uint8(tier))
+			}
+		}
+		if i == n-1 {
+			publish()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			publish()
+		}()
 	}
-	p.stopped = true
-	p.sync()
-	close(p.full)
-	<-p.done
-	p.e.waiting.signalReady()
+	wg.Wait()
+	return parts
+}
+
+// pushRefs pushes refs into their tiers (tiers[i] is refs[i]'s), in
+// order, a run of one tier's at a time.
+func (e *Engine) pushRefs(refs []ref, tiers []uint8) {
+	for i := 0; i < len(refs); {
+		j := i + 1
+		for j < len(refs) && tiers[j] == tiers[i] {
+			j++
+		}
+		e.pushTierBatch(int(tiers[i]), refs[i:j])
+		i = j
+	}
 }
 
 // orderKey orders restored messages: by when they became ready, then by

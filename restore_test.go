@@ -7,6 +7,7 @@ package ringwal
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -207,6 +208,66 @@ func TestInOrderSlotsIsTheRestoreOrder(t *testing.T) {
 			require.NotNil(t, fast, "replay vouches for slot order")
 			assert.Equal(t, want, fast)
 			assert.Len(t, fast, rs.count)
+		})
+	}
+}
+
+// TestRestorePublishesPartsInOrder: restore publishes a large backlog's
+// plain messages in parts, one goroutine each, and places the others (a
+// TTL to schedule) one by one where a part stops; delivery after a reopen
+// is still in enqueue order, with the others in their places.
+func TestRestorePublishesPartsInOrder(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	n := 3*plainPartMin + 100
+	others := map[int]bool{0: true, 5: true, plainPartMin + 7: true, 2*plainPartMin - 1: true, n - 1: true}
+	for _, checkpoint := range []bool{false, true} {
+		t.Run(fmt.Sprintf("checkpoint=%v", checkpoint), func(t *testing.T) {
+			dir := t.TempDir()
+			// A fake clock: every message ready at the same instant, so
+			// that IDs order them (see TestRestoreOrderWhenIDsWrapTheSlab).
+			clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+			o := Options{MaxMessages: 2 * n, TierCapacity: 2 * n, Strict: true, AgingAfter: -1, Clock: clk}
+			e, err := Open(dir, o)
+			require.NoError(t, err)
+			want := make([]ID, 0, n)
+			batch := make([]Message, 0, 1000)
+			flush := func() {
+				ids, err := e.EnqueueBatch(t.Context(), batch)
+				require.NoError(t, err)
+				want = append(want, ids...)
+				batch = batch[:0]
+			}
+			for i := range n {
+				m := Message{Payload: []byte{byte(i)}, Priority: Priority(i % 3)}
+				if others[i] {
+					m.TTL = time.Hour
+				}
+				if batch = append(batch, m); len(batch) == cap(batch) {
+					flush()
+				}
+			}
+			flush()
+			if checkpoint {
+				require.NoError(t, e.Checkpoint())
+			}
+			require.NoError(t, e.Close())
+
+			e, err = Open(dir, o)
+			require.NoError(t, err)
+			defer e.Close()
+			// Delivery takes the highest priority first: within each,
+			// enqueue order.
+			var byTier [3][]ID
+			for i, id := range want {
+				byTier[2-i%3] = append(byTier[2-i%3], id)
+			}
+			wantOrder, got := slices.Concat(byTier[0], byTier[1], byTier[2]), drainIDs(t, e)
+			require.Len(t, got, len(wantOrder))
+			for i := range got {
+				if got[i] != wantOrder[i] {
+					t.Fatalf("delivery %d is message %d, want %d", i, got[i], wantOrder[i])
+				}
+			}
 		})
 	}
 }

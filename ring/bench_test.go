@@ -168,3 +168,12 @@ func BenchmarkRingSerial(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkNew: allocating a ring of a million slots, as restore does for
+// each tier holding a backlog.
+func BenchmarkNew(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = New[uint64](1 << 20)
+	}
+}
