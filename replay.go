@@ -390,7 +390,7 @@ func (e *Engine) replay(bits uint) (*replayState, error) {
 		e.apply(rs, r)
 		return rs.err
 	})
-	rs.slab.spare, rs.arenas = nil, nil // what replay did not use is garbage
+	rs.endReserve()
 	if err != nil {
 		return nil, mapWALError(fmt.Errorf("ringwal: replaying %s: %w", e.dir, err))
 	}

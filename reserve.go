@@ -60,40 +60,70 @@ func decodeCloseHint(b []byte) (h closeHint, ok bool) {
 	return h, true
 }
 
-// spares hands out memory allocated ahead, to any goroutine, until it
-// runs out (take returns nil).
+// spares hands out memory allocated ahead, to any goroutine, as a
+// goroutine of its own allocates it (fill): take returns nil when the
+// next spare is not allocated yet or none is left, and the caller
+// allocates for itself.
 type spares[T any] struct {
 	items []*T
-	next  atomic.Int64
+	ready atomic.Int64 // items[:ready] are allocated
+	next  atomic.Int64 // items[:next] are taken
+	stop  atomic.Bool
+	done  chan struct{}
 }
 
+// newSpares starts a goroutine that allocates n spares, in order; stop
+// ends it.
 func newSpares[T any](n int) *spares[T] {
-	s := &spares[T]{items: make([]*T, n)}
-	for i := range s.items {
-		s.items[i] = new(T)
-	}
+	s := &spares[T]{items: make([]*T, n), done: make(chan struct{})}
+	go s.fill()
 	return s
 }
 
-// take returns a spare, nil when none is left (or s is nil). Safe for
+func (s *spares[T]) fill() {
+	defer close(s.done)
+	for i := range s.items {
+		if s.stop.Load() {
+			return
+		}
+		s.items[i] = new(T)
+		s.ready.Store(int64(i + 1))
+	}
+}
+
+// take returns a spare, nil when none is ready (or s is nil). Safe for
 // concurrent use.
 func (s *spares[T]) take() *T {
 	if s == nil {
 		return nil
 	}
-	i := s.next.Add(1) - 1
-	if i >= int64(len(s.items)) {
-		return nil
+	for {
+		i := s.next.Load()
+		if i >= s.ready.Load() {
+			return nil
+		}
+		if s.next.CompareAndSwap(i, i+1) {
+			p := s.items[i]
+			s.items[i] = nil // taken once: the rest is garbage when replay ends
+			return p
+		}
 	}
-	p := s.items[i]
-	s.items[i] = nil // each index is taken once: no other goroutine touches it
-	return p
 }
 
-// reserve allocates, in one burst, the slab chunks and arena chunks that
-// replaying h's messages will fill. The burst does start GC cycles, but
-// short ones: the chunks are empty, and the arenas, first, hold no
-// pointers to scan.
+// stopFilling ends fill and waits for it (nil-safe; once only).
+func (s *spares[T]) stopFilling() {
+	if s != nil {
+		s.stop.Store(true)
+		<-s.done
+	}
+}
+
+// reserve starts allocating the slab chunks and arena chunks that
+// replaying h's messages will fill, on a goroutine each, while replay
+// starts: in a burst at the start of replay, while the heap is small. The
+// burst does start GC cycles, but short ones: the chunks are empty, and
+// the arenas hold no pointers to scan. The slab's come first in slab
+// order, as replay will want them. endReserve stops what is left.
 func (rs *replayState) reserve(h closeHint) {
 	maxChunks := uint64(1) << maxSlabBits >> slabChunkBits
 	chunks := min(h.messages/slabChunkSlots+2, maxChunks)
@@ -102,8 +132,16 @@ func (rs *replayState) reserve(h closeHint) {
 	if h.messages == 0 {
 		return
 	}
+	rs.slab.spare = newSpares[slabChunk](int(chunks))
 	if arenas > 0 {
 		rs.arenas = newSpares[[arenaChunk]byte](int(arenas))
 	}
-	rs.slab.spare = newSpares[slabChunk](int(chunks))
+}
+
+// endReserve stops allocating spares, and drops those replay did not
+// take: they are garbage once Open returns.
+func (rs *replayState) endReserve() {
+	rs.slab.spare.stopFilling()
+	rs.arenas.stopFilling()
+	rs.slab.spare, rs.arenas = nil, nil
 }

@@ -7,6 +7,7 @@ package ringwal
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -79,6 +80,9 @@ func TestReserveCoversTheHint(t *testing.T) {
 		t.Run(fmt.Sprint(h.messages), func(t *testing.T) {
 			rs := newReplayState(4)
 			rs.reserve(h)
+			defer rs.endReserve()
+			<-rs.slab.spare.done // all allocated: a take that finds none is one too few
+			<-rs.arenas.done
 			assert.GreaterOrEqual(t, len(rs.slab.spare.items)*slabChunkSlots, int(h.messages)+slabChunkSlots,
 				"a chunk more than the messages fill: their IDs need not start at a chunk's first slot")
 			// Payloads that waste the most of each chunk (a little over
@@ -87,10 +91,21 @@ func TestReserveCoversTheHint(t *testing.T) {
 			var a payloadArena
 			a.spare = rs.arenas
 			payload := make([]byte, arenaChunk/9+8)
+			chunks := 0
 			for left := int(h.arenaBytes); left > 0; left -= len(payload) {
-				a.clone(payload[:min(left, len(payload))])
+				n := min(left, len(payload))
+				if len(a.chunk) < n {
+					chunks++
+				}
+				a.clone(payload[:n])
 			}
-			assert.LessOrEqual(t, rs.arenas.next.Load(), int64(len(rs.arenas.items)), "arena chunks beyond the spares")
+			assert.LessOrEqual(t, chunks, len(rs.arenas.items), "arena chunks beyond the spares")
+			assert.Equal(t, int64(chunks), rs.arenas.next.Load(), "every chunk a spare")
+			a.spare = nil
+			for range rs.arenas.items[rs.arenas.next.Load():] {
+				require.NotNil(t, rs.arenas.take())
+			}
+			assert.Nil(t, rs.arenas.take(), "none past the last")
 		})
 	}
 }
@@ -128,4 +143,39 @@ func TestWrongHintLosesNothing(t *testing.T) {
 			assert.Equal(t, want, got)
 		})
 	}
+}
+
+// TestSparesAreTakenOnce: goroutines taking while the spares are being
+// allocated each get a different one or nil, never more than there are.
+func TestSparesAreTakenOnce(t *testing.T) {
+	const n, takers = 1000, 4
+	s := newSpares[[64]byte](n)
+	seen := make(chan *[64]byte, n+takers)
+	var wg sync.WaitGroup
+	for range takers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range n {
+				if p := s.take(); p != nil {
+					seen <- p
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	s.stopFilling()
+	close(seen)
+	got := map[*[64]byte]bool{}
+	for p := range seen {
+		require.False(t, got[p], "a spare taken twice")
+		got[p] = true
+	}
+	assert.LessOrEqual(t, len(got), n)
+	for s.take() != nil {
+	}
+	assert.Equal(t, s.ready.Load(), s.next.Load(), "once drained, every allocated spare was taken")
+	var none *spares[int]
+	assert.Nil(t, none.take())
+	none.stopFilling()
 }
