@@ -204,6 +204,12 @@ func messageOf(r *wal.Record) Message {
 	return m
 }
 
+// plainRecord says whether an enqueue record's message sets none of the
+// options a msgMore holds (needsMore of its messageOf is false).
+func plainRecord(r *wal.Record) bool {
+	return r.DedupID == "" && len(r.Headers) == 0 && r.NotBefore <= 0 && r.Deadline == 0 && r.ExpiresAt == 0 && r.MaxAttempts == 0
+}
+
 func flattenHeaders(h map[string]string) []string {
 	keys := make([]string, 0, len(h))
 	for k := range h {
@@ -243,10 +249,19 @@ func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, slot uint32, m *re
 			return // no room: rs.err stops the replay
 		}
 	}
-	msg := messageOf(r)
 	// The record's key state is restore's to set (keyForPlacement counts
 	// the message against its key), once replay is sure the message lives.
-	m.fill(&msg, r.Time, uint32(r.Attempt), r.Crashes, nil, nil)
+	if plainRecord(r) {
+		// Most of a backlog: no Message to build and take apart again.
+		var payload []byte
+		if len(r.Payload) > 0 {
+			payload = r.Payload
+		}
+		m.fillFields(payload, r.Key, Priority(r.Priority), nil, r.Time, uint32(r.Attempt), r.Crashes, nil, nil)
+	} else {
+		msg := messageOf(r)
+		m.fill(&msg, r.Time, uint32(r.Attempt), r.Crashes, nil, nil)
+	}
 	// at follows the state, as a published record's does: stDelayed, when
 	// due; stPending, since when it is ready (Stats.OldestPending, Peek
 	// order). Every record that sets one of these states sets it.
@@ -261,7 +276,7 @@ func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, slot uint32, m *re
 	rs.setState(slot, st)
 	rs.noteEnqueue(r.ID, slot, fresh, st == stDelayed, at)
 	if st != stDelayed {
-		rs.useTier(msg.Priority.tier())
+		rs.useTier(Priority(r.Priority).tier())
 	}
 	// A redrive record right before says this is not the DedupID's first
 	// enqueue: its window stays where the log (or, in a snapshot, the

@@ -213,3 +213,29 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 		assert.True(t, covered[k], "record kind %v has no round-trip case", k)
 	}
 }
+
+// TestPlainRecordsNeedNoMore: replay fills a plain record's message
+// without building it (plainRecord); that must be exactly a message that
+// sets none of the options msgMore holds.
+func TestPlainRecordsNeedNoMore(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		r     wal.Record
+		plain bool
+	}{
+		{"payload, key and priority", wal.Record{Payload: []byte("x"), Key: "k", Priority: 2, Attempt: 3, Crashes: 1}, true},
+		{"nothing", wal.Record{}, true},
+		{"dedup ID", wal.Record{DedupID: "d"}, false},
+		{"headers", wal.Record{Headers: []string{"a", "b"}}, false},
+		{"delay", wal.Record{Time: 1, NotBefore: 5}, false},
+		{"deadline", wal.Record{Deadline: 9}, false},
+		{"TTL", wal.Record{Time: 1, ExpiresAt: 9}, false},
+		{"max attempts", wal.Record{MaxAttempts: 2}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := messageOf(&tt.r)
+			assert.Equal(t, tt.plain, plainRecord(&tt.r))
+			assert.Equal(t, tt.plain, !needsMore(&m), "plainRecord agrees with needsMore")
+		})
+	}
+}

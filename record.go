@@ -405,20 +405,28 @@ func (r *rec) free(c *liveCounts) {
 // message recovered from the log. A TTL counts from enqueuedAt; ks is the
 // key's state when the key has a policy.
 func (r *rec) fill(m *Message, enqueuedAt int64, attempts uint32, crashes int32, hist *history, ks *keyState) {
-	// SliceData keeps nil and empty apart: nil for a nil Payload, a
-	// non-nil pointer for an empty one.
-	r.payPtr, r.payLen, r.key, r.ks = unsafe.SliceData(m.Payload), int32(len(m.Payload)), m.Key, ks
-	r.more = nil
+	var more *msgMore
 	if needsMore(m) {
-		r.more = &msgMore{dedupID: m.DedupID, headers: m.Headers, delay: m.Delay, ttl: m.TTL,
+		more = &msgMore{dedupID: m.DedupID, headers: m.Headers, delay: m.Delay, ttl: m.TTL,
 			deadline: m.Deadline, maxAttempts: m.MaxAttempts}
 	}
+	r.fillFields(m.Payload, m.Key, m.Priority, more, enqueuedAt, attempts, crashes, hist, ks)
+}
+
+// fillFields is fill with the Message taken apart: replay fills a record
+// whose message sets none of the rarely set options straight from its
+// log record.
+func (r *rec) fillFields(payload []byte, key string, p Priority, more *msgMore, enqueuedAt int64, attempts uint32, crashes int32, hist *history, ks *keyState) {
+	// SliceData keeps nil and empty apart: nil for a nil Payload, a
+	// non-nil pointer for an empty one.
+	r.payPtr, r.payLen, r.key, r.ks = unsafe.SliceData(payload), int32(len(payload)), key, ks
+	r.more = more
 	r.enqueuedAt = enqueuedAt
 	r.at = 0
 	// Atomic stores are full barriers on amd64; on the enqueue path most
 	// of these fields are already what they must be, and a load is a
 	// plain move.
-	storeIfChanged32(&r.meta, uint32(m.Priority.tier()))
+	storeIfChanged32(&r.meta, uint32(p.tier()))
 	storeIfChangedI32(&r.crashes, crashes)
 	if r.hist.Load() != hist {
 		r.hist.Store(hist)

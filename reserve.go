@@ -19,10 +19,11 @@ import (
 // none (a first Open, a crash) replay allocates as it goes, and what a
 // burst allocated and replay did not use is garbage once Open returns.
 
-// closeHint is what Close tells the next Open: the live messages and the
-// payload bytes they keep in arenas.
+// closeHint is what Close tells the next Open: the live messages, the
+// payload bytes they keep in arenas and the largest of those payloads
+// (what an arena chunk may waste at its end).
 type closeHint struct {
-	messages, arenaBytes uint64
+	messages, arenaBytes, arenaMax uint64
 }
 
 const closeHintVersion = 1
@@ -32,13 +33,15 @@ func (h *closeHint) add(payLen int32) {
 	h.messages++
 	if arenaHolds(int(payLen)) {
 		h.arenaBytes += uint64(payLen)
+		h.arenaMax = max(h.arenaMax, uint64(payLen))
 	}
 }
 
 func (h closeHint) encode() []byte {
 	b := []byte{closeHintVersion}
 	b = binary.AppendUvarint(b, h.messages)
-	return binary.AppendUvarint(b, h.arenaBytes)
+	b = binary.AppendUvarint(b, h.arenaBytes)
+	return binary.AppendUvarint(b, h.arenaMax)
 }
 
 // decodeCloseHint reads a hint encode wrote; ok is false for anything
@@ -48,13 +51,14 @@ func decodeCloseHint(b []byte) (h closeHint, ok bool) {
 		return closeHint{}, false
 	}
 	b = b[1:]
-	var n, m int
-	h.messages, n = binary.Uvarint(b)
-	if n <= 0 {
-		return closeHint{}, false
+	for _, f := range []*uint64{&h.messages, &h.arenaBytes, &h.arenaMax} {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return closeHint{}, false
+		}
+		*f, b = v, b[n:]
 	}
-	h.arenaBytes, m = binary.Uvarint(b[n:])
-	if m <= 0 || n+m != len(b) {
+	if len(b) != 0 || h.arenaMax > arenaMaxPayload {
 		return closeHint{}, false
 	}
 	return h, true
@@ -127,8 +131,11 @@ func (s *spares[T]) stopFilling() {
 func (rs *replayState) reserve(h closeHint) {
 	maxChunks := uint64(1) << maxSlabBits >> slabChunkBits
 	chunks := min(h.messages/slabChunkSlots+2, maxChunks)
-	// An arena chunk wastes at most the tail no payload fitted in.
-	arenas := min((h.arenaBytes+arenaChunk-arenaMaxPayload-1)/(arenaChunk-arenaMaxPayload), maxChunks)
+	// An arena chunk wastes less than its largest payload at its end, and
+	// each of the log's decoding goroutines (four at most, each with an
+	// arena of its own: newPreparer) leaves one chunk partly filled.
+	fill := arenaChunk - h.arenaMax
+	arenas := min((h.arenaBytes+fill-1)/fill+4, maxChunks)
 	if h.messages == 0 {
 		return
 	}

@@ -17,19 +17,20 @@ import (
 )
 
 func TestCloseHintRoundTrips(t *testing.T) {
-	for _, h := range []closeHint{{}, {messages: 1, arenaBytes: 128}, {messages: 1 << 40, arenaBytes: 1 << 62}} {
+	for _, h := range []closeHint{{}, {messages: 1, arenaBytes: 128, arenaMax: 128}, {messages: 1 << 40, arenaBytes: 1 << 62, arenaMax: arenaMaxPayload}} {
 		got, ok := decodeCloseHint(h.encode())
 		require.True(t, ok, "%+v", h)
 		assert.Equal(t, h, got)
 	}
-	for _, b := range [][]byte{nil, {}, {closeHintVersion}, {closeHintVersion + 1, 1, 1}, {closeHintVersion, 1}, {closeHintVersion, 1, 1, 1}, {closeHintVersion, 0x80, 1}} {
+	tooLarge := closeHint{messages: 1, arenaBytes: arenaMaxPayload + 1, arenaMax: arenaMaxPayload + 1}.encode()
+	for _, b := range [][]byte{nil, {}, {closeHintVersion}, {closeHintVersion + 1, 1, 1, 1}, {closeHintVersion, 1, 1}, {closeHintVersion, 1, 1, 1, 1}, {closeHintVersion, 0x80, 1, 1}, tooLarge} {
 		_, ok := decodeCloseHint(b)
 		assert.False(t, ok, "%x", b)
 	}
 }
 
 func FuzzDecodeCloseHint(f *testing.F) {
-	f.Add(closeHint{messages: 1000, arenaBytes: 128000}.encode())
+	f.Add(closeHint{messages: 1000, arenaBytes: 128000, arenaMax: 128}.encode())
 	f.Add([]byte{closeHintVersion, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, ok := decodeCloseHint(b)
@@ -68,14 +69,14 @@ func TestCloseHintCountsTheLiveMessages(t *testing.T) {
 	h, ok := decodeCloseHint(l.Hint())
 	require.NoError(t, l.Close())
 	require.True(t, ok)
-	assert.Equal(t, closeHint{messages: 3, arenaBytes: 110}, h)
+	assert.Equal(t, closeHint{messages: 3, arenaBytes: 110, arenaMax: 100}, h)
 }
 
 func TestReserveCoversTheHint(t *testing.T) {
 	for _, h := range []closeHint{
-		{messages: 1, arenaBytes: 1},
-		{messages: 3 * slabChunkSlots, arenaBytes: 3 * arenaChunk},
-		{messages: 10_000, arenaBytes: 10_000 * arenaMaxPayload},
+		{messages: 1, arenaBytes: 1, arenaMax: 1},
+		{messages: 3 * slabChunkSlots, arenaBytes: 3 * arenaChunk, arenaMax: arenaChunk/9 + 8},
+		{messages: 10_000, arenaBytes: 10_000 * (arenaChunk/9 + 8), arenaMax: arenaChunk/9 + 8},
 	} {
 		t.Run(fmt.Sprint(h.messages), func(t *testing.T) {
 			rs := newReplayState(4)
@@ -90,7 +91,7 @@ func TestReserveCoversTheHint(t *testing.T) {
 			// take no chunk but a spare.
 			var a payloadArena
 			a.spare = rs.arenas
-			payload := make([]byte, arenaChunk/9+8)
+			payload := make([]byte, h.arenaMax)
 			chunks := 0
 			for left := int(h.arenaBytes); left > 0; left -= len(payload) {
 				n := min(left, len(payload))
@@ -114,7 +115,7 @@ func TestReserveCoversTheHint(t *testing.T) {
 // messages than the log holds changes what replay allocates first, not
 // what it rebuilds.
 func TestWrongHintLosesNothing(t *testing.T) {
-	for _, hint := range []closeHint{{}, {messages: 1, arenaBytes: 1}, {messages: 1 << 20, arenaBytes: 1 << 20}} {
+	for _, hint := range []closeHint{{}, {messages: 1, arenaBytes: 1, arenaMax: 1}, {messages: 1 << 20, arenaBytes: 1 << 20, arenaMax: 1}} {
 		t.Run(fmt.Sprint(hint.messages), func(t *testing.T) {
 			dir := t.TempDir()
 			e, err := Open(dir, Options{MaxMessages: 20_000, TierCapacity: 1 << 15})
