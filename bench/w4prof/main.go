@@ -33,12 +33,13 @@ func main() {
 		dir     = flag.String("dir", "", "store directory (default: a temporary one, removed at the end); an existing store is reused")
 		profile = flag.String("cpuprofile", "", "write the CPU profile of the restarts here")
 		memprof = flag.String("memprofile", "", "write the allocations of the program, up to the last restart, here")
+		ckpt    = flag.Bool("checkpoint", false, "build a store whose backlog is in a checkpoint (the snapshot) rather than in the log")
 	)
 	flag.Parse()
 	if *memprof != "" {
 		runtime.MemProfileRate = 16 << 10
 	}
-	if err := run(*n, *opens, *dir, *profile, *memprof); err != nil {
+	if err := run(*n, *opens, *dir, *profile, *memprof, *ckpt); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -48,7 +49,7 @@ func options() ringwal.Options {
 	return ringwal.Options{Durability: ringwal.Buffered, TierCapacity: 1 << 20, MaxMessages: 1 << 21}
 }
 
-func run(n, opens int, dir, profile, memprof string) error {
+func run(n, opens int, dir, profile, memprof string, ckpt bool) error {
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "ringwal-w4prof-")
 		if err != nil {
@@ -59,7 +60,7 @@ func run(n, opens int, dir, profile, memprof string) error {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "FORMAT")); err != nil { // nothing there yet
 		start := time.Now()
-		if err := build(dir, n); err != nil {
+		if err := build(dir, n, ckpt); err != nil {
 			return err
 		}
 		fmt.Printf("built a store of %d pending messages in %v\n", n, time.Since(start).Round(time.Millisecond))
@@ -125,7 +126,7 @@ func writeAllocs(path string) error {
 	return f.Close()
 }
 
-func build(dir string, n int) error {
+func build(dir string, n int, ckpt bool) error {
 	e, err := ringwal.Open(dir, options())
 	if err != nil {
 		return err
@@ -140,6 +141,12 @@ func build(dir string, n int) error {
 	}
 	for left := n; left > 0; left -= len(batch) {
 		if _, err := e.EnqueueBatch(context.Background(), batch[:min(left, len(batch))]); err != nil {
+			e.Close()
+			return err
+		}
+	}
+	if ckpt {
+		if err := e.Checkpoint(); err != nil {
 			e.Close()
 			return err
 		}
