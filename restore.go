@@ -262,9 +262,71 @@ func (o *slotOrder) sorted(key func(slot uint32) orderKey) []uint32 {
 		slices.Reverse(o.slots[o.cut:])
 		slices.Reverse(o.slots)
 	default:
-		slices.SortFunc(o.slots, func(a, b uint32) int { return key(a).compare(key(b)) })
+		o.slots = sortByKey(o.slots, key)
 	}
 	return o.slots
+}
+
+// keyedSlot is a slot with its key, read once.
+type keyedSlot struct {
+	k    orderKey
+	slot uint32
+}
+
+func (a keyedSlot) compare(b keyedSlot) int { return a.k.compare(b.k) }
+
+// sortByKey returns slots sorted by key, reading each key once, in the
+// order given (slot order: the records in memory order). Comparing
+// through key would read two records at random per comparison.
+//
+// Restore's slots come nearly in order: a message that became ready
+// later than its neighbours in the slab (a retry; a sampled message,
+// whose ready time is a precise reading a little ahead of the cached
+// clock the others read) stands a few places ahead of where it belongs.
+// One pass sets aside every slot whose key is above the next one's or
+// below the last kept; what stays is in order, and the few set aside are
+// sorted and merged back. When more than a quarter are set aside, the
+// whole is sorted instead.
+func sortByKey(slots []uint32, key func(slot uint32) orderKey) []uint32 {
+	ks := make([]keyedSlot, len(slots))
+	for i, slot := range slots {
+		ks[i] = keyedSlot{k: key(slot), slot: slot}
+	}
+	kept := ks[:0] // compacted in place: kept never passes i
+	var aside []keyedSlot
+	for i := range ks {
+		ahead := i+1 < len(ks) && ks[i].compare(ks[i+1]) > 0
+		behind := len(kept) > 0 && kept[len(kept)-1].compare(ks[i]) > 0
+		if ahead || behind {
+			aside = append(aside, ks[i])
+			continue
+		}
+		kept = append(kept, ks[i])
+	}
+	if len(aside) > len(slots)/4 {
+		all := append(kept, aside...) // kept and aside together are every slot once
+		slices.SortFunc(all, keyedSlot.compare)
+		for i := range all {
+			slots[i] = all[i].slot
+		}
+		return slots
+	}
+	slices.SortFunc(aside, keyedSlot.compare)
+	out := slots[:0]
+	for len(kept) > 0 && len(aside) > 0 {
+		if kept[0].compare(aside[0]) < 0 {
+			out, kept = append(out, kept[0].slot), kept[1:]
+		} else {
+			out, aside = append(out, aside[0].slot), aside[1:]
+		}
+	}
+	for _, k := range kept {
+		out = append(out, k.slot)
+	}
+	for _, k := range aside {
+		out = append(out, k.slot)
+	}
+	return out
 }
 
 // orderRestored returns the slots of the replayed messages in the order

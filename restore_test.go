@@ -7,6 +7,7 @@ package ringwal
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"testing"
@@ -266,6 +267,64 @@ func TestRestorePublishesPartsInOrder(t *testing.T) {
 			for i := range got {
 				if got[i] != wantOrder[i] {
 					t.Fatalf("delivery %d is message %d, want %d", i, got[i], wantOrder[i])
+				}
+			}
+		})
+	}
+}
+
+// TestSortByKey: nearly sorted slots (messages ahead of their place, as
+// sampled and retried ones are), and anything else, come out in key
+// order.
+func TestSortByKey(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	spiky := func(n, every, reach int) []orderKey {
+		ks := make([]orderKey, n)
+		for i := range ks {
+			ks[i] = orderKey{at: int64(i), id: uint64(i)}
+			if i%every == every-1 {
+				ks[i].at += int64(1 + rnd.IntN(reach))
+			}
+		}
+		return ks
+	}
+	shuffled := func(n int) []orderKey {
+		ks := spiky(n, n+1, 1)
+		rnd.Shuffle(n, func(i, j int) { ks[i], ks[j] = ks[j], ks[i] })
+		return ks
+	}
+	descending := func(n int) []orderKey {
+		ks := make([]orderKey, n)
+		for i := range ks {
+			ks[i] = orderKey{at: int64(n - i), id: uint64(i)}
+		}
+		return ks
+	}
+	for _, tt := range []struct {
+		name string
+		keys []orderKey
+	}{
+		{"spikes every 64, up to 1000 ahead", spiky(100_000, 64, 1000)},
+		{"spikes every 2", spiky(1000, 2, 10)},
+		{"ties broken by ID", []orderKey{{at: 5, id: 3}, {at: 5, id: 1}, {at: 4, id: 9}, {at: 5, id: 2}}},
+		{"shuffled", shuffled(10_000)},
+		{"descending", descending(1000)},
+		{"one", spiky(1, 1, 1)},
+		{"none", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			slots := make([]uint32, len(tt.keys))
+			for i := range slots {
+				slots[i] = uint32(i)
+			}
+			key := func(slot uint32) orderKey { return tt.keys[slot] }
+			want := slices.Clone(slots)
+			slices.SortFunc(want, func(a, b uint32) int { return key(a).compare(key(b)) })
+			got := sortByKey(slots, key)
+			require.Len(t, got, len(want))
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("position %d holds slot %d, want %d", i, got[i], want[i])
 				}
 			}
 		})
