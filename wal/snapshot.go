@@ -2,7 +2,6 @@ package wal
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -198,66 +197,35 @@ func readSnapshot(path string, r *Record, fn func(*Record) error) (uint64, error
 
 // decodeSnapshot is readSnapshot over any reader (name is for errors):
 // the header, then the zstd body's records, checking the record count and
-// the body checksum.
+// the body checksum (snapChunker).
 func decodeSnapshot(name string, f io.Reader, r *Record, fn func(*Record) error) (uint64, error) {
-	path := name
-	hb := make([]byte, snapHeaderSize)
-	if _, err := io.ReadFull(f, hb); err != nil {
-		return 0, corruptf("%s: reading header: %v", path, err)
-	}
-	h, err := parseSnapHeader(hb)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
-	}
-	crc := crc32.New(castagnoli)
-	body := io.TeeReader(io.LimitReader(f, int64(h.bodyLen)), crc)
-	dec, err := zstd.NewReader(body, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(4<<30))
+	c, err := newSnapChunker(name, f)
 	if err != nil {
 		return 0, err
 	}
-	defer dec.Close()
-	br := bufio.NewReaderSize(dec, 256<<10)
-	var rb bytes.Buffer
+	defer c.close()
+	var buf []byte
 	var n uint64
 	for {
-		size, err := binary.ReadUvarint(br)
-		if err == io.EOF {
-			break
+		chunk, count, err := c.next(buf)
+		if err != nil || count == 0 {
+			return n, err
 		}
-		if err != nil {
-			return n, corruptf("%s: record %d: %v", path, n+1, err)
-		}
-		if size > maxRecordBody {
-			return n, corruptf("%s: record %d claims %d bytes", path, n+1, size)
-		}
-		// Grow the buffer as the bytes arrive rather than by the claimed
-		// size: a damaged length must not allocate more than the snapshot
-		// holds.
-		rb.Reset()
-		if m, err := io.CopyN(&rb, br, int64(size)); err != nil {
-			return n, corruptf("%s: record %d: %d of %d bytes: %v", path, n+1, m, size, err)
-		}
-		if err := decodeRecordBody(rb.Bytes(), r); err != nil {
-			return n, fmt.Errorf("%s: record %d: %w", path, n+1, err)
-		}
-		n++
-		if fn != nil {
-			if err := fn(r); err != nil {
-				return n, err
+		buf = chunk
+		for i := 0; i < count; i++ {
+			k, err := DecodeRecord(chunk, r)
+			if err != nil {
+				return n, fmt.Errorf("%s: record %d: %w", name, n+1, err)
+			}
+			chunk = chunk[k:]
+			n++
+			if fn != nil {
+				if err := fn(r); err != nil {
+					return n, err
+				}
 			}
 		}
 	}
-	if n != h.records {
-		return n, corruptf("%s: %d records, header says %d", path, n, h.records)
-	}
-	// Drain what zstd did not need so the checksum covers the whole body.
-	if _, err := io.Copy(io.Discard, body); err != nil {
-		return n, err
-	}
-	if crc.Sum32() != h.bodyCRC {
-		return n, corruptf("%s: body checksum mismatch", path)
-	}
-	return n, nil
 }
 
 // crcWriter passes writes through and checksums them.
