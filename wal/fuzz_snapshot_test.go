@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -15,6 +16,8 @@ import (
 // (testdata/fuzz/FuzzDecodeSnapshot holds more, including the one in
 // testdata/v1log). Like FuzzDecodeBatch it also decodes the input with its
 // checksums recomputed, which is what exercises the decoders behind them.
+// Replay's parallel reader (replaySnapshot) must apply the same records
+// and fail where the serial one fails.
 func FuzzDecodeSnapshot(f *testing.F) {
 	dir := f.TempDir()
 	for _, n := range []uint64{0, 1, 50} {
@@ -35,10 +38,28 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	f.Add([]byte(snapMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r Record
+		path := filepath.Join(t.TempDir(), "snap")
 		check := func(data []byte) {
-			_, err := decodeSnapshot("fuzz", bytes.NewReader(data), &r, nil)
+			var serial, parallel []uint64
+			_, err := decodeSnapshot("fuzz", bytes.NewReader(data), &r, func(r *Record) error {
+				serial = append(serial, r.ID)
+				return nil
+			})
 			if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrVersion) {
 				t.Fatalf("unexpected error kind: %v", err)
+			}
+			if werr := os.WriteFile(path, data, 0o644); werr != nil {
+				t.Fatal(werr)
+			}
+			n, perr := replaySnapshot(path, nil, func(r *Record) error {
+				parallel = append(parallel, r.ID)
+				return nil
+			})
+			if (err == nil) != (perr == nil) {
+				t.Fatalf("serial reader: %v; replay's: %v", err, perr)
+			}
+			if !slices.Equal(serial, parallel) || n != uint64(len(parallel)) && perr == nil {
+				t.Fatalf("serial reader applied %d records, replay's %d (says %d)", len(serial), len(parallel), n)
 			}
 		}
 		check(b)

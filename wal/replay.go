@@ -1,8 +1,10 @@
 package wal
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -15,8 +17,9 @@ import (
 // record of the log after it, in order. fn's *Record is reused: its
 // Payload and Headers are valid only during the call. An error from fn
 // stops the replay and is returned (wrapped, errors.Is works). fn runs
-// on the caller's goroutine; the log after the snapshot is decoded on
-// helper goroutines a few batches ahead, which have ended when Replay
+// on the caller's goroutine; the snapshot (a chunk of records at a time)
+// and the log after it (a batch at a time) are decoded on helper
+// goroutines a few chunks or batches ahead, which have ended when Replay
 // returns.
 //
 // Call it before the first Append (it returns an error after one); it may
@@ -28,8 +31,7 @@ func (l *Log) Replay(fn func(r *Record) error) (ReplayStats, error) {
 // ReplayPrepared is Replay with a hook, so that work a record needs
 // before fn applies it runs alongside fn rather than in it: every record
 // is passed to a prepare function before fn, on the goroutine that
-// decoded it (one of the helpers, for the log after the snapshot; the
-// caller's, for the snapshot). newPrepare (if not nil) is called once per
+// decoded it (one of the helpers). newPrepare (if not nil) is called once per
 // such goroutine for its prepare function, which is called one record at
 // a time, in log order among that goroutine's records; different
 // goroutines' run at once. prepare may replace the record's Payload (with
@@ -47,18 +49,9 @@ func (l *Log) ReplayPrepared(newPrepare func() func(r *Record), fn func(r *Recor
 	if appended {
 		return st, errors.New("ringwal/wal: Replay must be called before the first Append")
 	}
-	var r Record
 	var after uint64
 	if l.snap != nil {
-		snapFn := fn
-		if newPrepare != nil {
-			prepare := newPrepare()
-			snapFn = func(r *Record) error {
-				prepare(r)
-				return fn(r)
-			}
-		}
-		n, err := readSnapshot(l.snap.path, &r, snapFn)
+		n, err := replaySnapshot(l.snap.path, newPrepare, fn)
 		st.SnapshotRecords = n
 		if err != nil {
 			return st, fmt.Errorf("ringwal/wal: replaying snapshot: %w", err)
@@ -92,6 +85,37 @@ func (l *Log) ReplayPrepared(newPrepare func() func(r *Record), fn func(r *Recor
 // and an error (a decoder's or fn's) stops the replay where the serial
 // loop would have stopped: fn is called for the records before a bad one.
 func replayLog(segs []segment, after, last uint64, onBatch func(index uint64), newPrepare func() func(*Record), fn func(*Record) error) (batches, records uint64, bytes int64, err error) {
+	split := func(free chan *decodedBatch, work, out chan<- *decodedBatch, stop <-chan struct{}) {
+		splitLog(segs, after, last, free, work, out, stop)
+	}
+	return replayBatches(split, onBatch, newPrepare, fn)
+}
+
+// replaySnapshot replays the snapshot at path as replayLog replays the
+// log, its chunks of records (snapChunker) decoded on the helpers, and
+// returns how many records fn was called for.
+func replaySnapshot(path string, newPrepare func() func(*Record), fn func(*Record) error) (uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	c, err := newSnapChunker(path, bufio.NewReaderSize(f, 256<<10))
+	if err != nil {
+		return 0, err
+	}
+	defer c.close()
+	split := func(free chan *decodedBatch, work, out chan<- *decodedBatch, stop <-chan struct{}) {
+		splitSnapshot(c, free, work, out, stop)
+	}
+	_, records, _, err := replayBatches(split, nil, newPrepare, fn)
+	return records, err
+}
+
+// replayBatches is replayLog's pipeline over any splitter: split sends
+// batches, in order, on work (to decode) and out (to apply), taking them
+// from free, until there are no more, one fails, or stop closes.
+func replayBatches(split func(free chan *decodedBatch, work, out chan<- *decodedBatch, stop <-chan struct{}), onBatch func(index uint64), newPrepare func() func(*Record), fn func(*Record) error) (batches, records uint64, bytes int64, err error) {
 	workers := min(runtime.GOMAXPROCS(0), maxReplayDecoders)
 	ahead := 2*workers + 2 // being decoded, decoded and waiting, being applied
 	free := make(chan *decodedBatch, ahead)
@@ -120,14 +144,16 @@ func replayLog(segs []segment, after, last uint64, onBatch func(index uint64), n
 					}
 				}
 				b.entry = nil
-				b.seg.Done()
+				if b.seg != nil {
+					b.seg.Done()
+				}
 				b.decoded <- struct{}{}
 			}
 		}()
 	}
 	go func() {
 		defer close(done)
-		splitLog(segs, after, last, free, work, out, stop)
+		split(free, work, out, stop)
 		close(work)
 		decoders.Wait()
 		close(out)
@@ -172,8 +198,11 @@ type decodedBatch struct {
 	index uint64
 	n     int    // the entry's bytes in its segment
 	count uint32 // records the batch holds
-	body  []byte
-	recs  []Record
+	// raw says body holds count records as they are, no batch framing
+	// (a snapshot's chunk); off is then the number of the first.
+	raw  bool
+	body []byte
+	recs []Record
 	// err stops the replay after recs (the records before the failure);
 	// it is wrapped already.
 	err error
@@ -186,6 +215,9 @@ type decodedBatch struct {
 }
 
 func (b *decodedBatch) wrap(err error) error {
+	if b.raw {
+		return fmt.Errorf("ringwal/wal: replaying %s from record %d: %w", b.path, b.off+1, err)
+	}
 	return fmt.Errorf("ringwal/wal: replaying %s offset %d (batch %d): %w", b.path, b.off, b.index, err)
 }
 
@@ -201,7 +233,7 @@ func splitLog(segs []segment, after, last uint64, free chan *decodedBatch, work,
 	take := func() *decodedBatch {
 		select {
 		case b := <-free:
-			b.err, b.entry, b.seg, b.recs = nil, nil, nil, b.recs[:0]
+			b.err, b.entry, b.seg, b.recs, b.raw = nil, nil, nil, b.recs[:0], false
 			return b
 		case <-stop:
 			return nil
@@ -248,35 +280,71 @@ func splitLog(segs []segment, after, last uint64, free chan *decodedBatch, work,
 	}
 }
 
+// splitSnapshot is replaySnapshot's splitter: each batch it sends is a
+// chunk of the snapshot's records (raw), read into the batch's own body;
+// a chunker error goes out as a batch of no records carrying it.
+func splitSnapshot(c *snapChunker, free chan *decodedBatch, work, out chan<- *decodedBatch, stop <-chan struct{}) {
+	for {
+		var b *decodedBatch
+		select {
+		case b = <-free:
+		case <-stop:
+			return
+		}
+		b.err, b.entry, b.seg, b.recs = nil, nil, nil, b.recs[:0]
+		first := c.n
+		chunk, count, err := c.next(b.body)
+		if err != nil {
+			b.raw, b.count, b.err = false, 0, err
+			b.decoded <- struct{}{}
+			out <- b
+			return
+		}
+		if count == 0 {
+			return
+		}
+		b.raw, b.body, b.count = true, chunk, uint32(count)
+		b.path, b.off, b.index, b.n = c.path, int(first), 0, len(chunk)
+		work <- b
+		out <- b
+	}
+}
+
 // decode checks entry e and decodes its records into b, calling prepare
 // (if set) for each. The records may point into b.body, never into e: the
 // segment buffer e lies in is reused while b waits to be applied.
 func (b *decodedBatch) decode(e []byte, prepare func(*Record)) error {
 	b.recs = b.recs[:0]
-	h, err := checkBatch(e)
-	if err != nil {
-		return err
-	}
-	b.count = h.count
 	var body []byte
-	if h.flags&flagS2 == 0 {
-		b.body = append(b.body[:0], e[h.size:]...)
+	if b.raw {
 		body = b.body
-	} else if body, b.body, err = batchBody(e, h, b.body); err != nil {
-		return err
+	} else {
+		h, err := checkBatch(e)
+		if err != nil {
+			return err
+		}
+		b.count = h.count
+		if h.flags&flagS2 == 0 {
+			b.body = append(b.body[:0], e[h.size:]...)
+			body = b.body
+		} else if body, b.body, err = batchBody(e, h, b.body); err != nil {
+			return err
+		}
 	}
+	count := int(b.count)
 	// Records are reused batch after batch, so that decodeRecordBody can
 	// keep their strings when equal; a bogus count cannot allocate much,
-	// since parseBatchHeader checked it against the body's length.
-	if cap(b.recs) < int(h.count) {
-		b.recs = append(b.recs[:cap(b.recs)], make([]Record, int(h.count)-cap(b.recs))...)
+	// since parseBatchHeader checked it against the body's length (and a
+	// snapshot's chunker counted the records it holds).
+	if cap(b.recs) < count {
+		b.recs = append(b.recs[:cap(b.recs)], make([]Record, count-cap(b.recs))...)
 	}
-	recs := b.recs[:h.count]
+	recs := b.recs[:count]
 	for i := range recs {
 		n, err := DecodeRecord(body, &recs[i])
 		if err != nil {
 			b.recs = recs[:i]
-			return fmt.Errorf("record %d of %d: %w", i+1, h.count, err)
+			return fmt.Errorf("record %d of %d: %w", i+1, count, err)
 		}
 		if prepare != nil {
 			prepare(&recs[i])
@@ -285,7 +353,7 @@ func (b *decodedBatch) decode(e []byte, prepare func(*Record)) error {
 	}
 	b.recs = recs
 	if len(body) != 0 {
-		return corruptf("%d bytes after the batch's %d records", len(body), h.count)
+		return corruptf("%d bytes after the batch's %d records", len(body), count)
 	}
 	return nil
 }
