@@ -50,6 +50,21 @@ func TestSlotOrder(t *testing.T) {
 	}
 }
 
+// closeAndReopen closes e, after a checkpoint if asked (so that the
+// reopen replays a snapshot rather than the log), and opens dir again
+// with o; the test's cleanup closes the new engine.
+func closeAndReopen(t *testing.T, e *Engine, dir string, o Options, checkpoint bool) *Engine {
+	t.Helper()
+	if checkpoint {
+		require.NoError(t, e.Checkpoint())
+	}
+	require.NoError(t, e.Close())
+	e, err := Open(dir, o)
+	require.NoError(t, err)
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
 // drainIDs dequeues and acks every ready message, returning their IDs in
 // delivery order.
 func drainIDs(t *testing.T, e *Engine) []ID {
@@ -96,14 +111,7 @@ func TestRestoreOrderWhenIDsWrapTheSlab(t *testing.T) {
 			}
 			first, last := uint64(live[0])&31, uint64(live[len(live)-1])&31
 			require.Greater(t, first, last, "the live IDs wrap around the slab's slots")
-			if checkpoint {
-				require.NoError(t, e.Checkpoint())
-			}
-			require.NoError(t, e.Close())
-
-			e, err = Open(dir, o)
-			require.NoError(t, err)
-			defer e.Close()
+			e = closeAndReopen(t, e, dir, o, checkpoint)
 			assert.Equal(t, live, drainIDs(t, e), "delivered in enqueue order")
 		})
 	}
@@ -248,14 +256,7 @@ func TestRestorePublishesPartsInOrder(t *testing.T) {
 				}
 			}
 			flush()
-			if checkpoint {
-				require.NoError(t, e.Checkpoint())
-			}
-			require.NoError(t, e.Close())
-
-			e, err = Open(dir, o)
-			require.NoError(t, err)
-			defer e.Close()
+			e = closeAndReopen(t, e, dir, o, checkpoint)
 			// Delivery takes the highest priority first: within each,
 			// enqueue order.
 			var byTier [3][]ID
