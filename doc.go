@@ -34,12 +34,14 @@
 //     and waits for them).
 //
 // Open also uses short-lived helpers, each waited for before Open
-// returns: the WAL's replay decodes the log a few batches ahead of the
-// records being applied, on up to four goroutines (wal.Log.Replay; there
-// replay.go's prepareRecord copies payloads and allocates slab chunks),
-// and restore allocates the tiers' rings and scans half the slab while it
-// orders the messages it places, and pushes the ones it makes ready into
-// their rings while it places the next (restore.go).
+// returns: two allocate the memory replay will fill while it starts, and
+// replay stops them once it is done (reserve.go); the WAL's replay decodes
+// the snapshot and the log a few chunks or batches ahead of the records
+// being applied, on up to four goroutines (wal.Log.Replay; there
+// replay.go's prepareRecord copies payloads and allocates slab chunks);
+// restore allocates the tiers' rings and scans half the slab while it
+// orders the messages it places, and publishes the plain ones in parts,
+// one goroutine a part (restore.go).
 //
 // Every other piece of work runs on the caller's goroutine.
 package ringwal
