@@ -71,10 +71,11 @@ func (e *Engine) makeReadyAt(slot uint32, r *rec, readyAt int64) {
 
 // publishReady is makeReadyAt but for the push: it moves a busy record to
 // Pending, ready since readyAt, and returns the tier and ref for the
-// caller to push (restore pushes them on a helper goroutine, in order:
+// caller to push (restore publishes a backlog's plain messages on
+// several goroutines, then pushes their refs in order from its own:
 // restore.go's publishPlain). It publishes before the push, which
-// makeReadyAt must not: restore runs before Open returns, and the pusher
-// is synced before anyone can see the record. makeReadyAt, on the hot
+// makeReadyAt must not: restore runs before Open returns, and pushes
+// every ref before anyone can see the record. makeReadyAt, on the hot
 // path, does not call it, to stay one function.
 func (e *Engine) publishReady(slot uint32, r *rec, readyAt int64) (tier int, rf ref) {
 	r.at = readyAt

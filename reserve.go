@@ -132,10 +132,11 @@ func (rs *replayState) reserve(h closeHint) {
 	maxChunks := uint64(1) << maxSlabBits >> slabChunkBits
 	chunks := min(h.messages/slabChunkSlots+2, maxChunks)
 	// An arena chunk wastes less than its largest payload at its end, and
-	// each of the log's decoding goroutines (four at most, each with an
-	// arena of its own: newPreparer) leaves one chunk partly filled.
+	// each decoding goroutine (four at most for the snapshot, four for
+	// the log, each with an arena of its own: newPreparer) leaves one
+	// chunk partly filled.
 	fill := arenaChunk - h.arenaMax
-	arenas := min((h.arenaBytes+fill-1)/fill+4, maxChunks)
+	arenas := min((h.arenaBytes+fill-1)/fill+8, maxChunks)
 	if h.messages == 0 {
 		return
 	}

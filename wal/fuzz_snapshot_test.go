@@ -5,10 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // FuzzDecodeSnapshot feeds arbitrary bytes to the snapshot decoder (header,
@@ -16,8 +19,9 @@ import (
 // (testdata/fuzz/FuzzDecodeSnapshot holds more, including the one in
 // testdata/v1log). Like FuzzDecodeBatch it also decodes the input with its
 // checksums recomputed, which is what exercises the decoders behind them.
-// Replay's parallel reader (replaySnapshot) must apply the same records
-// and fail where the serial one fails.
+// Both readers, decodeSnapshot and replay's parallel one
+// (replaySnapshot), must apply the records a plain record-by-record
+// reader applies (referenceSnapshot) and fail where it fails.
 func FuzzDecodeSnapshot(f *testing.F) {
 	dir := f.TempDir()
 	for _, n := range []uint64{0, 1, 50} {
@@ -40,7 +44,8 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		var r Record
 		path := filepath.Join(t.TempDir(), "snap")
 		check := func(data []byte) {
-			var serial, parallel []uint64
+			var want, serial, parallel []uint64
+			_, werr := referenceSnapshot(data, &r, func(r *Record) { want = append(want, r.ID) })
 			_, err := decodeSnapshot("fuzz", bytes.NewReader(data), &r, func(r *Record) error {
 				serial = append(serial, r.ID)
 				return nil
@@ -55,11 +60,11 @@ func FuzzDecodeSnapshot(f *testing.F) {
 				parallel = append(parallel, r.ID)
 				return nil
 			})
-			if (err == nil) != (perr == nil) {
-				t.Fatalf("serial reader: %v; replay's: %v", err, perr)
+			if (werr == nil) != (err == nil) || (err == nil) != (perr == nil) {
+				t.Fatalf("record by record: %v; serial reader: %v; replay's: %v", werr, err, perr)
 			}
-			if !slices.Equal(serial, parallel) || n != uint64(len(parallel)) && perr == nil {
-				t.Fatalf("serial reader applied %d records, replay's %d (says %d)", len(serial), len(parallel), n)
+			if !slices.Equal(want, serial) || !slices.Equal(want, parallel) || n != uint64(len(parallel)) {
+				t.Fatalf("record by record %d records, serial reader %d, replay's %d (says %d)", len(want), len(serial), len(parallel), n)
 			}
 		}
 		check(b)
@@ -71,4 +76,50 @@ func FuzzDecodeSnapshot(f *testing.F) {
 			check(fixed)
 		}
 	})
+}
+
+// referenceSnapshot reads a snapshot the plainest way: the header, the
+// whole body decompressed at once, then one record after another, each
+// handed to fn as it is read; then the count and the checksum. It is the
+// fuzz target's oracle for the readers replay uses.
+func referenceSnapshot(data []byte, r *Record, fn func(*Record)) (uint64, error) {
+	if len(data) < snapHeaderSize {
+		return 0, corruptf("short header")
+	}
+	h, err := parseSnapHeader(data[:snapHeaderSize])
+	if err != nil {
+		return 0, err
+	}
+	body := data[snapHeaderSize:]
+	if uint64(len(body)) > h.bodyLen {
+		body = body[:h.bodyLen]
+	}
+	dec, err := zstd.NewReader(bytes.NewReader(body), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(4<<30))
+	if err != nil {
+		return 0, err
+	}
+	defer dec.Close()
+	stream, derr := io.ReadAll(dec)
+	var n uint64
+	for len(stream) > 0 {
+		size, k := uvarint(stream)
+		if k <= 0 || size > maxRecordBody || size > uint64(len(stream)-k) {
+			return n, corruptf("record %d: bad or truncated", n+1)
+		}
+		if err := decodeRecordBody(stream[k:k+int(size)], r); err != nil {
+			return n, err
+		}
+		stream = stream[k+int(size):]
+		n++
+		fn(r)
+	}
+	switch {
+	case derr != nil:
+		return n, corruptf("zstd: %v", derr)
+	case n != h.records:
+		return n, corruptf("%d records, header says %d", n, h.records)
+	case uint64(len(data)-snapHeaderSize) < h.bodyLen || crc32.Checksum(body, castagnoli) != h.bodyCRC:
+		return n, corruptf("body checksum")
+	}
+	return n, nil
 }

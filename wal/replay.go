@@ -169,11 +169,13 @@ func replayBatches(split func(free chan *decodedBatch, work, out chan<- *decoded
 		}
 		for i := range b.recs {
 			if err2 := fn(&b.recs[i]); err2 != nil {
+				records += uint64(i) + 1 // fn was called for it
 				err = b.wrap(err2)
 				return
 			}
 		}
 		if b.err != nil {
+			records += uint64(len(b.recs)) // those before the failure
 			err = b.err
 			return
 		}
@@ -216,7 +218,7 @@ type decodedBatch struct {
 
 func (b *decodedBatch) wrap(err error) error {
 	if b.raw {
-		return fmt.Errorf("ringwal/wal: replaying %s from record %d: %w", b.path, b.off+1, err)
+		return fmt.Errorf("ringwal/wal: replaying %s: %w", b.path, err)
 	}
 	return fmt.Errorf("ringwal/wal: replaying %s offset %d (batch %d): %w", b.path, b.off, b.index, err)
 }
@@ -344,6 +346,9 @@ func (b *decodedBatch) decode(e []byte, prepare func(*Record)) error {
 		n, err := DecodeRecord(body, &recs[i])
 		if err != nil {
 			b.recs = recs[:i]
+			if b.raw { // numbered from the snapshot's first record
+				return fmt.Errorf("record %d: %w", b.off+i+1, err)
+			}
 			return fmt.Errorf("record %d of %d: %w", i+1, count, err)
 		}
 		if prepare != nil {

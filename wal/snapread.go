@@ -27,6 +27,9 @@ type snapChunker struct {
 	n     uint64 // records in the chunks handed out so far
 	eof   bool   // dec has no more
 	done  bool   // the final checks ran
+	// err is what stopped the reading, returned by the call after the
+	// one that handed out the records before it.
+	err error
 }
 
 // snapChunkSize is about how many bytes of records a chunk holds (a
@@ -63,27 +66,38 @@ func (c *snapChunker) close() { c.dec.Close() }
 // next returns, in buf's memory when it is large enough, the next chunk
 // of whole records and how many it holds; a chunk of none (and a nil
 // error) once every record was returned and the count and checksum
-// checked. An error says what is wrong, and where.
+// checked. An error says what is wrong, and where; the records before
+// it are returned first (as a chunk, the error at the next call), as a
+// reader going record by record would have handed them out.
 func (c *snapChunker) next(buf []byte) (chunk []byte, count int, err error) {
+	if c.err != nil {
+		return nil, 0, c.err
+	}
 	if c.done {
 		return nil, 0, nil
 	}
 	buf = append(buf[:0], c.carry...)
 	off := 0
+	// stop keeps err for the next call when records come before it.
+	stop := func(err error) ([]byte, int, error) {
+		c.err, c.carry = err, nil
+		if count == 0 {
+			return nil, 0, err
+		}
+		c.n += uint64(count)
+		return buf[:off], count, nil
+	}
 	for {
 		for off < len(buf) && off < snapChunkSize {
 			size, k := uvarint(buf[off:])
 			if k < 0 || k == 0 && len(buf)-off >= maxVarintLen {
-				return nil, 0, corruptf("%s: record %d: bad length", c.path, c.n+uint64(count)+1)
-			}
-			if k == 0 || uint64(len(buf)-off-k) < size {
-				if size > maxRecordBody {
-					return nil, 0, corruptf("%s: record %d claims %d bytes", c.path, c.n+uint64(count)+1, size)
-				}
-				break // the record goes on past what was read
+				return stop(corruptf("%s: record %d: bad length", c.path, c.n+uint64(count)+1))
 			}
 			if size > maxRecordBody {
-				return nil, 0, corruptf("%s: record %d claims %d bytes", c.path, c.n+uint64(count)+1, size)
+				return stop(corruptf("%s: record %d claims %d bytes", c.path, c.n+uint64(count)+1, size))
+			}
+			if k == 0 || uint64(len(buf)-off-k) < size {
+				break // the record goes on past what was read
 			}
 			off += k + int(size)
 			count++
@@ -93,12 +107,12 @@ func (c *snapChunker) next(buf []byte) (chunk []byte, count int, err error) {
 		}
 		if c.eof {
 			if off < len(buf) {
-				return nil, 0, corruptf("%s: record %d: truncated, %d bytes left", c.path, c.n+1, len(buf)-off)
+				return stop(corruptf("%s: record %d: truncated, %d bytes left", c.path, c.n+1, len(buf)-off))
 			}
 			return nil, 0, c.finish()
 		}
-		if buf, err = c.read(buf); err != nil {
-			return nil, 0, err
+		if buf, err = c.read(buf, c.n+uint64(count)+1); err != nil {
+			return stop(err)
 		}
 	}
 	c.carry = append(c.carry[:0], buf[off:]...)
@@ -109,8 +123,9 @@ func (c *snapChunker) next(buf []byte) (chunk []byte, count int, err error) {
 // maxVarintLen is the longest a record length's varint can be.
 const maxVarintLen = 10
 
-// read appends up to snapReadSize decompressed bytes to buf.
-func (c *snapChunker) read(buf []byte) ([]byte, error) {
+// read appends up to snapReadSize decompressed bytes to buf; record is
+// the number of the record they go on, for errors.
+func (c *snapChunker) read(buf []byte, record uint64) ([]byte, error) {
 	n := len(buf)
 	if cap(buf)-n < snapReadSize/4 {
 		buf = slices.Grow(buf, snapReadSize)
@@ -121,7 +136,7 @@ func (c *snapChunker) read(buf []byte) ([]byte, error) {
 	case errors.Is(err, io.EOF):
 		c.eof = true
 	case err != nil:
-		return buf, corruptf("%s: record %d: %v", c.path, c.n+1, err)
+		return buf, corruptf("%s: record %d: %v", c.path, record, err)
 	}
 	return buf, nil
 }

@@ -1,13 +1,16 @@
 package wal
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/crc32"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -212,4 +215,66 @@ func TestReplaySnapshotInChunks(t *testing.T) {
 	})
 	assert.ErrorIs(t, err, ErrCorrupt)
 	assert.Len(t, ids, n, "every record applied before the count is found wrong")
+}
+
+// craftSnapshot builds a snapshot file from a raw record stream (length
+// and body per record, as AppendRecord writes them), with a header that
+// claims records of them and checksums that match: damage in the stream
+// is then what a reader meets.
+func craftSnapshot(t *testing.T, stream []byte, records uint64) []byte {
+	t.Helper()
+	var body bytes.Buffer
+	enc, err := zstd.NewWriter(&body, zstd.WithEncoderConcurrency(1))
+	require.NoError(t, err)
+	_, err = enc.Write(stream)
+	require.NoError(t, err)
+	require.NoError(t, enc.Close())
+	h := snapHeader{version: snapVersion, index: 1, records: records, bodyLen: uint64(body.Len()), bodyCRC: crc32.Checksum(body.Bytes(), castagnoli)}
+	return append(h.encode(), body.Bytes()...)
+}
+
+// TestSnapshotReadersApplyEveryRecordBeforeDamage: a record whose length
+// is damaged stops both readers, decodeSnapshot and replay's, after
+// every record before it was applied, wherever it falls in a chunk.
+func TestSnapshotReadersApplyEveryRecordBeforeDamage(t *testing.T) {
+	const n = 5000
+	for _, tt := range []struct {
+		name   string
+		bad    int // the damaged record, from 1
+		damage []byte
+	}{
+		{"length past the limit, early", 10, binary.AppendUvarint(nil, maxRecordBody+1)},
+		{"length past the limit, in a later chunk", 4000, binary.AppendUvarint(nil, maxRecordBody+1)},
+		{"overflowing length varint", 10, bytes.Repeat([]byte{0xff}, 11)},
+		{"length past the end", n, binary.AppendUvarint(nil, 1<<20)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stream []byte
+			for id := uint64(1); id <= n; id++ {
+				if int(id) == tt.bad {
+					stream = append(stream, tt.damage...)
+					break
+				}
+				stream = AppendRecord(stream, &Record{Kind: KindEnqueue, ID: id, Time: 1, Payload: make([]byte, 100)})
+			}
+			data := craftSnapshot(t, stream, n)
+			var r Record
+			var serial, parallel []uint64
+			_, err := decodeSnapshot("crafted", bytes.NewReader(data), &r, func(r *Record) error {
+				serial = append(serial, r.ID)
+				return nil
+			})
+			assert.ErrorIs(t, err, ErrCorrupt)
+			path := filepath.Join(t.TempDir(), "snap")
+			require.NoError(t, os.WriteFile(path, data, 0o644))
+			got, err := replaySnapshot(path, nil, func(r *Record) error {
+				parallel = append(parallel, r.ID)
+				return nil
+			})
+			assert.ErrorIs(t, err, ErrCorrupt)
+			assert.Len(t, serial, tt.bad-1, "the serial reader applies every record before the damage")
+			assert.Equal(t, serial, parallel, "replay's reader applies the same")
+			assert.Equal(t, uint64(tt.bad-1), got)
+		})
+	}
 }
