@@ -8,6 +8,7 @@ package bench
 // ms-to-first says the same in milliseconds.
 //
 //	BenchmarkW4/ringwal/<n>       Buffered mode, TierCapacity 1<<20, MaxMessages 1<<21: Open + first TryDequeue
+//	BenchmarkW4/ringwal-checkpoint/<n>  the same, the backlog in a snapshot (Checkpoint before the build's Close)
 //	BenchmarkW4/sqlite-seed/<n>   the seed queue: open (pragmas, schema) + first Dequeue transaction
 //	BenchmarkW4/jetstream/<n>     embedded server restart (JetStream recovers the stream), connect, bind the
 //	                              durable consumer, fetch the first message
@@ -81,7 +82,8 @@ func BenchmarkW4(b *testing.B) {
 		name string
 		fn   func(*testing.B)
 	}{
-		{"ringwal", w4Ringwal},
+		{"ringwal", func(b *testing.B) { w4Ringwal(b, false) }},
+		{"ringwal-checkpoint", func(b *testing.B) { w4Ringwal(b, true) }},
 		{"sqlite-seed", w4Seed},
 		{"jetstream", w4JetStream},
 	}
@@ -114,8 +116,16 @@ func w4RingwalOptions() ringwal.Options {
 	return ringwal.Options{Durability: ringwal.Buffered, TierCapacity: 1 << 20, MaxMessages: 1 << 21}
 }
 
-func w4Ringwal(b *testing.B) {
-	dir := w4Build(b, "ringwal", func(dir string, n int) error {
+// w4Ringwal times ringwal's restart; with checkpoint, from a store whose
+// backlog is in a snapshot (a checkpoint taken before the Close that ends
+// the build), as an engine that has run long enough to pass
+// CheckpointBytes restarts.
+func w4Ringwal(b *testing.B, checkpoint bool) {
+	name := "ringwal"
+	if checkpoint {
+		name = "ringwal-checkpoint"
+	}
+	dir := w4Build(b, name, func(dir string, n int) error {
 		e, err := ringwal.Open(dir, w4RingwalOptions())
 		if err != nil {
 			return err
@@ -134,6 +144,12 @@ func w4Ringwal(b *testing.B) {
 		if got := e.Stats().Pending; got != n {
 			e.Close()
 			return fmt.Errorf("%d pending after setup, want %d", got, n)
+		}
+		if checkpoint {
+			if err := e.Checkpoint(); err != nil {
+				e.Close()
+				return err
+			}
 		}
 		return e.Close()
 	})
