@@ -10,12 +10,15 @@ import (
 // chunks, payload arenas). Allocated as replay goes, the heap doubles
 // again and again, and each doubling starts a GC cycle that marks, and
 // for the slab scans, everything rebuilt so far: a third of a restart's
-// time for a million messages. Allocated in one burst before replay
-// starts, while the heap is small, it is marked once as it is allocated
-// and no cycle runs during replay.
+// time for a million messages. Allocated in a burst as replay starts,
+// while the heap is small, it is marked by the short cycles the burst
+// starts, and the heap goal they leave has room for the whole backlog: at
+// most one cycle runs while replay fills it (measured with
+// GODEBUG=gctrace=1 and bench/w4prof).
 //
 // The size comes from the hint the last Close left (wal's CloseWithHint):
-// the messages the slab held and their payload bytes. It is advice: with
+// the messages the slab held, their arena payload bytes and the largest
+// such payload. It is advice: with
 // none (a first Open, a crash) replay allocates as it goes, and what a
 // burst allocated and replay did not use is garbage once Open returns.
 

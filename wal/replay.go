@@ -232,15 +232,7 @@ func (b *decodedBatch) wrap(err error) error {
 func splitLog(segs []segment, after, last uint64, free chan *decodedBatch, work, out chan<- *decodedBatch, stop <-chan struct{}) {
 	var bufs [2][]byte
 	var pending [2]sync.WaitGroup
-	take := func() *decodedBatch {
-		select {
-		case b := <-free:
-			b.err, b.entry, b.seg, b.recs, b.raw = nil, nil, nil, b.recs[:0], false
-			return b
-		case <-stop:
-			return nil
-		}
-	}
+	take := func() *decodedBatch { return takeBatch(free, stop) }
 	fail := func(err error) {
 		if b := take(); b != nil {
 			b.err = err
@@ -282,22 +274,31 @@ func splitLog(segs []segment, after, last uint64, free chan *decodedBatch, work,
 	}
 }
 
+// takeBatch takes a batch from free, cleared of the last one's records,
+// or returns nil once stop closes.
+func takeBatch(free chan *decodedBatch, stop <-chan struct{}) *decodedBatch {
+	select {
+	case b := <-free:
+		b.err, b.entry, b.seg, b.recs, b.raw = nil, nil, nil, b.recs[:0], false
+		return b
+	case <-stop:
+		return nil
+	}
+}
+
 // splitSnapshot is replaySnapshot's splitter: each batch it sends is a
 // chunk of the snapshot's records (raw), read into the batch's own body;
 // a chunker error goes out as a batch of no records carrying it.
 func splitSnapshot(c *snapChunker, free chan *decodedBatch, work, out chan<- *decodedBatch, stop <-chan struct{}) {
 	for {
-		var b *decodedBatch
-		select {
-		case b = <-free:
-		case <-stop:
+		b := takeBatch(free, stop)
+		if b == nil {
 			return
 		}
-		b.err, b.entry, b.seg, b.recs = nil, nil, nil, b.recs[:0]
 		first := c.n
 		chunk, count, err := c.next(b.body)
 		if err != nil {
-			b.raw, b.count, b.err = false, 0, err
+			b.count, b.err = 0, err
 			b.decoded <- struct{}{}
 			out <- b
 			return
