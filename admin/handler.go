@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/dlq"
 )
 
@@ -29,6 +30,11 @@ type Options struct {
 	// Logger receives operator actions (requeue, redrive, review, purge,
 	// pause, resume, cancel) at Info and failed requests at Error. Nil discards.
 	Logger *slog.Logger
+	// Clock is the time relative inputs count from ("pause for 1h", a
+	// dead-letter query's "after 30m") and pages show: give the engine's
+	// Options.Clock when it has one, so that both agree. Nil is the real
+	// clock.
+	Clock clock.Clock
 }
 
 // NewHandler returns e's JSON admin API (under /api/) and web console (at
@@ -39,6 +45,9 @@ func NewHandler(e *ringwal.Engine, o Options) http.Handler {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	h := &handler{e: e, opts: o, mux: http.NewServeMux(), now: time.Now}
+	if o.Clock != nil {
+		h.now = o.Clock.Now
+	}
 	h.mux.HandleFunc("GET /api/stats", h.stats)
 	h.mux.HandleFunc("GET /api/next", h.next)
 	h.mux.HandleFunc("GET /api/messages/{id}", h.getMessage)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
@@ -252,4 +253,23 @@ func timeIn(d time.Duration) time.Time {
 		return time.Time{}
 	}
 	return time.Now().Add(d)
+}
+
+// TestAdminPauseCountsFromTheEngineClock: with Options.Clock, a pause
+// "for 1h" ends an hour after the engine's time, not the wall clock's,
+// and the engine delivers again once its clock passes it.
+func TestAdminPauseCountsFromTheEngineClock(t *testing.T) {
+	fake := clock.NewFake(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	e := enginetest.Open(t, "", ringwal.Options{Clock: fake})
+	c := newAdminWith(t, e, admin.Options{Clock: fake})
+	enqueueN(t, e, "k", 1)
+
+	r := c.do("POST", "/keys/k/pause", `{"until": "1h"}`).expect(t, http.StatusOK, "pause 1h")
+	assert.Equal(t, fake.Now().Add(time.Hour).Format(time.RFC3339), r.body["paused_until"])
+	_, ok := e.TryDequeue()
+	assert.False(t, ok, "paused")
+
+	fake.Advance(time.Hour + time.Second)
+	d := enginetest.Dequeue(t, e)
+	assert.Equal(t, "k", d.Message.Key, "delivered once the engine's clock passed the pause")
 }
