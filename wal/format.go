@@ -63,6 +63,13 @@ func ensureFormat(dir string) error {
 // writeFileAtomic writes data to path through a temporary file, fsync and
 // rename, then fsyncs the directory.
 func writeFileAtomic(path string, data []byte) error {
+	return writeFileRenamed(path, data, true)
+}
+
+// writeFileRenamed writes data to path through a temporary file and a
+// rename, so that path is never seen half written; with durable it
+// fsyncs the file before the rename and the directory after it.
+func writeFileRenamed(path string, data []byte, durable bool) error {
 	tmp := path + ".tmp"
 	f, err := createFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -74,10 +81,12 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	trace(ioEvent{op: opWrite, path: tmp, data: append([]byte(nil), data...)})
-	if err := syncFile(f); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
+	if durable {
+		if err := syncFile(f); err != nil {
+			f.Close()
+			os.Remove(tmp)
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(tmp)
@@ -86,6 +95,9 @@ func writeFileAtomic(path string, data []byte) error {
 	if err := renameFile(tmp, path); err != nil {
 		os.Remove(tmp)
 		return err
+	}
+	if !durable {
+		return nil
 	}
 	return syncDir(filepath.Dir(path))
 }

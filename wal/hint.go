@@ -50,20 +50,7 @@ func (l *Log) writeHint(hint []byte, index uint64) {
 	binary.LittleEndian.PutUint64(b, index)
 	copy(b[hintHeader:], hint)
 	binary.LittleEndian.PutUint32(b[8:], hintSum(b))
-	path := filepath.Join(l.dir, hintFileName)
-	tmp := path + ".tmp"
-	f, err := createFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err == nil {
-		_, err = f.Write(b)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			trace(ioEvent{op: opWrite, path: tmp, data: b})
-			err = renameFile(tmp, path)
-		}
-	}
-	if err != nil {
+	if err := writeFileRenamed(filepath.Join(l.dir, hintFileName), b, false); err != nil {
 		l.opt.Logger.Warn("ringwal/wal: could not leave a hint for the next Open", "err", err)
 	}
 }
