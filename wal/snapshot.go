@@ -182,52 +182,6 @@ func checkSnapshot(sf snapFile) (snapHeader, error) {
 	return h, nil
 }
 
-// readSnapshot streams a snapshot's records to fn and returns how many it
-// read. The body checksum is verified as it streams; the caller has
-// normally validated the file already (checkSnapshot), so a mismatch here
-// means the file changed underneath.
-func readSnapshot(path string, r *Record, fn func(*Record) error) (uint64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	return decodeSnapshot(path, f, r, fn)
-}
-
-// decodeSnapshot is readSnapshot over any reader (name is for errors):
-// the header, then the zstd body's records, checking the record count and
-// the body checksum (snapChunker).
-func decodeSnapshot(name string, f io.Reader, r *Record, fn func(*Record) error) (uint64, error) {
-	c, err := newSnapChunker(name, f)
-	if err != nil {
-		return 0, err
-	}
-	defer c.close()
-	var buf []byte
-	var n uint64
-	for {
-		chunk, count, err := c.next(buf)
-		if err != nil || count == 0 {
-			return n, err
-		}
-		buf = chunk
-		for i := 0; i < count; i++ {
-			k, err := DecodeRecord(chunk, r)
-			if err != nil {
-				return n, fmt.Errorf("%s: record %d: %w", name, n+1, err)
-			}
-			chunk = chunk[k:]
-			n++
-			if fn != nil {
-				if err := fn(r); err != nil {
-					return n, err
-				}
-			}
-		}
-	}
-}
-
 // crcWriter passes writes through and checksums them.
 type crcWriter struct {
 	w   io.Writer

@@ -109,7 +109,7 @@ func Verify(dir string, repair bool) (VerifyReport, error) {
 			sr.Bytes = fi.Size()
 		}
 		if _, sr.Err = checkSnapshot(sf); sr.Err == nil {
-			sr.Records, sr.Err = readSnapshot(sf.path, &r, nil)
+			sr.Records, sr.Err = replaySnapshot(sf.path, nil, func(*Record) error { return nil })
 		}
 		rep.Snapshots = append(rep.Snapshots, sr)
 	}
@@ -152,11 +152,10 @@ func Dump(dir string, fn func(index uint64, r *Record) error) error {
 	if err != nil {
 		return err
 	}
-	var r Record
 	var after uint64
 	if snap != nil && snap.path != "" {
 		after = snap.index
-		if _, err := readSnapshot(snap.path, &r, func(r *Record) error { return fn(after, r) }); err != nil {
+		if _, err := replaySnapshot(snap.path, nil, func(r *Record) error { return fn(after, r) }); err != nil {
 			return err
 		}
 	}
