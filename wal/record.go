@@ -532,7 +532,7 @@ func uvarint(b []byte) (uint64, int) {
 			return gather7(w) | uint64(b[8])<<56, 9
 		}
 	}
-	return uvarintSlow(b)
+	return binary.Uvarint(b) // short buffers, ten-byte values, truncation, overflow
 }
 
 // gather7 packs the low seven bits of each of w's bytes, least significant
@@ -540,27 +540,6 @@ func uvarint(b []byte) (uint64, int) {
 func gather7(w uint64) uint64 {
 	return w&0x7f | w>>1&(0x7f<<7) | w>>2&(0x7f<<14) | w>>3&(0x7f<<21) |
 		w>>4&(0x7f<<28) | w>>5&(0x7f<<35) | w>>6&(0x7f<<42) | w>>7&(0x7f<<49)
-}
-
-// uvarintSlow is uvarint byte by byte: short buffers, ten-byte values,
-// truncation and overflow.
-func uvarintSlow(b []byte) (uint64, int) {
-	var x uint64
-	var s uint
-	for i, c := range b {
-		if i == 10 {
-			return 0, -(i + 1) // overflow
-		}
-		if c < 0x80 {
-			if i == 9 && c > 1 {
-				return 0, -(i + 1) // overflow
-			}
-			return x | uint64(c)<<s, i + 1
-		}
-		x |= uint64(c&0x7f) << s
-		s += 7
-	}
-	return 0, 0
 }
 
 func appendUvarint(dst []byte, v uint64) []byte {
