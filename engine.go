@@ -3,7 +3,6 @@ package ringwal
 import (
 	"errors"
 	"fmt"
-	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,10 +117,9 @@ func Open(dir string, o Options) (*Engine, error) {
 	e.held.init(o.MaxMessages / 4)
 	e.keys.policy = o.KeyPolicy
 
-	// The slab has room for MaxMessages with a quarter to spare, so that a
-	// new ID's home slot is almost always free; replay rebuilds the log's
-	// messages in it, growing it if the log holds more.
-	bitsNeeded := uint(bits.Len(uint(o.MaxMessages + o.MaxMessages/4 - 1)))
+	// The slab has room for MaxMessages (slabBitsFor); replay rebuilds
+	// the log's messages in it, growing it if the log holds more.
+	bitsNeeded := slabBitsFor(o.MaxMessages)
 	var rs *replayState
 	if dir != "" {
 		e.log, err = wal.Open(dir, wal.Options{

@@ -2,7 +2,6 @@ package ringwal
 
 import (
 	"fmt"
-	"math/bits"
 	"sort"
 	"time"
 
@@ -459,17 +458,14 @@ func dedupRecord(dedupID string, id uint64, at int64) wal.Record {
 // least as large.
 
 func checkpointRecord(nextID uint64, now int64, s *slab) wal.Record {
-	return wal.CheckpointRecord(nextID, now, uint(bits.Len64(s.mask)))
+	return wal.CheckpointRecord(nextID, now, s.bits())
 }
 
 func applyCheckpoint(rs *replayState, r *wal.Record) {
 	if r.ID > rs.maxID+1 {
 		rs.maxID = r.ID - 1
 	}
-	if b := r.SlabBits(); b > rs.slabBits && b <= maxSlabBits {
-		rs.slabBits = b
-		rs.sizeFor(b)
-	}
+	rs.sizeFor(r.SlabBits())
 }
 
 // --- KindPause / KindResume: delivery of a key's messages (Key "" = all

@@ -2,7 +2,6 @@ package ringwal
 
 import (
 	"fmt"
-	"math/bits"
 	"sync/atomic"
 	"time"
 
@@ -61,7 +60,6 @@ type replayState struct {
 	// (out of the order inOrder keeps); remove forgets them.
 	movedIDs map[uint64]struct{}
 	tiers    uint // tiers holding a message not delayed (restore's rings)
-	slabBits uint
 	maxID    uint64
 	err      error // a message found no slot: replay stops
 	// late holds what an operator did to a dead letter whose dead-letter
@@ -280,7 +278,7 @@ func (rs *replayState) remove(id uint64) {
 	}
 }
 
-func (rs *replayState) bits() uint { return uint(bits.Len64(rs.slab.mask)) }
+func (rs *replayState) bits() uint { return rs.slab.bits() }
 
 // grow moves every message replay holds into a slab of 1<<b slots: a log
 // holding more than the options' MaxMessages, or a snapshot taken with a
@@ -394,13 +392,8 @@ func (e *Engine) replay(bits uint) (*replayState, error) {
 	if err != nil {
 		return nil, mapWALError(fmt.Errorf("ringwal: replaying %s: %w", e.dir, err))
 	}
-	// A quarter to spare, as Open gives the options' MaxMessages, so that
-	// a new ID's home slot is almost always free.
-	b := rs.bits()
-	for b < maxSlabBits && 1<<b < rs.count+rs.count/4 {
-		b++
-	}
-	rs.sizeFor(b)
+	// As much to spare as Open gives the options' MaxMessages.
+	rs.sizeFor(slabBitsFor(rs.count))
 	rep := e.log.Repair()
 	e.recovered.records = stats.Records
 	e.recovered.bytes = stats.Bytes

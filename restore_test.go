@@ -331,3 +331,14 @@ func TestSortByKey(t *testing.T) {
 		})
 	}
 }
+
+// TestSlabBitsFor: a slab has room for n with a quarter to spare, a power
+// of two, at most maxSlabBits.
+func TestSlabBitsFor(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		bits uint
+	}{{0, 0}, {1, 0}, {2, 1}, {4, 3}, {4096, 13}, {3277, 12}, {1 << 25, maxSlabBits}, {1 << 30, maxSlabBits}} {
+		assert.Equal(t, tt.bits, slabBitsFor(tt.n), "n=%d", tt.n)
+	}
+}

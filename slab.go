@@ -1,6 +1,7 @@
 package ringwal
 
 import (
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -36,6 +37,16 @@ func newSlab(bits uint) *slab {
 	n := (uint64(1)<<bits + slabChunkSlots - 1) >> slabChunkBits
 	return &slab{mask: 1<<bits - 1, chunks: make([]atomic.Pointer[slabChunk], n)}
 }
+
+// slabBitsFor is the size, as a power of two, of a slab for n messages
+// with a quarter to spare, so that a new ID's home slot is almost always
+// free; at most maxSlabBits.
+func slabBitsFor(n int) uint {
+	return min(uint(bits.Len(uint(max(n+n/4, 1)-1))), maxSlabBits)
+}
+
+// bits is the slab's size as a power of two.
+func (s *slab) bits() uint { return uint(bits.Len64(s.mask)) }
 
 // size is the number of slots.
 func (s *slab) size() int { return int(s.mask + 1) }
