@@ -142,13 +142,23 @@ func (c *liveCounts) start(s *slab) {
 		if !ok {
 			return
 		}
-		if r.counted == 0 {
-			m := r.meta.Load()
-			r.counted = classOf(w.state(), int(m&0xff), WaitReason(m>>8&0xff))
-			c.move(r, 0, r.counted)
-		}
+		r.recount(c, w.state())
 		r.putBack(w)
 	})
+}
+
+// waitOut is the pause of a reader that met a move under way for the
+// try-th time (byClass here, Stats' read of counts and dead letters): a
+// move is a few instructions with no way out before its end, so the
+// reader spins, then yields, then, its mover preempted mid-move, sleeps
+// until it ends.
+func waitOut(try int) {
+	switch {
+	case try > 1000:
+		time.Sleep(10 * time.Microsecond)
+	case try > 10:
+		runtime.Gosched()
+	}
 }
 
 // move counts r, whose class changes from one to the other.
@@ -187,12 +197,7 @@ func (c *liveCounts) byClass() (n [numClasses]int64) {
 			if s.begun.Load() == ended {
 				break
 			}
-			switch {
-			case try > 1000:
-				time.Sleep(10 * time.Microsecond)
-			case try > 10:
-				runtime.Gosched()
-			}
+			waitOut(try)
 		}
 		for k := 1; k < numClasses; k++ {
 			f := fieldOf[k]

@@ -157,7 +157,15 @@ func (r *rec) messageInto(m *Message) {
 	}
 }
 
-func (r *rec) tierIndex() int         { return int(r.meta.Load() & 0xff) }
+func (r *rec) tierIndex() int { return int(r.meta.Load() & 0xff) }
+
+// class is the count class (counts.go) of the record in state: its tier
+// and wait reason read with one load of meta.
+func (r *rec) class(state uint32) countClass {
+	m := r.meta.Load()
+	return classOf(state, int(m&0xff), WaitReason(m>>8&0xff))
+}
+
 func (r *rec) priority() Priority     { return priorityOfTier(r.tierIndex()) }
 func (r *rec) waitReason() WaitReason { return WaitReason(r.meta.Load() >> 8 & 0xff) }
 
@@ -327,8 +335,7 @@ func (r *rec) recount(c *liveCounts, state uint32) {
 	if !c.on.Load() {
 		return
 	}
-	m := r.meta.Load()
-	if to := classOf(state, int(m&0xff), WaitReason(m>>8&0xff)); to != r.counted {
+	if to := r.class(state); to != r.counted {
 		c.move(r, r.counted, to)
 		r.counted = to
 	}

@@ -1,7 +1,6 @@
 package ringwal
 
 import (
-	"runtime"
 	"time"
 
 	"github.com/ringwal/ringwal/breaker"
@@ -213,11 +212,7 @@ func (e *Engine) countWithDead(s *Stats) stateCounts {
 			return c
 		}
 		for spins := 0; e.ctr.movesBegun.Load() != e.ctr.movesEnded.Load(); spins++ {
-			if spins < 1000 {
-				runtime.Gosched()
-			} else {
-				time.Sleep(10 * time.Microsecond)
-			}
+			waitOut(spins)
 		}
 	}
 }
