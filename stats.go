@@ -48,7 +48,11 @@ type Stats struct {
 	// one message in 64, chosen by ID, is measured, so their Count is
 	// about 1/64 of the deliveries.
 	Wait, Handling Latency
-	// OldestPending is the age of the longest-waiting pending message.
+	// OldestPending is the age of the longest-waiting pending message,
+	// read at the fronts of the queues (each priority's, a key's), not by
+	// a scan: a message behind more than 64 entries that no longer name a
+	// pending message (leased out of order by its deadline, cancelled,
+	// requeued) is missed until they are popped.
 	OldestPending time.Duration
 	// TierUtilization is each tier ring's fill ratio, Critical first.
 	TierUtilization [ring.NumTiers]float64

@@ -14,8 +14,8 @@ import (
 var templateFuncs = template.FuncMap{
 	"ts":    formatTime,
 	"clock": formatClock,
-	"dur":   formatDuration,
-	"secs":  func(s float64) string { return formatDuration(time.Duration(s * float64(time.Second))) },
+	"dur":   Duration,
+	"secs":  func(s float64) string { return Duration(time.Duration(s * float64(time.Second))) },
 	"count": formatCount,
 	"bytes": formatBytes,
 	"rate":  func(r float64) string { return strconv.FormatFloat(r, 'f', 1, 64) + "/s" },
@@ -59,9 +59,6 @@ func formatClock(t time.Time) string {
 	}
 	return t.Format("2006-01-02 15:04 MST")
 }
-
-// formatDuration is Duration for the templates.
-func formatDuration(d time.Duration) string { return Duration(d) }
 
 // Duration formats d with three significant digits: 1.23ms, 4.5s, 3m0s.
 // The console and the CLI print durations with it.

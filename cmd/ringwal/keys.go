@@ -135,7 +135,6 @@ func parseUntil(s string) (time.Time, error) {
 	return t, nil
 }
 
-// printPause reports a pause or resume.
 // pauseAction is the body of the pause and resume commands: open the
 // engine (a directory or --addr), act, print the pause now in force.
 func pauseAction(cmd *cobra.Command, open func() (source, []string, error),
@@ -160,6 +159,7 @@ func (t *target) openAll(args []string) func() (source, []string, error) {
 	}
 }
 
+// printPause reports a pause or resume.
 func printPause(w io.Writer, v admin.PauseView) error {
 	what := "all delivery"
 	if v.Key != "" {
