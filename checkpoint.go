@@ -117,6 +117,16 @@ func (e *Engine) snapshotRecord(r *rec, lr *liveRecords, now int64) bool {
 	if !ok {
 		return false
 	}
+	e.liveRecordsOf(r, prev.state(), lr, now)
+	r.putBack(prev)
+	return true
+}
+
+// liveRecordsOf fills lr with the records that rebuild the owned record r
+// as it is in state st, as of now: a snapshot's, and a message put back
+// whose removal could not be logged (unack), which the log alone must be
+// able to bring back.
+func (e *Engine) liveRecordsOf(r *rec, st uint32, lr *liveRecords, now int64) {
 	id := r.id.Load()
 	enqueueRecord(&lr.enqueue, r, id)
 	lr.enqueue.Crashes = r.crashes.Load()
@@ -126,7 +136,7 @@ func (e *Engine) snapshotRecord(r *rec, lr *liveRecords, now int64) bool {
 		lr.marker = redriveRecord(id, r.enqueuedAt)
 	}
 	lr.hasThen = false
-	switch st := prev.state(); st {
+	switch st {
 	case stDelayed:
 		lr.enqueue.Until = r.at
 	case stLeased:
@@ -136,8 +146,6 @@ func (e *Engine) snapshotRecord(r *rec, lr *liveRecords, now int64) bool {
 			lr.then, lr.hasThen = requeueRecord(id, r.at, uint32(lr.enqueue.Attempt), lr.enqueue.Crashes), true
 		}
 	}
-	r.putBack(prev)
-	return true
 }
 
 // snapshotDead emits the records that rebuild dead letter d: its message

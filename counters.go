@@ -1,6 +1,7 @@
 package ringwal
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/ringwal/ringwal/classify"
@@ -31,12 +32,12 @@ type counters struct {
 	cancelledLeased atomic.Uint64 // of which leased ones
 	deadLettered    [numCategories]atomic.Uint64
 	unused          atomic.Uint64 // IDs taken but never enqueued (duplicates, collisions, failed writes)
-	// moves counts messages moving between the slab and the dead-letter
-	// store (a dead-lettering, a redrive): begun before the message leaves
-	// one, ended once it is in the other. Stats uses them as a sequence
-	// lock so that a message in transit is counted in exactly one state.
-	movesBegun, movesEnded atomic.Uint64
-	enqueuedBase           uint64 // nextID at Open: Enqueued = nextID - base - unused
+	// moves is held shared by each message moving between the slab and
+	// the dead-letter store (a dead-lettering, a redrive), and exclusively
+	// by Stats' read of both, so that a message in transit is counted in
+	// exactly one of them.
+	moves        moveWindow
+	enqueuedBase uint64 // nextID at Open: Enqueued = nextID - base - unused
 }
 
 // numCategories is the number of classify categories; a test checks it
@@ -48,4 +49,28 @@ func categoryIndex(c classify.Category) int {
 		return int(classify.Unknown)
 	}
 	return int(c)
+}
+
+// moveWindow orders moves between the slab and the dead-letter store
+// against Stats' read of both. A mover holds it shared from the moment
+// the message enters one side to the moment it has left the other (a
+// store's Add and a slot's release, or a store's Remove and a record
+// counted pending): a few instructions and the store's O(1) Add or
+// Remove, never a log wait or a key's lock. Stats holds it exclusively.
+// sync.RWMutex prefers a waiting writer: once Stats asks, new moves wait
+// for it, so Stats never starves behind a stream of overlapping moves (a
+// sequence lock that waited for an instant with no move in flight did:
+// with eight goroutines dead-lettering, a Stats call took seconds).
+type moveWindow struct{ mu sync.RWMutex }
+
+// begin and end bracket one move; a mover must not begin a second move
+// before it ends the first.
+func (w *moveWindow) begin() { w.mu.RLock() }
+func (w *moveWindow) end()   { w.mu.RUnlock() }
+
+// read runs fn while no move is under way.
+func (w *moveWindow) read(fn func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fn()
 }

@@ -1,6 +1,9 @@
 package ringwal
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // dedupIndex remembers caller-supplied DedupIDs for Options.DedupWindow.
 // It is the engine's only map on the enqueue path, and only for messages
@@ -13,28 +16,96 @@ type dedupIndex struct {
 type dedupEntry struct {
 	id uint64
 	at int64 // unix ns of the first enqueue
+	// logging is set while the first message's enqueue record is on its
+	// way to the log, nil once it is as durable as the mode promises. A
+	// repeat must not be answered before then: if the first's append
+	// fails, or the process dies before it is written, neither message
+	// exists, yet the repeat's caller would have been told it was stored.
+	logging *dedupLogging
 }
+
+// dedupLogging is what a repeat waits on while the first message of its
+// DedupID is being logged: closed once that enqueue is durable or has
+// failed. One enqueue (or one EnqueueBatch) shares one.
+type dedupLogging struct{ done chan struct{} }
+
+func newDedupLogging() *dedupLogging { return &dedupLogging{done: make(chan struct{})} }
 
 func (d *dedupIndex) init() { d.entries = make(map[string]dedupEntry) }
 
-// reserve records dedupID for id at now unless a fresh entry exists, in
-// which case it returns that entry's ID and dup = true.
-func (d *dedupIndex) reserve(dedupID string, id uint64, now, window int64) (first uint64, dup bool) {
+// reserve records dedupID for id at now unless a fresh entry exists. A
+// durable fresh entry makes m a repeat: reserve returns its ID and dup =
+// true. A fresh entry still being logged by someone else returns its
+// logging, for the caller to wait on (after giving back what it holds)
+// before it tries again; one logged by the caller itself (mine, an
+// earlier message of the same batch, whose records reach the log in one
+// write) counts as durable. logging is the caller's own: nil when the
+// reservation needs no wait (a memory-only engine), and then it is durable
+// at once.
+func (d *dedupIndex) reserve(dedupID string, id uint64, now, window int64, mine *dedupLogging) (first uint64, dup bool, wait *dedupLogging) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if old, ok := d.entries[dedupID]; ok && now-old.at < window {
-		return old.id, true
+		if old.logging != nil && old.logging != mine {
+			return 0, false, old.logging
+		}
+		return old.id, true, nil
 	}
-	d.entries[dedupID] = dedupEntry{id: id, at: now}
-	return id, false
+	d.entries[dedupID] = dedupEntry{id: id, at: now, logging: mine}
+	return id, false, nil
 }
 
-// lookup returns the ID of dedupID's entry if it is fresh at now. It
-// reserves nothing: reserve still decides.
+// logged marks dedupID's entry for id durable: its enqueue record is
+// written as the mode promises. The caller closes the entry's logging
+// afterwards, which wakes the repeats waiting on it.
+func (d *dedupIndex) logged(dedupID string, id uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if old, ok := d.entries[dedupID]; ok && old.id == id {
+		old.logging = nil
+		d.entries[dedupID] = old
+	}
+}
+
+// awaitLogged waits until no enqueue of dedupID is being logged, so that
+// the caller can reserve or learn the answer without holding a claim
+// while it waits. It returns ctx's error or ErrClosed when those end the
+// wait first.
+func (d *dedupIndex) awaitLogged(ctx context.Context, dedupID string, done <-chan struct{}) error {
+	for {
+		d.mu.Lock()
+		old, ok := d.entries[dedupID]
+		d.mu.Unlock()
+		if !ok || old.logging == nil {
+			return nil
+		}
+		if err := old.logging.wait(ctx, done); err != nil {
+			return err
+		}
+	}
+}
+
+// wait blocks until l is closed, ctx ends or done (the engine's) closes.
+func (l *dedupLogging) wait(ctx context.Context, done <-chan struct{}) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	select {
+	case <-l.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-done:
+		return ErrClosed
+	}
+}
+
+// lookup returns the ID of dedupID's entry if it is fresh at now and
+// durable. It reserves nothing: reserve still decides.
 func (d *dedupIndex) lookup(dedupID string, now, window int64) (uint64, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if old, ok := d.entries[dedupID]; ok && now-old.at < window {
+	if old, ok := d.entries[dedupID]; ok && now-old.at < window && old.logging == nil {
 		return old.id, true
 	}
 	return 0, false
@@ -55,7 +126,10 @@ func (d *dedupIndex) restore(dedupID string, id uint64, at int64) {
 	}
 }
 
-// forget removes dedupID if it still names id (an enqueue that failed).
+// forget removes dedupID if it still names id (an enqueue that failed, or
+// was given back before it was logged). The caller then closes the
+// entry's logging, if it had one, so that repeats waiting on it retry and
+// enqueue themselves.
 func (d *dedupIndex) forget(dedupID string, id uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -75,23 +149,35 @@ func (d *dedupIndex) sweep(now, window int64) {
 	}
 }
 
-// each calls fn for every entry fresh at now (for checkpoints).
+// each calls fn for every durable entry fresh at now (for checkpoints).
+// An entry whose first enqueue is still being logged is waited for, then
+// given if that enqueue succeeded: its record may be in a batch the
+// checkpoint lets the log drop, and a snapshot without the entry would
+// let a repeat in after a restart. (The log writer runs on while a
+// checkpoint does, so the wait ends.)
 func (d *dedupIndex) each(now, window int64, fn func(dedupID string, id uint64, at int64) error) error {
-	d.mu.Lock()
-	live := make([]struct {
+	type entry struct {
 		k string
 		v dedupEntry
-	}, 0, len(d.entries))
+	}
+	d.mu.Lock()
+	live := make([]entry, 0, len(d.entries))
 	for k, v := range d.entries {
 		if now-v.at < window {
-			live = append(live, struct {
-				k string
-				v dedupEntry
-			}{k, v})
+			live = append(live, entry{k, v})
 		}
 	}
 	d.mu.Unlock()
 	for _, x := range live {
+		if x.v.logging != nil {
+			<-x.v.logging.done
+			d.mu.Lock()
+			v, ok := d.entries[x.k]
+			d.mu.Unlock()
+			if !ok || v.id != x.v.id || v.logging != nil {
+				continue // its enqueue failed; forget removed it
+			}
+		}
 		if err := fn(x.k, x.v.id, x.v.at); err != nil {
 			return err
 		}

@@ -191,10 +191,16 @@ func (e *Engine) take() (slot uint32, r *rec, ok bool, retry int) {
 	return rf.slot, r, true, takeEmpty
 }
 
-// validEntry reports whether a deadline-heap entry still names a pending
-// record.
+// validEntry reports whether a deadline-heap entry may still name a
+// pending record. A record a reader holds for a moment (Get, Peek,
+// Messages, a snapshot, a scan) is busy at its generation and goes back
+// exactly as it was, so busy at the entry's generation counts as valid:
+// dropping the entry then would lose the message's deadline for good. If
+// the owner was moving it on instead, the pick's own fails and the entry
+// goes then.
 func (e *Engine) validEntry(en sched.Entry) bool {
-	return e.slab.at(uint32(en.ID)).load().names(en.Gen, stPending)
+	w := e.slab.at(uint32(en.ID)).load()
+	return w.gen() == en.Gen && (w.state() == stPending || w.state() == stBusy)
 }
 
 // lease hands out a busy record taken from its tier: it checks TTL and the

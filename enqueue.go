@@ -68,32 +68,65 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 	if err := e.validate(&m); err != nil {
 		return 0, err
 	}
+	for {
+		id, again, err := e.enqueueOnce(ctx, &m, wait)
+		if !again {
+			return id, err
+		}
+	}
+}
+
+// enqueueOnce is one try of enqueue. again reports that m's DedupID was
+// being logged by another enqueue when m reserved it: the claim is given
+// back, and the next try waits for that enqueue before it claims again.
+func (e *Engine) enqueueOnce(ctx context.Context, m *Message, wait bool) (_ ID, again bool, _ error) {
+	dedup := e.dedups(m)
+	if dedup && e.log != nil {
+		// Nothing is held yet: wait here for a first enqueue of this
+		// DedupID being logged, not while holding a claimed record.
+		if err := e.dedup.awaitLogged(ctx, m.DedupID, e.done); err != nil {
+			return 0, false, err
+		}
+	}
 	var ks *keyState
 	if m.Key != "" {
 		var err error
 		if ks, err = e.keyForEnqueue(ctx, m.Key, wait); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 	}
 	if tier := m.Priority.tier(); !e.hasSpace(tier, 1) {
 		// A repeat needs no room: answer it rather than wait or refuse.
-		if first, dup := e.knownDuplicate(&m); dup {
+		if first, dup := e.knownDuplicate(m); dup {
 			ks.unenter()
 			e.ctr.duplicates.Add(1)
-			return first, ErrDuplicate
+			return first, false, ErrDuplicate
 		}
 		if err := e.awaitSpace(ctx, tier, 1, wait); err != nil {
 			ks.unenter()
-			return 0, err
+			return 0, false, err
 		}
 	}
-	now, slot, id, err := e.claimWaiting(ctx, &m, ks, wait)
+	now, slot, id, err := e.claimWaiting(ctx, m, ks, wait)
 	if err != nil {
 		ks.unenter()
-		return 0, err
+		return 0, false, err
 	}
-	if first, dup := e.deduplicated(&m, slot, id, now); dup {
-		return first, ErrDuplicate
+	var mine *dedupLogging
+	if dedup {
+		if e.log != nil {
+			mine = newDedupLogging()
+		}
+		first, dup, busy := e.dedup.reserve(m.DedupID, id, now, int64(e.opts.DedupWindow), mine)
+		switch {
+		case busy != nil:
+			e.unclaim(slot)
+			return 0, true, nil
+		case dup:
+			e.unclaim(slot)
+			e.ctr.duplicates.Add(1)
+			return ID(first), false, ErrDuplicate
+		}
 	}
 	if e.log != nil {
 		r := e.slab.at(slot)
@@ -101,104 +134,15 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 		var rec wal.Record
 		enqueueRecord(&rec, r, id)
 		if err := e.log.Append(&rec); err != nil {
-			e.abortClaim(slot)
-			return 0, fmt.Errorf("ringwal: enqueue: %w", mapWALError(err))
+			e.abortClaim(slot, mine)
+			return 0, false, fmt.Errorf("ringwal: enqueue: %w", mapWALError(err))
+		}
+		if mine != nil {
+			e.dedupLogged(m.DedupID, id, mine)
 		}
 	}
 	e.publish(slot, now)
-	return ID(id), nil
-}
-
-// EnqueueBatch adds ms with one log write and returns their IDs in order.
-// It waits for space as Enqueue does. Messages whose DedupID repeats get
-// the first message's ID, are not added again, and the error wraps
-// ErrDuplicate; the others are added all the same. Invalid input (a
-// message Enqueue would refuse, or more than MaxMessages messages) rejects
-// the whole batch with ErrInvalid before anything is added. Safe for
-// concurrent use.
-func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
-	if err := e.intake(); err != nil {
-		return nil, err
-	}
-	if len(ms) > e.opts.MaxMessages {
-		return nil, invalidf("batch of %d exceeds MaxMessages %d", len(ms), e.opts.MaxMessages)
-	}
-	for i := range ms {
-		if err := e.validate(&ms[i]); err != nil {
-			return nil, fmt.Errorf("message %d: %w", i, err)
-		}
-	}
-	if need := len(ms); !e.hasSpace(-1, need) {
-		// Repeats need no room (see enqueue); reserve still decides.
-		known := make([]ID, len(ms))
-		for i := range ms {
-			if first, dup := e.knownDuplicate(&ms[i]); dup {
-				known[i] = first
-				need--
-			}
-		}
-		if need == 0 {
-			e.ctr.duplicates.Add(uint64(len(ms)))
-			return known, fmt.Errorf("%d of %d messages: %w", len(ms), len(ms), ErrDuplicate)
-		}
-		if err := e.awaitSpace(ctx, -1, need, true); err != nil {
-			return nil, err
-		}
-	}
-	ids := make([]ID, len(ms))
-	slots := make([]uint32, 0, len(ms))
-	dups := 0
-	var now int64
-	for i := range ms {
-		var ks *keyState
-		var err error
-		if ms[i].Key != "" {
-			ks, err = e.keyForEnqueue(ctx, ms[i].Key, true)
-		}
-		var t int64
-		var slot uint32
-		var id uint64
-		if err == nil {
-			if t, slot, id, err = e.claimWaiting(ctx, &ms[i], ks, true); err != nil {
-				ks.unenter()
-			}
-		}
-		if err != nil {
-			for _, s := range slots {
-				e.unclaim(s)
-			}
-			return nil, err
-		}
-		now = t
-		if first, dup := e.deduplicated(&ms[i], slot, id, now); dup {
-			ids[i] = first
-			dups++
-			continue
-		}
-		ids[i] = ID(id)
-		slots = append(slots, slot)
-	}
-	if e.log != nil && len(slots) > 0 {
-		recs := make([]wal.Record, len(slots))
-		for i, slot := range slots {
-			r := e.slab.at(slot)
-			r.commit(e.counts)
-			enqueueRecord(&recs[i], r, r.id.Load())
-		}
-		if err := e.log.AppendBatch(recs); err != nil {
-			for _, slot := range slots {
-				e.abortClaim(slot)
-			}
-			return nil, fmt.Errorf("ringwal: enqueue batch: %w", mapWALError(err))
-		}
-	}
-	for _, slot := range slots {
-		e.publish(slot, now)
-	}
-	if dups > 0 {
-		return ids, fmt.Errorf("%d of %d messages: %w", dups, len(ms), ErrDuplicate)
-	}
-	return ids, nil
+	return ID(id), false, nil
 }
 
 // claimWaiting claims a slot for m at the engine's current time, which it
@@ -217,19 +161,14 @@ func (e *Engine) claimWaiting(ctx context.Context, m *Message, ks *keyState, wai
 	}
 }
 
-// deduplicated reports whether m repeats a DedupID seen within the dedup
-// window; if so it gives back the claim of slot and returns the first
-// message's ID. Otherwise id is now the DedupID's first message.
-func (e *Engine) deduplicated(m *Message, slot uint32, id uint64, now int64) (ID, bool) {
-	if m.DedupID == "" || e.opts.DedupWindow <= 0 {
-		return 0, false
-	}
-	first, dup := e.dedup.reserve(m.DedupID, id, now, int64(e.opts.DedupWindow))
-	if dup {
-		e.unclaim(slot)
-		e.ctr.duplicates.Add(1)
-	}
-	return ID(first), dup
+// dedups reports whether m's DedupID is checked for repeats.
+func (e *Engine) dedups(m *Message) bool { return m.DedupID != "" && e.opts.DedupWindow > 0 }
+
+// dedupLogged marks the DedupID that mine reserved for id durable, and
+// wakes the repeats waiting for it.
+func (e *Engine) dedupLogged(dedupID string, id uint64, mine *dedupLogging) {
+	e.dedup.logged(dedupID, id)
+	close(mine.done)
 }
 
 // knownDuplicate reports whether m repeats a DedupID still in its window,
@@ -354,12 +293,26 @@ func (e *Engine) unclaim(slot uint32) {
 	e.waiting.signalSpace()
 }
 
-// abortClaim undoes a claim whose enqueue record could not be written.
-func (e *Engine) abortClaim(slot uint32) {
+// abortClaim undoes a claim whose enqueue record could not be written:
+// its DedupID reservation is forgotten, and the repeats waiting on mine
+// (when not nil) go on to enqueue themselves.
+func (e *Engine) abortClaim(slot uint32, mine *dedupLogging) {
 	r := e.slab.at(slot)
 	r.uncommit()
-	if d := r.dedupID(); d != "" {
-		e.dedup.forget(d, r.id.Load())
+	e.giveBack(slot, mine != nil)
+	if mine != nil {
+		close(mine.done)
+	}
+}
+
+// giveBack frees a claimed, unpublished record, forgetting its DedupID
+// reservation when it made one.
+func (e *Engine) giveBack(slot uint32, reserved bool) {
+	if reserved {
+		r := e.slab.at(slot)
+		if d := r.dedupID(); d != "" {
+			e.dedup.forget(d, r.id.Load())
+		}
 	}
 	e.unclaim(slot)
 }

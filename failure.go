@@ -81,37 +81,44 @@ func (e *Engine) deadLetter(slot uint32, r *rec, cat classify.Category, text str
 // dead-letter record carries f, and replay appends it to the history the
 // log rebuilt: whatever the texts, the last failure is never taken for
 // one already there.
+//
+// The record is logged, the move made visible, then the log waited for
+// (when wait is set, and always for an ordered key, whose next message
+// must not go out while this one could still come back after a crash:
+// only then is the key told its head is gone).
 func (e *Engine) bury(slot uint32, r *rec, f dlq.Failure, wait bool) error {
 	cat, now := f.Category, f.At.UnixNano()
 	h := r.hist.Load()
-	id := r.id.Load()
+	id, ks := r.id.Load(), r.ks
+	wait = wait || (ks != nil && ks.policy.Ordered)
 	entry := h.deadLetter(id, cat, r.message(), int(r.attempts()), now)
 	// Logged before the dead letter is visible: an operator's Review,
 	// Purge or Redrive of it must follow it in the log.
 	rec := deadLetterRecord(id, f, entry.Attempts, "")
 	lg, logErr := e.logRecord(&rec, wait)
-	e.ctr.movesBegun.Add(1) // from the store's Add to the slot's release
+	e.ctr.moves.begin() // from the store's Add to the slot's release
 	if err := e.dead.Add(entry); err != nil {
+		e.ctr.moves.end()
 		// Only a duplicate ID can fail, which would be an engine bug; keep
 		// the message rather than lose it.
 		e.opts.Logger.Error("ringwal: dead-letter store refused a message", "id", id, "err", err)
 		e.delay(slot, r, now+int64(time.Minute))
-		e.ctr.movesEnded.Add(1)
 		return err
 	}
+	e.release(r)
+	e.ctr.moves.end()
 	e.ctr.deadLettered[categoryIndex(cat)].Add(1)
 	if cat == classify.Expired {
 		e.ctr.expired.Add(1)
 	}
-	e.keyGone(r.ks, id, now)
-	e.release(r)
-	e.ctr.movesEnded.Add(1)
 	e.hk.deadLettered(entry)
 	e.opts.Logger.Debug("ringwal: dead-lettered", "id", id, "category", cat.String(), "key", entry.Key, "attempts", entry.Attempts)
-	if logErr != nil {
-		return logErr
+	err := logErr
+	if err == nil && wait {
+		err = lg.wait()
 	}
-	return lg.wait()
+	e.keyGone(ks, id, now)
+	return err
 }
 
 // hold sets a busy record aside while its key's breaker is open.

@@ -169,12 +169,14 @@ func (e *Engine) Cancel(id ID) error {
 	rec := cancelRecord(uint64(id), now)
 	lg, err := e.logRecord(&rec, true)
 	e.ctr.cancelled.Add(1)
-	e.keyGone(ks, uint64(id), now)
 	e.release(r)
-	if err != nil {
-		return err
+	if err == nil {
+		err = lg.wait()
 	}
-	return lg.wait()
+	// After the log: an ordered key's next message must not go out while
+	// this one could still come back after a crash.
+	e.keyGone(ks, uint64(id), now)
+	return err
 }
 
 // Filter selects live messages for Messages: by Key ("" = every key) and

@@ -145,11 +145,11 @@ func (e *Engine) Redrive(id ID) error {
 	}
 	// From leaving the store until the record counts as pending (it does
 	// once committing), Stats must know a message is in transit.
-	e.ctr.movesBegun.Add(1)
+	e.ctr.moves.begin()
 	moved := false
 	defer func() {
 		if !moved {
-			e.ctr.movesEnded.Add(1)
+			e.ctr.moves.end()
 		}
 	}()
 	d, ok := e.dead.Remove(uint64(id))
@@ -177,20 +177,20 @@ func (e *Engine) Redrive(id ID) error {
 		// Counted as pending from here; a failed write below is a move of
 		// its own back to the store.
 		moved = true
-		e.ctr.movesEnded.Add(1)
+		e.ctr.moves.end()
 		// Redrive then the whole message: the log alone can rebuild it even
 		// if a checkpoint saw it in neither the slab nor the DLQ.
 		recs := make([]wal.Record, 2)
 		recs[0] = redriveRecord(uint64(id), now)
 		enqueueRecord(&recs[1], r, uint64(id))
 		if err := e.log.AppendBatch(recs); err != nil {
-			e.ctr.movesBegun.Add(1)
+			e.ctr.moves.begin()
 			_ = e.dead.Add(d) // before the record goes: Get finds one or the other
 			r.uncommit()
 			ks.unenter()
 			r.free(e.counts)
 			e.ctr.added.Add(-1)
-			e.ctr.movesEnded.Add(1)
+			e.ctr.moves.end()
 			return fmt.Errorf("ringwal: redrive %d: %w", id, mapWALError(err))
 		}
 	}

@@ -77,6 +77,16 @@ func (w word) with(state uint32) word    { return w&^0xff | word(state) }
 func (w word) allowed(set uint32) bool   { return set&(1<<w.state()) != 0 }
 func (w word) names(gen, st uint32) bool { return w.gen() == gen && w.state() == st }
 
+// nextGen is the generation after g. It skips 0, which only a record
+// never published has: the zero Lease (and a zero ref) then never names a
+// live generation, however often a slot's generation wraps.
+func nextGen(g uint32) uint32 {
+	if g == ^uint32(0) {
+		return 1
+	}
+	return g + 1
+}
+
 // maxAttempts is the most attempts the word counts (it saturates there).
 const maxAttempts = 1<<24 - 1
 
@@ -255,7 +265,7 @@ func (r *rec) own(gen, from uint32) bool {
 	for spins := 0; ; spins++ {
 		w := r.load()
 		if w.gen() != gen {
-			if st := w.state(); w.gen()+1 == gen && (st == stBusy || st == stCommitting) {
+			if st := w.state(); nextGen(w.gen()) == gen && (st == stBusy || st == stCommitting) {
 				// Named by nextRef: its owner (holding it busy, or
 				// committing its enqueue) is on its way to publish it.
 				backoff(spins)
@@ -359,12 +369,12 @@ func (r *rec) publish(c *liveCounts, slot uint32, state uint32) ref {
 // record findable (push it to its tier) before it publishes it, so that
 // whoever sees it published finds it there. An own of that ref waits for
 // the publish.
-func (r *rec) nextRef(slot uint32) ref { return ref{slot: slot, gen: r.load().gen() + 1} }
+func (r *rec) nextRef(slot uint32) ref { return ref{slot: slot, gen: nextGen(r.load().gen())} }
 
 // publishAttempts is publish with the attempts count set.
 func (r *rec) publishAttempts(c *liveCounts, slot uint32, state, attempts uint32) ref {
 	r.recount(c, state)
-	gen := r.load().gen() + 1
+	gen := nextGen(r.load().gen())
 	r.word.Store(uint64(makeWord(gen, attempts, state)))
 	return ref{slot: slot, gen: gen}
 }
@@ -404,7 +414,7 @@ func (r *rec) free(c *liveCounts) {
 	}
 	r.ticket = breaker.Ticket{}
 	// id stays: find may still meet it, and every caller checks the state.
-	r.word.Store(uint64(makeWord(r.load().gen()+1, 0, stFree)))
+	r.word.Store(uint64(makeWord(nextGen(r.load().gen()), 0, stFree)))
 }
 
 // fill sets every field of an owned record for a message entering the

@@ -63,16 +63,25 @@ func (e *Engine) ack(l Lease, wait bool) error {
 
 // ackLogged is ack with a log: the ack record, and the message put back
 // if it cannot be written. (Apart, so that a memory-only ack does not
-// zero the put-back copy.)
+// zero the put-back copy.) As every mutation, it logs the ack's record
+// while it owns the record, then makes the ack visible (frees the
+// record), then waits: a checkpoint that sees the message gone then finds
+// its ack in the log at or after the snapshot's cut, or fails if that
+// write does.
 func (e *Engine) ackLogged(r *rec, now int64, wait bool) error {
-	var back unacked
-	id, ks := e.settleDone(r, &back)
+	id, ks := r.id.Load(), r.ks
 	rec := ackRecord(id, now)
+	var c wal.Commit
 	var err error
 	if wait || (ks != nil && ks.policy.Ordered) {
-		err = e.log.Append(&rec)
+		c, err = e.log.AppendCommit(&rec)
 	} else {
 		err = e.logLater(&rec)
+	}
+	var back unacked
+	e.settleDone(r, &back)
+	if err == nil {
+		err = c.Wait()
 	}
 	if err != nil {
 		e.unack(id, &back, ks)
@@ -104,8 +113,12 @@ func (e *Engine) settleDone(r *rec, back *unacked) (uint64, *keyState) {
 }
 
 // unack puts back a message whose ack record could not be logged, pending
-// now, as a requeue would (the log still has it live, so a restart would
-// bring it back too).
+// now, as a requeue would. It logs the records that rebuild the message
+// (a snapshot's) before the message is visible again: a checkpoint that
+// ran while the ack was on its way saw the message gone and may have let
+// the log drop its enqueue record, so the log alone must be able to bring
+// it back. If that write fails too (the disk still refuses), the message
+// is in memory only until a checkpoint succeeds, and the error is logged.
 func (e *Engine) unack(id uint64, u *unacked, ks *keyState) {
 	slot, ok := e.slab.claimNear(id)
 	if !ok {
@@ -117,7 +130,20 @@ func (e *Engine) unack(id uint64, u *unacked, ks *keyState) {
 	m := u.message()
 	r.fill(&m, u.enqueuedAt, u.attempts, u.crashes, u.hist, ks)
 	e.ctr.added.Add(1)
-	e.makeReady(slot, r, e.now())
+	now := e.now()
+	r.at = now // as makeReady sets it: the requeue record says so
+	var lr liveRecords
+	e.liveRecordsOf(r, stPending, &lr, now)
+	recs := make([]wal.Record, 0, 4)
+	_ = lr.emit(func(rec *wal.Record) error { recs = append(recs, *rec); return nil })
+	c, err := e.log.AppendBatchCommit(recs)
+	e.makeReady(slot, r, now)
+	if err == nil {
+		err = c.Wait()
+	}
+	if err != nil {
+		e.opts.Logger.Error("ringwal: could not log a message put back after its ack failed; it is kept in memory until a checkpoint succeeds", "id", id, "err", err)
+	}
 }
 
 // AckBatch acks every lease in ls as Ack would, one after the other, but
@@ -150,6 +176,10 @@ func (e *Engine) AckBatch(ls []Lease) error {
 	var stale staleLeases
 	closedAt := -1
 	for i, l := range ls {
+		if b.holds(e.slab.lookup(l.slot)) {
+			stale.add(i) // a repeat of a lease acked above: ours already
+			continue
+		}
 		r, err := e.acquireLease(l)
 		if err != nil {
 			if errors.Is(err, ErrStaleLease) {
@@ -159,22 +189,32 @@ func (e *Engine) AckBatch(ls []Lease) error {
 			closedAt = i // ErrClosed: Close has taken over the rest
 			break
 		}
-		b.done = append(b.done, ackedLease{})
-		d := &b.done[len(b.done)-1]
+		b.done = append(b.done, ackedLease{r: r, id: r.id.Load(), ks: r.ks})
+		if e.log != nil {
+			b.recs = append(b.recs, ackRecord(r.id.Load(), now))
+		}
+	}
+	// Logged while the records are ours, then freed, then waited for (see
+	// ackLogged).
+	var c wal.Commit
+	var logErr error
+	if len(b.recs) > 0 {
+		c, logErr = e.log.AppendBatchCommit(b.recs)
+	}
+	for i := range b.done {
+		d := &b.done[i]
 		back := &d.back
 		if e.log == nil {
 			back = nil
 		}
-		d.id, d.ks = e.settleDone(r, back)
-		if e.log != nil {
-			b.recs = append(b.recs, ackRecord(d.id, now))
-		}
+		e.settleDone(d.r, back)
+		d.r = nil
 	}
-	var logErr error
-	if len(b.recs) > 0 {
-		if err := e.log.AppendBatch(b.recs); err != nil {
-			logErr = fmt.Errorf("ringwal: ack batch of %d: %w", len(b.recs), mapWALError(err))
-		}
+	if logErr == nil {
+		logErr = c.Wait()
+	}
+	if logErr != nil {
+		logErr = fmt.Errorf("ringwal: ack batch of %d: %w", len(b.recs), mapWALError(logErr))
 	}
 	for i := range b.done {
 		d := &b.done[i]
@@ -210,9 +250,25 @@ type ackBatch struct {
 }
 
 type ackedLease struct {
+	r    *rec // owned until settled
 	id   uint64
 	ks   *keyState
 	back unacked
+}
+
+// holds reports whether r is a record this batch owns already. It looks
+// only when r is busy (owned by someone), so a batch without repeats pays
+// one load per lease.
+func (b *ackBatch) holds(r *rec) bool {
+	if r == nil || r.load().state() != stBusy {
+		return false
+	}
+	for i := range b.done {
+		if b.done[i].r == r {
+			return true
+		}
+	}
+	return false
 }
 
 // ackBatches holds AckBatch's scratch between calls.

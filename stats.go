@@ -199,26 +199,16 @@ func (e *Engine) oldestReady() int64 {
 	return oldest
 }
 
-// countWithDead reads the kept counts and the dead-letter counts into s,
-// so that a message moving between the slab and the dead-letter store (a
-// dead-lettering, a redrive) is counted once: a sequence lock on
-// ctr.moves tells whether a move overlapped the read, and if one did the
-// read is repeated once the moves in flight (each a store's Add or Remove
-// and a slot's claim or release) have ended. A move has no way out before
-// its end, so the wait ends; a reader that keeps meeting one (its mover
-// preempted mid-move) yields, then sleeps, to let it finish.
-func (e *Engine) countWithDead(s *Stats) stateCounts {
-	for try := 0; ; try++ {
-		ended := e.ctr.movesEnded.Load()
-		c := e.counts.stateCounts()
+// countWithDead reads the kept counts and the dead-letter counts into s
+// while no message is moving between the slab and the dead-letter store
+// (counters.go, moveWindow), so that each is counted once. It waits for
+// the moves in flight, each a few instructions, and no longer.
+func (e *Engine) countWithDead(s *Stats) (c stateCounts) {
+	e.ctr.moves.read(func() {
+		c = e.counts.stateCounts()
 		s.Dead, s.DeadByCategory = e.dead.Len(), e.dead.Counts()
-		if e.ctr.movesBegun.Load() == ended {
-			return c
-		}
-		for spins := 0; e.ctr.movesBegun.Load() != e.ctr.movesEnded.Load(); spins++ {
-			waitOut(spins)
-		}
-	}
+	})
+	return c
 }
 
 // Stats returns the engine's current counts and lifetime totals. The

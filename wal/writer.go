@@ -109,23 +109,35 @@ func (l *Log) Append(r *Record) error { return l.appendOne(r, false) }
 // Append does. On a crash the batch is either entirely in the log or
 // entirely absent. Safe for concurrent use.
 func (l *Log) AppendBatch(rs []Record) error {
+	c, err := l.AppendBatchCommit(rs)
+	if err != nil {
+		return err
+	}
+	return c.Wait()
+}
+
+// AppendBatchCommit is AppendBatch that returns without waiting, as
+// AppendCommit is Append's: the records' place in the log is fixed, all
+// in one batch, and Commit.Wait waits as AppendBatch would have. Safe for
+// concurrent use.
+func (l *Log) AppendBatchCommit(rs []Record) (Commit, error) {
 	for i := range rs {
 		if !rs[i].Kind.Valid() {
-			return fmt.Errorf("ringwal/wal: append: record %d of unknown kind %d", i, rs[i].Kind)
+			return Commit{}, fmt.Errorf("ringwal/wal: append: record %d of unknown kind %d", i, rs[i].Kind)
 		}
 	}
 	if len(rs) == 0 {
-		return nil
+		return Commit{}, nil
 	}
 	p, err := l.lockUsable()
 	if err != nil {
-		return err
+		return Commit{}, err
 	}
 	for i := range rs {
 		p.buf = AppendRecord(p.buf, &rs[i])
 	}
 	p.n += len(rs)
-	return l.commitLocked(p, false).Wait()
+	return l.commitLocked(p, false), nil
 }
 
 // AppendNoWait adds r to the next batch and returns without waiting for

@@ -1,0 +1,250 @@
+package ringwal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ringwal/ringwal/wal"
+)
+
+// This file owns EnqueueBatch: admitting a batch as a whole, so that it
+// never waits while it holds something another goroutine may wait for.
+
+// EnqueueBatch adds ms with one log write and returns their IDs in order.
+// It waits for space as Enqueue does. Messages whose DedupID repeats get
+// the first message's ID, are not added again, and the error wraps
+// ErrDuplicate; the others are added all the same. Invalid input (a
+// message Enqueue would refuse, or more than MaxMessages messages) rejects
+// the whole batch with ErrInvalid before anything is added. Safe for
+// concurrent use.
+//
+// Whatever it waits for (room, a key's MaxQueued, a repeat's first
+// enqueue being logged), it waits holding no record: it admits every key
+// and claims every record without waiting, and when one of them would
+// wait it gives back all it took, waits, and starts again. (A batch that
+// held records while it waited would stall every scan that waits out a
+// busy record, the housekeeper's among them, and with it the timers that
+// would make room.) If it fails, it leaves nothing behind: no record, no
+// key count, no DedupID reservation.
+func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
+	if err := e.intake(); err != nil {
+		return nil, err
+	}
+	if len(ms) > e.opts.MaxMessages {
+		return nil, invalidf("batch of %d exceeds MaxMessages %d", len(ms), e.opts.MaxMessages)
+	}
+	for i := range ms {
+		if err := e.validate(&ms[i]); err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+	}
+	b := batchIntake{e: e, ms: ms, ids: make([]ID, len(ms)), slots: make([]uint32, 0, len(ms))}
+	for {
+		ids, again, err := b.try(ctx)
+		if !again {
+			return ids, err
+		}
+	}
+}
+
+// batchIntake is one EnqueueBatch call's state across its tries.
+type batchIntake struct {
+	e     *Engine
+	ms    []Message
+	ids   []ID
+	slots []uint32      // claimed records of messages to add, in order
+	kss   []*keyState   // keys admitted for messages not yet claimed
+	mine  *dedupLogging // the batch's DedupID reservations, while logging
+	dedup bool          // some message has a DedupID to check
+	now   int64
+}
+
+// try is one attempt at the whole batch. again reports that it met
+// something to wait for, gave back all it held, waited, and the batch
+// must start over.
+func (b *batchIntake) try(ctx context.Context) (_ []ID, again bool, _ error) {
+	e := b.e
+	if err := b.awaitFirsts(ctx); err != nil {
+		return nil, false, err
+	}
+	if need := len(b.ms); !e.hasSpace(-1, need) {
+		// Repeats need no room (see enqueue); reserve still decides.
+		known := make([]ID, len(b.ms))
+		for i := range b.ms {
+			if first, dup := e.knownDuplicate(&b.ms[i]); dup {
+				known[i] = first
+				need--
+			}
+		}
+		if need == 0 {
+			e.ctr.duplicates.Add(uint64(len(b.ms)))
+			return known, false, fmt.Errorf("%d of %d messages: %w", len(b.ms), len(b.ms), ErrDuplicate)
+		}
+		if err := e.awaitSpace(ctx, -1, need, true); err != nil {
+			return nil, false, err
+		}
+	}
+	if again, err := b.admitKeys(ctx); again || err != nil {
+		return nil, again, err
+	}
+	if again, err := b.claim(ctx); again || err != nil {
+		return nil, again, err
+	}
+	if e.log != nil && len(b.slots) > 0 {
+		recs := make([]wal.Record, len(b.slots))
+		for i, slot := range b.slots {
+			r := e.slab.at(slot)
+			r.commit(e.counts)
+			enqueueRecord(&recs[i], r, r.id.Load())
+		}
+		if err := e.log.AppendBatch(recs); err != nil {
+			for _, slot := range b.slots {
+				e.slab.at(slot).uncommit()
+			}
+			b.giveBack()
+			return nil, false, fmt.Errorf("ringwal: enqueue batch: %w", mapWALError(err))
+		}
+		if b.mine != nil {
+			for _, slot := range b.slots {
+				r := e.slab.at(slot)
+				if d := r.dedupID(); d != "" {
+					e.dedup.logged(d, r.id.Load())
+				}
+			}
+			close(b.mine.done)
+		}
+	}
+	for _, slot := range b.slots {
+		e.publish(slot, b.now)
+	}
+	dups := len(b.ms) - len(b.slots)
+	if dups > 0 {
+		return b.ids, false, fmt.Errorf("%d of %d messages: %w", dups, len(b.ms), ErrDuplicate)
+	}
+	return b.ids, false, nil
+}
+
+// awaitFirsts waits, holding nothing, until no first enqueue of the
+// batch's DedupIDs is being logged.
+func (b *batchIntake) awaitFirsts(ctx context.Context) error {
+	if b.e.log == nil {
+		return nil
+	}
+	for i := range b.ms {
+		if m := &b.ms[i]; b.e.dedups(m) {
+			b.dedup = true
+			if err := b.e.dedup.awaitLogged(ctx, m.DedupID, b.e.done); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// admitKeys counts every message against its key (isolation, MaxQueued)
+// without waiting. When a key is at MaxQueued it gives every admission
+// back, waits for that key's room, and asks for another try: a batch that
+// held one key's room while it waited for another's could wait forever on
+// a batch doing the reverse.
+func (b *batchIntake) admitKeys(ctx context.Context) (again bool, err error) {
+	e := b.e
+	b.kss = b.kss[:0]
+	for i := range b.ms {
+		var ks *keyState
+		if key := b.ms[i].Key; key != "" {
+			if ks, err = e.keyForEnqueue(ctx, key, false); err != nil {
+				b.giveBack()
+				if !errors.Is(err, ErrFull) || b.isolated(key) {
+					return false, err
+				}
+				// At MaxQueued: wait for room, holding nothing else, and
+				// give that room back too: the next try takes it with the rest.
+				if ks, err = e.keyForEnqueue(ctx, key, true); err != nil {
+					return false, err
+				}
+				ks.unenter()
+				return true, nil
+			}
+		}
+		b.kss = append(b.kss, ks)
+	}
+	return false, nil
+}
+
+// isolated reports whether key is refused for isolation (its breaker is
+// open and its held messages fill their share), which no wait cures.
+func (b *batchIntake) isolated(key string) bool {
+	if b.e.held.cappedKeys.Load() == 0 {
+		return false
+	}
+	_, capped := b.e.held.capped(key)
+	return capped
+}
+
+// claim claims a record for every admitted message and reserves its
+// DedupID, without waiting. A message that repeats a durable DedupID is
+// answered with the first's ID and not added. When no slot is free, or a
+// DedupID's first enqueue is being logged by someone else, it gives all
+// back and asks for another try (after a pause for a slot; awaitFirsts
+// waits for the log).
+func (b *batchIntake) claim(ctx context.Context) (again bool, err error) {
+	e := b.e
+	if b.dedup && e.log != nil {
+		b.mine = newDedupLogging()
+	}
+	for i := range b.ms {
+		m := &b.ms[i]
+		ks := b.kss[i]
+		now := e.now()
+		slot, id, err := e.claim(now, m, ks)
+		b.kss[i] = nil // the record carries it from here (unclaim unenters it)
+		if err != nil {
+			ks.unenter()
+			b.giveBack()
+			if err := e.pause(ctx); err != nil {
+				return false, err
+			}
+			return true, nil
+		}
+		b.now = now
+		if e.dedups(m) {
+			first, dup, busy := e.dedup.reserve(m.DedupID, id, now, int64(e.opts.DedupWindow), b.mine)
+			switch {
+			case busy != nil:
+				e.unclaim(slot)
+				b.giveBack()
+				return true, nil
+			case dup:
+				e.unclaim(slot)
+				e.ctr.duplicates.Add(1)
+				b.ids[i] = ID(first)
+				continue
+			}
+		}
+		b.ids[i] = ID(id)
+		b.slots = append(b.slots, slot)
+	}
+	return false, nil
+}
+
+// giveBack undoes everything the current try holds: claimed records (and
+// their DedupID reservations, whose waiters then go on), and key
+// admissions of messages not yet claimed.
+func (b *batchIntake) giveBack() {
+	for _, slot := range b.slots {
+		b.e.giveBack(slot, true)
+	}
+	b.slots = b.slots[:0]
+	for i, ks := range b.kss {
+		ks.unenter()
+		b.kss[i] = nil
+	}
+	if b.mine != nil {
+		close(b.mine.done)
+		b.mine = nil
+	}
+	for i := range b.ids {
+		b.ids[i] = 0
+	}
+}
