@@ -41,7 +41,7 @@ func fuzzEngine(f *testing.F) http.Handler {
 // a panic into a 500, so this catches panics too).
 func serve(t *testing.T, h http.Handler, method, target string, body []byte) {
 	t.Helper()
-	req := httptest.NewRequest(method, "/", bytes.NewReader(body))
+	req := httptest.NewRequest(method, "http://localhost/", bytes.NewReader(body))
 	u, err := url.ParseRequestURI(target)
 	if err != nil {
 		return // not a request a client could send
