@@ -20,15 +20,17 @@ import (
 var (
 	ErrUnauthorized = errors.New("admin: unauthorized")       // 401: missing or wrong token
 	ErrForbidden    = errors.New("admin: forbidden")          // 403: cross-origin request or Host refused
-	// ErrThrottled is a 429: the client's address sent a wrong token a
-	// moment ago and must wait (Error.RetryAfter) before its token is
-	// checked again. An *Error that wraps it wraps ErrUnauthorized too.
-	ErrThrottled = errors.New("admin: too many wrong tokens")
 	ErrProtocol     = errors.New("admin: unexpected answer")  // an answer that is not the API's JSON
 	ErrUnavailable  = errors.New("admin: server error")       // any other 5xx
 	errMethod       = errors.New("admin: method not allowed") // 405, a client bug
 	errOther        = errors.New("admin: request failed")     // any other 4xx
 )
+
+// ErrThrottled is a 429: the client's address sent a wrong token a moment
+// ago and must wait (the answer's Retry-After, at most 2s) before a token
+// of its is checked again. An *Error that wraps it wraps ErrUnauthorized
+// too.
+var ErrThrottled = errors.New("admin: too many wrong tokens")
 
 // Error is an error answer of the admin API. It wraps the sentinel its
 // status calls for, so errors.Is works across the wire as it does on the
