@@ -108,13 +108,26 @@ func (h *handler) checkHost(w http.ResponseWriter, r *http.Request) bool {
 	if h.hosts.allows(r.Host) {
 		return true
 	}
+	if isAPIPath(r.URL.Path) {
+		return h.checkHostAPI(w, r)
+	}
+	h.refusedHost(r)
+	h.errorPage(w, r, http.StatusForbidden, hostRefusal(r.Host))
+	return false
+}
+
+// checkHostAPI is checkHost with a JSON answer.
+func (h *handler) checkHostAPI(w http.ResponseWriter, r *http.Request) bool {
+	if h.hosts.allows(r.Host) {
+		return true
+	}
+	h.refusedHost(r)
+	replyError(w, http.StatusForbidden, hostRefusal(r.Host))
+	return false
+}
+
+// refusedHost counts and logs a request refused for its Host.
+func (h *handler) refusedHost(r *http.Request) {
 	h.auth.hostsRefused.Add(1)
 	h.opts.Logger.Info("ringwal: admin: a request for a host not allowed", "host", r.Host, "remote", r.RemoteAddr)
-	msg := hostRefusal(r.Host)
-	if isAPIPath(r.URL.Path) {
-		replyError(w, http.StatusForbidden, msg)
-		return false
-	}
-	h.errorPage(w, r, http.StatusForbidden, msg)
-	return false
 }

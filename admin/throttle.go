@@ -202,3 +202,34 @@ func (h *handler) failedCredential(r *http.Request) {
 	d := h.limit.fail(clientKey(r))
 	h.opts.Logger.Info("ringwal: admin: a wrong token", "remote", r.RemoteAddr, "path", r.URL.Path, "penalty", d)
 }
+
+// Protect returns next behind the defences of ah, a handler from
+// NewHandler: its Host check and its bearer token, with the same throttle
+// on wrong tokens (and the same AuthStats), so that an endpoint mounted
+// beside the admin handler, such as /metrics, is no easier to guess the
+// token through. A console session does not open it: only the
+// Authorization header. Errors are answered as the API's (JSON). If ah
+// is not from NewHandler, every request is refused with 500: a mistake
+// fails closed.
+func Protect(ah, next http.Handler) http.Handler {
+	h, ok := ah.(*handler)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ok {
+			replyError(w, http.StatusInternalServerError, "admin.Protect: not a handler from admin.NewHandler")
+			return
+		}
+		if !h.checkHostAPI(w, r) {
+			return
+		}
+		if h.opts.Token != "" {
+			if ok, answered := h.checkBearer(w, r, true); answered {
+				return
+			} else if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="ringwal admin"`)
+				replyError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
