@@ -288,3 +288,32 @@ func TestThrottleBounded(t *testing.T) {
 	st, _ = admin.ReadAuthStats(h)
 	assert.Less(t, st.Clients, 10, "swept")
 }
+
+// TestProtect: an endpoint behind Protect has the admin handler's Host
+// check, token and throttle, and fails closed over a foreign handler.
+func TestProtect(t *testing.T) {
+	e, _, _ := adminEngine(t, ringwal.Options{})
+	next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "metrics") })
+	open := admin.Protect(admin.NewHandler(e, admin.Options{}), next)
+	assert.Equal(t, http.StatusForbidden, hostRequest(open, "GET", "evil.example", "/metrics", "192.0.2.1:1", nil, "").Code)
+	assert.Equal(t, http.StatusOK, hostRequest(open, "GET", "localhost:9464", "/metrics", "192.0.2.1:1", nil, "").Code)
+
+	hclock := clock.NewFake(time.Now())
+	ah := admin.NewHandler(e, admin.Options{Token: "s3cret-s3cret-s3cret", Clock: hclock})
+	guarded := admin.Protect(ah, next)
+	bearer := func(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }
+	assert.Equal(t, http.StatusUnauthorized, hostRequest(guarded, "GET", "x", "/metrics", "192.0.2.1:1", nil, "").Code)
+	assert.Equal(t, http.StatusUnauthorized, hostRequest(guarded, "GET", "x", "/metrics", "192.0.2.1:1", bearer("no"), "").Code)
+	assert.Equal(t, http.StatusTooManyRequests, hostRequest(ah, "GET", "x", "/api/stats", "192.0.2.1:1", bearer("s3cret-s3cret-s3cret"), "").Code,
+		"one throttle: a wrong token on /metrics holds back the API too")
+	hclock.Advance(100 * time.Millisecond)
+	w := hostRequest(guarded, "GET", "x", "/metrics", "192.0.2.1:1", bearer("s3cret-s3cret-s3cret"), "")
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, "metrics", w.Body.String())
+	st, _ := admin.ReadAuthStats(ah)
+	assert.EqualValues(t, 1, st.Failures)
+	assert.EqualValues(t, 1, st.Throttled)
+
+	foreign := admin.Protect(http.NotFoundHandler(), next)
+	assert.Equal(t, http.StatusInternalServerError, hostRequest(foreign, "GET", "localhost", "/metrics", "192.0.2.1:1", nil, "").Code)
+}
