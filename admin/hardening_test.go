@@ -170,8 +170,9 @@ func TestSignOutRevokesSession(t *testing.T) {
 	e, fake, _ := adminEngine(t, ringwal.Options{})
 	fiveDeadLetters(t, e, fake)
 	b := newBrowser(t, e, admin.Options{Token: "s3cret-s3cret-s3cret"})
-	p := b.get("?token=s3cret-s3cret-s3cret")
-	require.Equal(t, http.StatusSeeOther, p.status)
+	tok := b.get("login").csrf(t)
+	p := b.post("login", url.Values{"csrf": {tok}, "token": {"s3cret-s3cret-s3cret"}}, nil)
+	require.Equal(t, http.StatusSeeOther, p.status, p.body)
 	var session *http.Cookie
 	for _, c := range (&http.Response{Header: p.header}).Cookies() {
 		if c.Name == "ringwal_session" {
@@ -191,13 +192,13 @@ func TestSignOutRevokesSession(t *testing.T) {
 	}
 	require.Equal(t, http.StatusOK, copied(), "the copy works while the session lives")
 
-	tok := b.get("").html(t, http.StatusOK, "signed in").csrf(t)
+	b.get("").html(t, http.StatusOK, "signed in")
 	require.Equal(t, http.StatusSeeOther, b.post("logout", url.Values{"csrf": {tok}}, nil).status)
 	assert.Equal(t, http.StatusUnauthorized, copied(), "the copy is refused after sign-out")
 	b.get("").html(t, http.StatusUnauthorized, "signed out")
 
 	// Signing in again is a new session, unaffected.
-	require.Equal(t, http.StatusSeeOther, b.get("?token=s3cret-s3cret-s3cret").status)
+	require.Equal(t, http.StatusSeeOther, b.post("login", url.Values{"csrf": {tok}, "token": {"s3cret-s3cret-s3cret"}}, nil).status)
 	b.get("").html(t, http.StatusOK, "signed in again")
 }
 
