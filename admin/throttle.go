@@ -9,7 +9,9 @@ package admin
 // matter how many connections it opens in parallel, and holds no
 // goroutine asleep. A right credential clears the client's record. A
 // request that carries no credential (a session cookie, or none) is never
-// throttled.
+// throttled. Behind a reverse proxy every client has the proxy's address
+// (forwarding headers are not trusted: anyone can send them), so one
+// guesser's penalty holds back the others' tokens too, for 2s at most.
 //
 // The records are bounded: at most maxThrottled clients are tracked; past
 // that, records whose penalty has long ended are dropped and, if none is,
@@ -49,7 +51,8 @@ type AuthStats struct {
 	// HostsRefused counts requests refused for their Host header (see
 	// Options.AllowedHosts).
 	HostsRefused uint64
-	// Clients is how many clients the throttle tracks now (at most 4096).
+	// Clients is how many clients the throttle tracks now: at most 4096,
+	// and the one record the clients past that share.
 	Clients int
 }
 
