@@ -19,18 +19,25 @@ import (
 // Sentinels of the answers that have no ringwal sentinel; see Error.
 var (
 	ErrUnauthorized = errors.New("admin: unauthorized")       // 401: missing or wrong token
-	ErrForbidden    = errors.New("admin: forbidden")          // 403: cross-origin request refused
+	ErrForbidden    = errors.New("admin: forbidden")          // 403: cross-origin request or Host refused
 	ErrProtocol     = errors.New("admin: unexpected answer")  // an answer that is not the API's JSON
 	ErrUnavailable  = errors.New("admin: server error")       // any other 5xx
 	errMethod       = errors.New("admin: method not allowed") // 405, a client bug
 	errOther        = errors.New("admin: request failed")     // any other 4xx
 )
 
+// ErrThrottled is a 429: the client's address sent a wrong token a moment
+// ago and must wait (the answer's Retry-After, at most 2s) before a token
+// of its is checked again. An *Error that wraps it wraps ErrUnauthorized
+// too.
+var ErrThrottled = errors.New("admin: too many wrong tokens")
+
 // Error is an error answer of the admin API. It wraps the sentinel its
 // status calls for, so errors.Is works across the wire as it does on the
 // engine: 404 is ringwal.ErrNotFound; 400 and 413 ringwal.ErrInvalid; 503
 // ringwal.ErrFull when it carries Retry-After, else ringwal.ErrClosed; 401
-// ErrUnauthorized; 403 ErrForbidden; other 5xx ErrUnavailable. An error
+// ErrUnauthorized; 429 ErrThrottled (and ErrUnauthorized); 403
+// ErrForbidden; other 5xx ErrUnavailable. An error
 // answer that is not the API's JSON (a wrong base URL, a proxy's page)
 // wraps ErrProtocol whatever its status.
 type Error struct {
@@ -224,6 +231,8 @@ func answerError(resp *http.Response, raw []byte) error {
 		e.err = ringwal.ErrClosed
 	case code == http.StatusUnauthorized:
 		e.err = ErrUnauthorized
+	case code == http.StatusTooManyRequests:
+		e.err = fmt.Errorf("%w (%w)", ErrThrottled, ErrUnauthorized)
 	case code == http.StatusForbidden:
 		e.err = ErrForbidden
 	case code == http.StatusMethodNotAllowed:

@@ -16,13 +16,15 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
 func TestClientKeyControls(t *testing.T) {
 	e := enginetest.Open(t, "", ringwal.Options{})
 	mux := http.NewServeMux()
-	mux.Handle("/ops/", http.StripPrefix("/ops", admin.NewHandler(e, admin.Options{Token: "s3cret"})))
+	hclock := clock.NewFake(time.Now()) // the handler's: it ends the penalty of the wrong token below
+	mux.Handle("/ops/", http.StripPrefix("/ops", admin.NewHandler(e, admin.Options{Token: "s3cret", Clock: hclock})))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	c := admin.NewClient(srv.URL+"/ops/", admin.WithToken("s3cret"))
@@ -98,17 +100,23 @@ func TestClientKeyControls(t *testing.T) {
 	_, err = c.Messages(ctx, admin.MessageQuery{Limit: admin.MaxLimit + 1})
 	assert.ErrorIs(t, err, ringwal.ErrInvalid)
 
-	// Without the token: unauthorized, nothing done.
+	// Without the token: unauthorized, nothing done. A wrong token puts
+	// its address in a penalty: the next tries are throttled (429) before
+	// their token is even looked at.
 	bad := admin.NewClient(srv.URL+"/ops", admin.WithToken("wrong"))
 	_, err = bad.Pause(ctx, time.Time{})
 	assert.ErrorIs(t, err, admin.ErrUnauthorized)
+	assert.NotErrorIs(t, err, admin.ErrThrottled)
 	_, err = bad.Cancel(ctx, ids[1])
 	assert.ErrorIs(t, err, admin.ErrUnauthorized)
+	assert.ErrorIs(t, err, admin.ErrThrottled)
+	hclock.Advance(2 * time.Second)
 	_, err = bad.Keys(ctx)
 	assert.ErrorIs(t, err, admin.ErrUnauthorized)
 	assert.False(t, e.Stats().DeliveryPaused)
 	_, err = e.Get(ids[1])
 	assert.NoError(t, err)
+	hclock.Advance(2 * time.Second) // the penalty is the address's: it ends for c too
 
 	require.NoError(t, e.Close())
 	_, err = c.Keys(ctx)

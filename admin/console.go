@@ -31,10 +31,11 @@ var consoleFS embed.FS
 // key that signs sessions and CSRF tokens, and the Stats samples behind
 // the overview's rates.
 type console struct {
-	mux   *http.ServeMux
-	pages map[string]*template.Template
-	key   []byte
-	rates sampler
+	mux     *http.ServeMux
+	pages   map[string]*template.Template
+	key     []byte
+	rates   sampler
+	revoked revocations
 }
 
 // pageNames lists the templates under console/, each rendered inside
@@ -73,23 +74,37 @@ func newConsole(h *handler) *console {
 	return c
 }
 
-// serveConsole runs the checks every console request goes through, then
-// routes it. Unknown paths and wrong methods get HTML 404 and 405 pages,
+// serveConsole runs the checks every console request goes through (Host,
+// query size, a sign-in URL's token, token or session, origin, CSRF),
+// then routes it. Unknown paths and wrong methods get HTML 404 and 405 pages,
 // a panic an HTML 500 (its stack goes to the log only).
 func (h *handler) serveConsole(w http.ResponseWriter, r *http.Request) {
 	defer h.recoverPanic(w, r)
+	if !h.checkHost(w, r) {
+		return
+	}
 	if len(r.URL.RawQuery) > MaxQuery {
 		h.errorPage(w, r, http.StatusRequestURITooLong, fmt.Sprintf("The query is longer than %d bytes.", MaxQuery))
 		return
 	}
+	if safeMethod(r.Method) && r.URL.Query().Has(tokenParam) {
+		h.signInURL(w, r)
+		return
+	}
 	public := strings.HasPrefix(r.URL.Path, "/static/") || r.URL.Path == "/login"
-	if h.opts.Token != "" && !public && !h.authorized(r) && !h.con.validSession(r, h.now()) {
-		if safeMethod(r.Method) {
-			h.renderLogin(w, r, http.StatusUnauthorized, "", r.URL.Path)
+	if h.opts.Token != "" && !public {
+		ok, answered := h.checkBearer(w, r, false)
+		if answered {
 			return
 		}
-		h.errorPage(w, r, http.StatusUnauthorized, "Sign in first: this console needs the admin token.")
-		return
+		if !ok && !h.con.validSession(r, h.now()) {
+			if safeMethod(r.Method) {
+				h.renderLogin(w, r, http.StatusUnauthorized, "", r.URL.Path)
+				return
+			}
+			h.errorPage(w, r, http.StatusUnauthorized, "Sign in first: this console needs the admin token.")
+			return
+		}
 	}
 	if _, pattern := h.con.mux.Handler(r); pattern == "" {
 		// The mux answers 404 or 405 (with Allow); nothing is done.

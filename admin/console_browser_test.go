@@ -30,6 +30,7 @@ import (
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/dlq"
 	"github.com/ringwal/ringwal/internal/enginetest"
 )
@@ -294,4 +295,60 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Logf("wrote %s, console-overview.png and console-keys.png", out)
 	}
 	t.Logf("browser test took %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestConsoleSignInURLInBrowser: the sign-in URL that ringwal serve prints
+// signs a browser in and leaves the token out of the address bar (and of
+// the history's current entry); signing out revokes the session, so the
+// pages ask for the token again.
+func TestConsoleSignInURLInBrowser(t *testing.T) {
+	exe := chromium()
+	if exe == "" {
+		t.Skip("no Chromium on PATH (chromium, chromium-browser, google-chrome)")
+	}
+	e := enginetest.Open(t, "", ringwal.Options{})
+	consoleFixture(t, e)
+	const token = "0123456789abcdef0123456789abcdef"
+	hclock := clock.NewFake(time.Now()) // the handler's: it ends the wrong token's penalty
+	srv := httptest.NewServer(admin.NewHandler(e, admin.Options{Token: token, Clock: hclock}))
+	t.Cleanup(srv.Close)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()))
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	defer acancel()
+	bctx, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(bctx, steps...); err != nil {
+			body, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
+			require.NoError(t, err, "%s; the page:\n%s", what, body)
+		}
+	}
+	href := func() string {
+		t.Helper()
+		s, err := chromedp.Run(bctx, chromedp.Evaluate[string](`location.href`))
+		require.NoError(t, err)
+		return s
+	}
+
+	run("a wrong sign-in URL", chromedp.Navigate(srv.URL+"/dead-letters?token=wrong"),
+		chromedp.WaitVisible(chromedp.CSS(`#token`)))
+	body, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.body.innerText`))
+	require.NoError(t, err)
+	assert.Contains(t, body, "Wrong token in the sign-in URL.")
+	hclock.Advance(100 * time.Millisecond) // the wrong token's penalty
+
+	run("the sign-in URL", chromedp.Navigate(srv.URL+"/dead-letters?category=poison&token="+token),
+		chromedp.WaitVisible(chromedp.CSS(`#dead-letters`)))
+	assert.Equal(t, srv.URL+"/dead-letters?category=poison", href(), "signed in, the token gone from the address")
+	run("the overview", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`#live`)))
+
+	run("sign out", chromedp.Click(chromedp.CSS(`form.logout button`)), chromedp.WaitVisible(chromedp.CSS(`#token`)))
+	run("signed out", chromedp.Navigate(srv.URL+"/dead-letters"), chromedp.WaitVisible(chromedp.CSS(`#token`)))
+	assert.NotContains(t, href(), "token=")
 }

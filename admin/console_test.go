@@ -15,12 +15,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/dlq"
 )
 
@@ -198,7 +200,8 @@ func TestConsoleCSRF(t *testing.T) {
 func TestConsoleToken(t *testing.T) {
 	e, fake, _ := adminEngine(t, ringwal.Options{})
 	ids := fiveDeadLetters(t, e, fake)
-	b := newBrowser(t, e, admin.Options{Token: "s3cret"})
+	hclock := clock.NewFake(time.Now()) // the handler's: it ends the wrong token's penalty
+	b := newBrowser(t, e, admin.Options{Token: "s3cret", Clock: hclock})
 	detail := fmt.Sprintf("dead-letters/%d", ids[0])
 
 	p := b.get(detail).html(t, http.StatusUnauthorized, "no session")
@@ -211,6 +214,9 @@ func TestConsoleToken(t *testing.T) {
 
 	p = b.post("login", url.Values{"csrf": {tok}, "token": {"wrong"}, "next": {"/" + detail}}, nil).html(t, http.StatusUnauthorized, "a wrong token")
 	assert.Contains(t, p.body, "Wrong token.")
+	p = b.post("login", url.Values{"csrf": {tok}, "token": {"s3cret"}, "next": {"/" + detail}}, nil).html(t, http.StatusTooManyRequests, "right at once after a wrong one")
+	assert.Equal(t, "1", p.header.Get("Retry-After"))
+	hclock.Advance(100 * time.Millisecond)
 	b.post("login", url.Values{"token": {"s3cret"}}, nil).html(t, http.StatusForbidden, "sign-in without the CSRF field")
 	p = b.post("login", url.Values{"csrf": {tok}, "token": {"s3cret"}, "next": {"/" + detail}}, nil)
 	require.Equal(t, http.StatusSeeOther, p.status, p.body)

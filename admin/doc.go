@@ -80,9 +80,11 @@
 //
 // Every error is answered {"error": "..."}, never a stack: 400 for bad
 // input (malformed JSON, a bad ID, bad query parameters), 401 without the
-// bearer token when Options.Token is set, 403 for a cross-origin POST, 404
-// for an unknown ID or path (ringwal.ErrNotFound), 405 for a wrong method,
-// 413 for a body over MaxBody, 503 once the engine is closed
+// bearer token when Options.Token is set, 403 for a cross-origin POST or
+// a Host not allowed (see Security), 404 for an unknown ID or path
+// (ringwal.ErrNotFound), 405 for a wrong method, 429 with Retry-After a
+// moment after a wrong token from the same address (see Security), 413
+// for a body over MaxBody, 503 once the engine is closed
 // (ringwal.ErrClosed) or, with Retry-After, when it is full
 // (ringwal.ErrFull), and 500 otherwise (a panic included; its stack goes
 // to Options.Logger). The Client turns them back into errors wrapping the
@@ -112,7 +114,8 @@
 //	POST /dead-letters/{id}/redrive
 //	GET  /purge?filters             the confirmation: how many dead letters the filters match, and the first
 //	POST /purge                     purges if the count is still the one confirmed (else confirms again)
-//	GET  /login, POST /login, POST /logout   (only with Options.Token)
+//	GET  /login, POST /login, POST /logout   (only with Options.Token; sign-out revokes the session)
+//	GET  any page?token=TOKEN       a sign-in URL: signs in, then redirects to the page without the token
 //	GET  /static/{file}             the stylesheet and the script
 //
 // Console errors are HTML pages with the same statuses as the API's
@@ -121,15 +124,30 @@
 // # Security
 //
 // With Options.Token set, every API request needs "Authorization: Bearer
-// <token>". The console accepts that header too; a browser signs in once
-// on the login page (the token in a form, never in a URL), which sets a
+// <token>". The console accepts that header too; a browser signs in once,
+// on the login page (the token in a form) or with a sign-in URL (any
+// console page with ?token=<token>, as ringwal serve prints: it sets the
+// session and redirects to the same page without the token), which sets a
 // session cookie (ringwal_session: HttpOnly, SameSite=Strict, Secure over
 // TLS; an expiry and a nonce signed with HMAC-SHA256 by a key the handler
-// draws at random, so sessions last 12 hours or until the process
-// restarts). The session cookie opens the console only, never /api/.
+// draws at random, so sessions last 12 hours, until sign-out, which
+// revokes the session on the server, or until the process restarts). The
+// session cookie opens the console only, never /api/. A wrong token (a
+// bearer header, a sign-in) puts its client's address (an IPv6 one's /64)
+// in a penalty, 100ms doubling with each further failure up to 2s, during
+// which its tokens are answered 429 with Retry-After without being
+// checked; at most 4096 addresses are tracked. ReadAuthStats counts the
+// failures, the throttled requests and the refused Hosts; Protect puts
+// another endpoint (/metrics, say) behind the same token and throttle.
+//
 // Without a token the handler has no authentication: anyone who can reach
 // it can read payloads, redrive, requeue and purge, so mount it behind
-// authentication of your own.
+// authentication of your own. It then answers only requests whose Host
+// header names a loopback host (localhost, *.localhost, 127.0.0.0/8,
+// [::1]) or one of Options.AllowedHosts, and refuses others with 403:
+// this stops DNS rebinding, where a web page the operator visits points
+// its own name at the handler's address and, being same-origin in the
+// browser's eyes, reads and acts through it.
 //
 // The CSRF defence is always on. A POST whose Origin header names another
 // host than the request's Host (or, without an Origin, whose

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -41,7 +42,7 @@ func fuzzEngine(f *testing.F) http.Handler {
 // a panic into a 500, so this catches panics too).
 func serve(t *testing.T, h http.Handler, method, target string, body []byte) {
 	t.Helper()
-	req := httptest.NewRequest(method, "/", bytes.NewReader(body))
+	req := httptest.NewRequest(method, "http://localhost/", bytes.NewReader(body))
 	u, err := url.ParseRequestURI(target)
 	if err != nil {
 		return // not a request a client could send
@@ -102,4 +103,82 @@ func FuzzAdminDeadLetterQuery(f *testing.F) {
 		}
 		serve(t, h, http.MethodGet, "/api/dead-letters?"+query, nil)
 	})
+}
+
+// FuzzAdminHostAndSignIn fuzzes what the defences around the token read:
+// the Host header, the target (any path, a sign-in URL's ?token= among
+// its parameters) and the Authorization header, against a handler
+// without a token and one with. Never a 5xx; without a token a Host that
+// is not loopback is refused; with one, nothing but the right token ever
+// sets a session or opens a page.
+func FuzzAdminHostAndSignIn(f *testing.F) {
+	const token = "s3cret-s3cret-s3cret"
+	e, err := ringwal.Open("", ringwal.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { e.Close() })
+	open := admin.NewHandler(e, admin.Options{AllowedHosts: []string{"ops.internal"}})
+	guarded := admin.NewHandler(e, admin.Options{Token: token})
+	for _, s := range [][3]string{
+		{"127.0.0.1:9464", "/?token=" + token, ""},
+		{"localhost", "/dead-letters?category=poison&token=" + token, ""},
+		{"evil.example", "/api/dead-letters", ""},
+		{"evil.example:9464", "/?token=wrong", "Bearer " + token},
+		{"[::1]:1", "/login?token=x&next=//evil", "Bearer"},
+		{"ops.internal:8080", "/keys?token=&token=" + token, ""},
+		{"127.0.0.1.nip.io", "//evil.example/?token=" + token, ""},
+		{"", "/static/console.css?token=a", "Basic x"},
+		{"LOCALHOST.", "/../api/stats?token=%zz", ""},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, host, target, authz string) {
+		u, err := url.ParseRequestURI(target)
+		if err != nil || strings.ContainsAny(target, "# \r\n") || strings.ContainsAny(host+authz, "\r\n") {
+			return
+		}
+		for _, h := range []http.Handler{open, guarded} {
+			req := httptest.NewRequest(http.MethodGet, "http://localhost/", nil)
+			req.URL, req.RequestURI, req.Host = u, target, host
+			req.RemoteAddr = "192.0.2.1:1"
+			if authz != "" {
+				req.Header.Set("Authorization", authz)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code >= 500 {
+				t.Fatalf("Host %q %s: status %d: %s", host, target, w.Code, w.Body.String())
+			}
+			if h == open {
+				hn := strings.ToLower(strings.TrimSuffix(hostName(host), "."))
+				loop := hn == "localhost" || strings.HasSuffix(hn, ".localhost") || hn == "ops.internal" || isLoopbackIP(hn)
+				if !loop && w.Code != http.StatusForbidden {
+					t.Fatalf("Host %q %s: status %d, want 403", host, target, w.Code)
+				}
+				continue
+			}
+			rightToken := u.Query().Get("token") == token || strings.TrimSpace(u.Query().Get("token")) == token
+			if strings.Contains(w.Header().Get("Set-Cookie"), "ringwal_session=") && !rightToken {
+				t.Fatalf("%s: a session without the token", target)
+			}
+			rightBearer := strings.TrimSpace(strings.TrimPrefix(authz, "Bearer ")) == token && strings.HasPrefix(authz, "Bearer ")
+			if w.Code == http.StatusOK && !rightBearer && !strings.HasPrefix(u.Path, "/static/") && u.Path != "/login" {
+				t.Fatalf("%s (Authorization %q): 200 without the token", target, authz)
+			}
+		}
+	})
+}
+
+// hostName is the host of a Host header, without port or brackets.
+func hostName(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return strings.Trim(h, "[]")
+	}
+	return strings.Trim(hostport, "[]")
+}
+
+func isLoopbackIP(s string) bool {
+	ip := net.ParseIP(s)
+	return ip != nil && ip.IsLoopback()
 }

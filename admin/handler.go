@@ -23,10 +23,23 @@ import (
 // Options configures NewHandler. The zero value is usable.
 type Options struct {
 	// Token, when not empty, is the bearer token every request must carry
-	// (Authorization: Bearer <token>; the console also takes it once on
-	// its sign-in page); others are answered 401. "" asks for none: then
-	// mount the handler behind authentication of your own.
+	// (Authorization: Bearer <token>; the console also takes it once, on
+	// its sign-in page or in a sign-in URL ending in ?token=<token>);
+	// others are answered 401. Wrong tokens put their client in a short
+	// penalty (429, see AuthStats). "" asks for none: then mount the
+	// handler behind authentication of your own, and mind AllowedHosts.
 	Token string
+	// AllowedHosts are the host names (or addresses) besides loopback ones
+	// (localhost, *.localhost, 127.0.0.0/8, ::1) that requests may name in
+	// their Host header; a port, if given, is ignored, and "*" allows any.
+	// The check applies when Token is "" or AllowedHosts is not empty;
+	// other requests are refused with 403. Without a token it is what
+	// stops DNS rebinding: a web page that makes its own name resolve to
+	// the handler's address reaches it with its own name as the Host.
+	// Name here the names operators use to reach an internal listener
+	// ("ringwal-admin.internal"); "*" only behind a proxy that checks the
+	// Host itself.
+	AllowedHosts []string
 	// Logger receives operator actions (requeue, redrive, review, purge,
 	// pause, resume, cancel) at Info and failed requests at Error. Nil discards.
 	Logger *slog.Logger
@@ -44,10 +57,11 @@ func NewHandler(e *ringwal.Engine, o Options) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{e: e, opts: o, mux: http.NewServeMux(), now: time.Now}
+	h := &handler{e: e, opts: o, mux: http.NewServeMux(), now: time.Now, hosts: newHostPolicy(o)}
 	if o.Clock != nil {
 		h.now = o.Clock.Now
 	}
+	h.limit = newThrottle(h.now)
 	h.mux.HandleFunc("GET /api/stats", h.stats)
 	h.mux.HandleFunc("GET /api/next", h.next)
 	h.mux.HandleFunc("GET /api/messages/{id}", h.getMessage)
@@ -73,6 +87,10 @@ type handler struct {
 	mux  *http.ServeMux // the JSON API
 	now  func() time.Time
 	con  *console
+
+	hosts hostPolicy   // the Host check
+	limit *throttle    // penalties of clients with wrong tokens
+	auth  authCounters // behind ReadAuthStats
 }
 
 // ServeHTTP sends a path under /api/ to the JSON API and anything else to
@@ -88,16 +106,23 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // isAPIPath reports whether p belongs to the JSON API.
 func isAPIPath(p string) bool { return p == "/api" || strings.HasPrefix(p, "/api/") }
 
-// serveAPI checks the token, the query size and the origin, then routes
-// r; the mux's own 404 and 405 answers (plain text) are turned into JSON
-// ones, and a panic into a JSON 500 (its stack goes to the log, never to
-// the client).
+// serveAPI checks the Host, the token, the query size and the origin,
+// then routes r; the mux's own 404 and 405 answers (plain text) are
+// turned into JSON ones, and a panic into a JSON 500 (its stack goes to
+// the log, never to the client).
 func (h *handler) serveAPI(w http.ResponseWriter, r *http.Request) {
 	defer h.recoverPanic(w, r)
-	if h.opts.Token != "" && !h.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="ringwal admin"`)
-		replyError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+	if !h.checkHost(w, r) {
 		return
+	}
+	if h.opts.Token != "" {
+		if ok, answered := h.checkBearer(w, r, true); answered {
+			return
+		} else if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ringwal admin"`)
+			replyError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
+		}
 	}
 	if len(r.URL.RawQuery) > MaxQuery {
 		replyError(w, http.StatusRequestURITooLong, fmt.Sprintf("query longer than %d bytes", MaxQuery))
@@ -130,9 +155,35 @@ func (h *handler) recoverPanic(w http.ResponseWriter, r *http.Request) {
 	h.errorPage(w, r, http.StatusInternalServerError, "internal error (the server's log has the details)")
 }
 
+// authorized reports whether r carries the bearer token.
 func (h *handler) authorized(r *http.Request) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.opts.Token)) == 1
+	return ok && h.rightToken(strings.TrimSpace(got))
+}
+
+// rightToken compares tok with the token in constant time.
+func (h *handler) rightToken(tok string) bool {
+	return subtle.ConstantTimeCompare([]byte(tok), []byte(h.opts.Token)) == 1
+}
+
+// checkBearer checks r's Authorization header, if it has one, through
+// the throttle: a client in its penalty is answered 429 (answered true),
+// a wrong token counts a failure (ok false), a right one clears the
+// client's record (ok true). Without the header, ok is false and nothing
+// is counted: a missing credential is no guess.
+func (h *handler) checkBearer(w http.ResponseWriter, r *http.Request, api bool) (ok, answered bool) {
+	if _, has := r.Header["Authorization"]; !has {
+		return false, false
+	}
+	if h.throttled(w, r, api) {
+		return false, true
+	}
+	if !h.authorized(r) {
+		h.failedCredential(r)
+		return false, false
+	}
+	h.limit.succeed(clientKey(r))
+	return true, false
 }
 
 func safeMethod(m string) bool {

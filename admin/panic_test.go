@@ -17,7 +17,7 @@ func TestPanicIsJSON500(t *testing.T) {
 	h := NewHandler(nil, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}).(*handler)
 	h.mux.HandleFunc("GET /api/boom", func(http.ResponseWriter, *http.Request) { panic("boom") })
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest("GET", "/api/boom", nil))
+	h.ServeHTTP(w, httptest.NewRequest("GET", "http://localhost/api/boom", nil))
 	if w.Code != http.StatusInternalServerError {
 		t.Fatalf("status %d", w.Code)
 	}
@@ -39,7 +39,7 @@ func TestPanicIsHTML500(t *testing.T) {
 	h := NewHandler(nil, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}).(*handler)
 	h.con.mux.HandleFunc("GET /boom", func(http.ResponseWriter, *http.Request) { panic("boom") })
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest("GET", "/boom", nil))
+	h.ServeHTTP(w, httptest.NewRequest("GET", "http://localhost/boom", nil))
 	if w.Code != http.StatusInternalServerError || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
 		t.Fatalf("status %d, %s", w.Code, w.Header().Get("Content-Type"))
 	}

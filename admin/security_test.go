@@ -8,12 +8,14 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/clock"
 )
 
 // endpoints lists every route with a valid request.
@@ -46,7 +48,8 @@ func bodyOf(s string) any {
 func TestAdminTokenRequired(t *testing.T) {
 	e, fake, _ := adminEngine(t, ringwal.Options{})
 	ids := fiveDeadLetters(t, e, fake)
-	c := newAdminWith(t, e, admin.Options{Token: "tok"})
+	hclock := clock.NewFake(time.Now()) // the handler's: each wrong token's penalty is waited out
+	c := newAdminWith(t, e, admin.Options{Token: "tok", Clock: hclock})
 	for _, h := range []http.Header{
 		nil,
 		{"Authorization": {"Bearer wrong"}},
@@ -58,6 +61,7 @@ func TestAdminTokenRequired(t *testing.T) {
 		for _, ep := range append(endpoints(ids[0]), struct{ method, path, body string }{"GET", "/nope", ""}) {
 			r := c.do(ep.method, ep.path, bodyOf(ep.body)).expect(t, http.StatusUnauthorized, fmt.Sprint(ep, h))
 			assert.Contains(t, r.header.Get("WWW-Authenticate"), "Bearer")
+			hclock.Advance(2 * time.Second)
 		}
 	}
 	require.Equal(t, 5, e.Stats().Dead, "nothing done without the token")

@@ -11,20 +11,27 @@ package admin
 // neither read the cookie nor compute the MAC; SameSite=Strict keeps the
 // cookie off cross-site requests anyway, and the Origin check comes first.
 //
-// Sessions (only when Options.Token is set): the login form takes the
+// Sessions (only when Options.Token is set): the login form, or a sign-in
+// URL (any page with ?token=<token>, as ringwal serve prints), takes the
 // token once and sets ringwal_session (HttpOnly, SameSite=Strict), an
-// expiry and a nonce signed with the key, valid for sessionTTL.
+// expiry and a nonce signed with the key, valid for sessionTTL. Signing
+// out revokes the session on the server too, not only in the browser
+// that signs out: a copy of the cookie taken before is refused. The
+// revoked nonces are the one thing the console keeps per session; each
+// is forgotten when its session would have expired anyway, and should
+// more than maxRevoked be live at once, every session issued so far is
+// revoked instead (everyone signs in again).
 
 import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -33,7 +40,50 @@ const (
 	csrfCookie    = "ringwal_csrf"
 	sessionCookie = "ringwal_session"
 	sessionTTL    = 12 * time.Hour
+	maxRevoked    = 4096
+	// tokenParam is the query parameter of a sign-in URL.
+	tokenParam = "token"
 )
+
+// revocations are the sessions signed out before their expiry; safe for
+// concurrent use.
+type revocations struct {
+	mu        sync.Mutex
+	nonces    map[string]time.Time // nonce -> its session's expiry
+	notBefore time.Time            // sessions issued before it are revoked too
+}
+
+// revoked reports whether the session with nonce n, issued at issued, is
+// revoked.
+func (v *revocations) revoked(n string, issued time.Time) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.nonces[n]
+	return ok || issued.Before(v.notBefore)
+}
+
+// revoke revokes the session with nonce n until exp, its expiry.
+func (v *revocations) revoke(n string, exp, now time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.nonces == nil {
+		v.nonces = map[string]time.Time{}
+	}
+	if len(v.nonces) >= maxRevoked {
+		for k, e := range v.nonces {
+			if !now.Before(e) {
+				delete(v.nonces, k) // expired: refused anyway
+			}
+		}
+	}
+	if len(v.nonces) >= maxRevoked {
+		// No room: revoke every session issued up to now instead.
+		clear(v.nonces)
+		v.notBefore = now.Add(time.Second) // issued times are whole seconds
+		return
+	}
+	v.nonces[n] = exp
+}
 
 // mac signs parts with the console's key.
 func (c *console) mac(parts ...string) string {
@@ -91,21 +141,35 @@ func (c *console) newSession(exp time.Time) string {
 }
 
 // validSession reports whether r carries a session cookie signed by this
-// console that has not expired at now.
+// console that has not expired at now nor been revoked.
 func (c *console) validSession(r *http.Request, now time.Time) bool {
+	_, _, ok := c.session(r, now)
+	return ok
+}
+
+// session returns the nonce and expiry of r's session cookie, and
+// whether it is valid at now.
+func (c *console) session(r *http.Request, now time.Time) (n string, exp time.Time, ok bool) {
 	ck, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return false
+		return "", time.Time{}, false
 	}
 	parts := strings.Split(ck.Value, ".")
 	if len(parts) != 3 {
-		return false
+		return "", time.Time{}, false
 	}
-	exp, err := strconv.ParseInt(parts[0], 10, 64)
-	if err != nil || !now.Before(time.Unix(exp, 0)) {
-		return false
+	secs, err := strconv.ParseInt(parts[0], 10, 64)
+	if err != nil || !now.Before(time.Unix(secs, 0)) {
+		return "", time.Time{}, false
 	}
-	return hmac.Equal([]byte(parts[2]), []byte(c.mac("session", parts[0], parts[1])))
+	if !hmac.Equal([]byte(parts[2]), []byte(c.mac("session", parts[0], parts[1]))) {
+		return "", time.Time{}, false
+	}
+	exp = time.Unix(secs, 0)
+	if c.revoked.revoked(parts[1], exp.Add(-sessionTTL)) {
+		return "", time.Time{}, false
+	}
+	return parts[1], exp, true
 }
 
 // loginView is the login page's data.
@@ -136,31 +200,80 @@ func (h *handler) loginPage(w http.ResponseWriter, r *http.Request) {
 	h.renderLogin(w, r, http.StatusOK, "", next)
 }
 
-// loginAction checks the token from the form and, if right, sets the
-// session cookie and goes to next.
+// loginAction checks the token from the form (through the throttle)
+// and, if right, sets the session cookie and goes to next.
 func (h *handler) loginAction(w http.ResponseWriter, r *http.Request) {
 	if h.opts.Token == "" {
 		seeOther(w, r, "")
 		return
 	}
 	next := r.PostForm.Get("next")
+	if h.throttled(w, r, false) {
+		return
+	}
 	tok := strings.TrimSpace(r.PostForm.Get("token"))
-	if subtle.ConstantTimeCompare([]byte(tok), []byte(h.opts.Token)) != 1 {
-		h.opts.Logger.Info("ringwal: admin console: a sign-in with a wrong token", "remote", r.RemoteAddr)
+	if !h.rightToken(tok) {
+		h.failedCredential(r)
 		h.renderLogin(w, r, http.StatusUnauthorized, "Wrong token.", next)
 		return
 	}
-	exp := h.now().Add(sessionTTL)
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: h.con.newSession(exp), Path: "/", Expires: exp,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	h.limit.succeed(clientKey(r))
+	h.startSession(w, r)
 	if !safeNext(next) || strings.Contains(next, "//") || strings.Contains(next, "..") {
 		next = "/"
 	}
 	seeOther(w, r, strings.TrimPrefix(next, "/"))
 }
 
-// logoutAction clears the session cookie.
+// startSession sets a new session cookie on w.
+func (h *handler) startSession(w http.ResponseWriter, r *http.Request) {
+	exp := h.now().Add(sessionTTL)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: h.con.newSession(exp), Path: "/", Expires: exp,
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+}
+
+// signInURL answers a console GET whose query has a token (a sign-in URL,
+// such as ringwal serve prints): with the right token it starts a session;
+// either way it redirects to the same page without the token, so that the
+// token leaves the address bar (and is never sent on as a Referer). A
+// wrong token is answered with the login page, and counted as a failure.
+// Without Options.Token there is nothing to sign in to: the parameter is
+// only dropped.
+func (h *handler) signInURL(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	tok := strings.TrimSpace(q.Get(tokenParam))
+	q.Del(tokenParam)
+	rel := strings.TrimPrefix(r.URL.Path, "/")
+	if !safeNext(r.URL.Path) || strings.Contains(r.URL.Path, "//") || strings.Contains(r.URL.Path, "..") || r.URL.Path == "/login" {
+		rel = ""
+	}
+	if len(q) > 0 {
+		rel += "?" + q.Encode()
+	}
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	if h.opts.Token != "" {
+		if h.throttled(w, r, false) {
+			return
+		}
+		if !h.rightToken(tok) {
+			h.failedCredential(r)
+			h.renderLogin(w, r, http.StatusUnauthorized, "Wrong token in the sign-in URL.", r.URL.Path)
+			return
+		}
+		h.limit.succeed(clientKey(r))
+		h.startSession(w, r)
+		h.opts.Logger.Info("ringwal: admin console: signed in with a sign-in URL", "remote", r.RemoteAddr)
+	}
+	seeOther(w, r, rel)
+}
+
+// logoutAction revokes the session (on the server: a copy of the cookie
+// is refused from now on) and clears its cookie.
 func (h *handler) logoutAction(w http.ResponseWriter, r *http.Request) {
+	now := h.now()
+	if n, exp, ok := h.con.session(r, now); ok {
+		h.con.revoked.revoke(n, exp, now)
+	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	seeOther(w, r, "login")

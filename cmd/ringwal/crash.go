@@ -389,7 +389,7 @@ func (r crashResult) printCheck(w io.Writer) {
 		r.inFlight, r.inFlightUp, r.inFlight-r.inFlightUp)
 	fmt.Fprintf(w, "  [info] %d enqueues in flight at the kill (present, never reported); allowed\n", r.unreported)
 	for _, p := range r.problems {
-		fmt.Fprintf(w, "  [FAIL] child reported: %s\n", p)
+		fmt.Fprintf(w, "  [FAIL] child reported: %s\n", safe(p))
 	}
 	if r.held {
 		fmt.Fprintln(w, "recovery check: held (nothing acknowledged was lost, nothing acked came back)")

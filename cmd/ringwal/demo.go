@@ -190,8 +190,8 @@ func printNext(w io.Writer, liveDir, crashDir, dir string) {
 		{"dlq redrive --category " + classify.Expired.String() + " " + liveDir, "give the messages whose TTL ran out another go"},
 		{"wal verify " + crashDir, "every checksum of the log the kill interrupted"},
 		{"wal dump " + crashDir + " | head", "the records recovery replays, as JSON lines"},
-		{"serve " + liveDir, "the web console at http://127.0.0.1:9464/, the admin API, /metrics"},
-		{"dlq list --addr http://127.0.0.1:9464", "the same list, from the served engine (while serve runs)"},
+		{"serve " + liveDir, "the web console (open the sign-in URL it prints), the admin API, /metrics"},
+		{"dlq list --addr http://127.0.0.1:9464 --token TOKEN", "the same list, from the served engine (TOKEN: the sign-in URL's)"},
 		{"demo --duration 1m", "a longer run"},
 	} {
 		fmt.Fprintf(tw, "  %s %s\t# %s\n", self, l[0], l[1])

@@ -44,7 +44,7 @@ func reportBulk(w io.Writer, verb string, done []uint64, failed map[uint64]error
 	}
 	fmt.Fprintln(w)
 	for _, id := range sortedKeys(failed) {
-		fmt.Fprintf(w, "failed %d: %v\n", id, failed[id])
+		fmt.Fprintf(w, "failed %d: %s\n", id, safe(failed[id].Error()))
 	}
 	return nil
 }
@@ -69,8 +69,8 @@ func printDLQTable(w io.Writer, ds []admin.DeadLetterView) error {
 		if d.Reviewed {
 			rev = "yes"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ID, d.Category, orDash(d.Key), d.Message.Priority,
-			d.Attempts, timestamp(d.DeadAt), rev, orDash(firstLine(d.LastError, 60)))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ID, d.Category, cell(d.Key), safe(d.Message.Priority),
+			d.Attempts, timestamp(d.DeadAt), rev, cell(firstLine(d.LastError, 60)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -85,24 +85,24 @@ func printDeadLetter(w io.Writer, d admin.DeadLetterView) {
 	m := d.Message
 	fmt.Fprintf(tw, "dead letter\t%d\n", d.ID)
 	fmt.Fprintf(tw, "category\t%s\n", d.Category)
-	fmt.Fprintf(tw, "key\t%s\n", orDash(d.Key))
-	fmt.Fprintf(tw, "priority\t%s\n", m.Priority)
+	fmt.Fprintf(tw, "key\t%s\n", cell(d.Key))
+	fmt.Fprintf(tw, "priority\t%s\n", safe(m.Priority))
 	fmt.Fprintf(tw, "attempts\t%d\n", d.Attempts)
 	fmt.Fprintf(tw, "first failed\t%s\n", timestamp(d.FirstFailedAt))
 	fmt.Fprintf(tw, "dead at\t%s\n", timestamp(d.DeadAt))
 	if d.Reviewed {
-		fmt.Fprintf(tw, "reviewed\t%s: %s\n", timestamp(d.ReviewedAt), orDash(d.Note))
+		fmt.Fprintf(tw, "reviewed\t%s: %s\n", timestamp(d.ReviewedAt), cell(d.Note))
 	} else {
 		fmt.Fprintf(tw, "reviewed\tno\n")
 	}
 	if m.DedupID != "" {
-		fmt.Fprintf(tw, "dedup id\t%s\n", m.DedupID)
+		fmt.Fprintf(tw, "dedup id\t%s\n", safe(m.DedupID))
 	}
 	for _, k := range sortedKeys(m.Headers) {
-		fmt.Fprintf(tw, "header\t%s: %s\n", k, m.Headers[k])
+		fmt.Fprintf(tw, "header\t%s: %s\n", safe(k), safe(m.Headers[k]))
 	}
 	if b, err := m.PayloadBytes(); err != nil {
-		fmt.Fprintf(tw, "payload\t%v\n", err)
+		fmt.Fprintf(tw, "payload\t%s\n", safe(err.Error()))
 	} else if m.PayloadEncoding == admin.PayloadText {
 		fmt.Fprintf(tw, "payload\t%q\n", m.Payload)
 	} else {
@@ -111,12 +111,12 @@ func printDeadLetter(w io.Writer, d admin.DeadLetterView) {
 	_ = tw.Flush()
 	fmt.Fprintf(w, "failures (the last %d, oldest first):\n", len(d.Failures))
 	for _, f := range d.Failures {
-		fmt.Fprintf(w, "  %s  %-12s %s\n", timestamp(f.At), f.Category, firstLine(f.Error, 100))
+		fmt.Fprintf(w, "  %s  %-12s %s\n", timestamp(f.At), f.Category, safe(firstLine(f.Error, 100)))
 	}
 	if last := d.LastError; strings.Contains(last, "\n") || utf8.RuneCountInString(last) > 100 {
 		fmt.Fprintln(w, "last error in full:")
 		for _, line := range strings.Split(strings.TrimRight(last, "\n"), "\n") {
-			fmt.Fprintf(w, "  %s\n", line)
+			fmt.Fprintf(w, "  %s\n", safe(line))
 		}
 	}
 }

@@ -177,9 +177,9 @@ func diskUsage(dir string) int64 {
 func (r inspectReport) print(w io.Writer) error {
 	tw := newTable(w)
 	if r.Addr != "" {
-		fmt.Fprintf(tw, "admin API\t%s (a running engine)\n", r.Addr)
+		fmt.Fprintf(tw, "admin API\t%s (a running engine)\n", safe(r.Addr))
 	} else {
-		fmt.Fprintf(tw, "data directory\t%s\n", r.Dir)
+		fmt.Fprintf(tw, "data directory\t%s\n", safe(r.Dir))
 	}
 	fmt.Fprintf(tw, "messages\tpending %s · delayed %s · leased %s · held %s · dead %s\n",
 		count(r.Pending), count(r.Delayed), count(r.Leased), count(r.Held), count(r.Dead))
@@ -241,7 +241,7 @@ func (r inspectReport) printKeys(w io.Writer) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "KEY\tPAUSED\tWAITING\tHELD\tLIMITS\tBREAKER")
 	for _, k := range keys {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", k.Key, pausedText(k.Paused, k.PausedUntil), k.Waiting, k.Held, limitsText(k), orDash(k.Breaker))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", cell(k.Key), pausedText(k.Paused, k.PausedUntil), k.Waiting, k.Held, limitsText(k), cell(k.Breaker))
 	}
 	return tw.Flush()
 }
@@ -264,7 +264,7 @@ func (r inspectReport) printLiveLog(tw io.Writer) {
 		fmt.Fprintf(tw, "  last checkpoint\tnone since the log began\n")
 	}
 	if r.WAL.Failed != "" {
-		fmt.Fprintf(tw, "  LOG FAILED\t%s\n", r.WAL.Failed)
+		fmt.Fprintf(tw, "  LOG FAILED\t%s\n", safe(r.WAL.Failed))
 	}
 	r.printRecovery(tw)
 }
@@ -291,9 +291,9 @@ func (r inspectReport) printRecovery(tw io.Writer) {
 		if rc.Damage != "" {
 			// What Open cut from a damaged log tail, and where the cut
 			// bytes were kept, so that an operator can look at them.
-			fmt.Fprintf(tw, "  damaged tail (recovery %s)\t%s; cut %d batches, %d records\n", rc.Mode, rc.Damage, rc.CutBatches, rc.CutRecords)
+			fmt.Fprintf(tw, "  damaged tail (recovery %s)\t%s; cut %d batches, %d records\n", safe(rc.Mode), safe(rc.Damage), rc.CutBatches, rc.CutRecords)
 			for _, f := range rc.BrokenFiles {
-				fmt.Fprintf(tw, "  cut bytes kept in\t%s\n", f)
+				fmt.Fprintf(tw, "  cut bytes kept in\t%s\n", safe(f))
 			}
 		}
 	}
@@ -313,7 +313,7 @@ func (r inspectReport) printNext(w io.Writer) error {
 		if m.PayloadEncoding != admin.PayloadText {
 			payload = "(binary, base64: " + payload + ")"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\n", in.ID, m.Priority, orDash(m.Key), in.Attempts, firstLine(payload, 40))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\n", in.ID, safe(m.Priority), cell(m.Key), in.Attempts, safe(firstLine(payload, 40)))
 	}
 	return tw.Flush()
 }

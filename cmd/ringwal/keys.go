@@ -88,8 +88,8 @@ func printKeys(w io.Writer, keys []admin.KeyView) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "KEY\tPAUSED\tLIVE\tIN FLIGHT\tWAITING\tHELD\tLIMITS\tBREAKER")
 	for _, k := range keys {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", k.Key, pausedText(k.Paused, k.PausedUntil),
-			k.Live, k.InFlight, k.Waiting, k.Held, limitsText(k), orDash(k.Breaker))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", cell(k.Key), pausedText(k.Paused, k.PausedUntil),
+			k.Live, k.InFlight, k.Waiting, k.Held, limitsText(k), cell(k.Breaker))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -163,7 +163,7 @@ func (t *target) openAll(args []string) func() (source, []string, error) {
 func printPause(w io.Writer, v admin.PauseView) error {
 	what := "all delivery"
 	if v.Key != "" {
-		what = "key " + v.Key
+		what = "key " + safe(v.Key)
 	}
 	state := pausedText(v.Paused, v.PausedUntil)
 	if v.Paused {
@@ -171,7 +171,7 @@ func printPause(w io.Writer, v admin.PauseView) error {
 	} else {
 		state = "delivering"
 	}
-	_, err := fmt.Fprintf(w, "%s %s: %s\n", v.Status, what, state)
+	_, err := fmt.Fprintf(w, "%s %s: %s\n", safe(v.Status), what, state)
 	return err
 }
 
@@ -304,7 +304,7 @@ func cancelAll(ctx context.Context, w io.Writer, src source, ids []ringwal.ID) e
 	failed := 0
 	for _, id := range ids {
 		if err := src.cancel(ctx, id); err != nil {
-			fmt.Fprintf(w, "%d: not cancelled: %v\n", id, err)
+			fmt.Fprintf(w, "%d: not cancelled: %s\n", id, safe(err.Error()))
 			failed++
 			continue
 		}

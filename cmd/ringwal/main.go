@@ -46,12 +46,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var fe *failure
 	if errors.As(err, &fe) {
-		fmt.Fprintf(stderr, "ringwal: %v\n", fe.err)
+		fmt.Fprintf(stderr, "ringwal: %s\n", safeLines(fe.err.Error()))
 		return exitFailure
 	}
 	// Anything not returned by a command's own work is a usage error:
 	// unknown commands or flags, wrong argument counts, bad flag values.
-	fmt.Fprintf(stderr, "ringwal: %v\n", err)
+	fmt.Fprintf(stderr, "ringwal: %s\n", safeLines(err.Error()))
 	if cmd != nil {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}

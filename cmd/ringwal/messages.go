@@ -98,8 +98,8 @@ func printMessages(w io.Writer, ms []admin.InfoView) error {
 		if in.Message.PayloadEncoding != admin.PayloadText {
 			payload = "(binary, base64: " + payload + ")"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", in.ID, in.State, orDash(in.Waiting), in.Message.Priority,
-			in.Attempts, timestamp(in.EnqueuedAt), strings.TrimSpace(firstLine(payload, 40)))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", in.ID, safe(in.State), cell(in.Waiting), safe(in.Message.Priority),
+			in.Attempts, timestamp(in.EnqueuedAt), safe(strings.TrimSpace(firstLine(payload, 40))))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -3,7 +3,8 @@ package main
 import (
 	"cmp"
 	"context"
-	"crypto/subtle"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -46,38 +47,87 @@ application holds its directory's lock; to operate it, mount
 admin.NewHandler in the application and point the console, or inspect and
 dlq with --addr, at it.
 
-It listens on 127.0.0.1 by default. With --token (or $RINGWAL_TOKEN) every
-request needs the token: the console asks for it once, the API and
-/metrics take "Authorization: Bearer TOKEN". A non-loopback --addr is
-refused without a token. The engine consumes nothing by itself: messages
+It listens on 127.0.0.1 by default. Every request needs a token: the one
+given with --token (or $RINGWAL_TOKEN) or, without one, a random token
+made for this run, printed once in a sign-in URL
+(http://127.0.0.1:9464/?token=...: opening it signs the browser in, then
+the token leaves the address bar). The console asks for the token once
+(or takes it from that URL); the API and /metrics take "Authorization:
+Bearer TOKEN", the operator commands --token or $RINGWAL_TOKEN. A
+non-loopback --addr is refused without a token of at least 16 characters
+(openssl rand -hex 16 makes one). Wrong tokens are slowed down per client
+address. The engine consumes nothing by itself: messages
 stay where they are unless redriven, requeued or purged. SIGINT or SIGTERM
 stops the server (requests in progress get --grace to finish) and closes
 the engine cleanly.
 
 The first line printed is "listening on http://ADDR", with the port the
-kernel chose when --addr ends in :0.`,
+kernel chose when --addr ends in :0; with a token made for the run, the
+next is "sign in: URL".`,
 		Example: "  ringwal serve /tmp/ringwal-demo/live        # then open http://127.0.0.1:9464/\n" +
 			"  ringwal serve --addr 127.0.0.1:0 DIR\n" +
 			"  RINGWAL_TOKEN=$(openssl rand -hex 16) ringwal serve --addr 0.0.0.0:9464 DIR\n" +
 			"  curl -s 127.0.0.1:9464/metrics | grep ringwal_dead_letters",
 		Args: cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			token = cmp.Or(token, os.Getenv(envToken))
-			if token == "" && !loopback(addr) {
-				return usagef("--addr %s is not a loopback address: give a --token (or $%s) to serve beyond this machine", addr, envToken)
+			token = strings.TrimSpace(cmp.Or(token, os.Getenv(envToken)))
+			made := false
+			switch {
+			case token == "" && !loopback(addr):
+				return usagef("--addr %s is not a loopback address: give a --token (or $%s) of at least %d characters to serve beyond this machine", addr, envToken, minToken)
+			case len(token) < minToken && !loopback(addr):
+				return usagef("--addr %s is not a loopback address: the token must be at least %d characters long (it has %d; openssl rand -hex 16 makes one)", addr, minToken, len(token))
+			case token == "":
+				token, made = randomToken(), true
 			}
-			return serve(cmd.Context(), cmd, args[0], addr, token, grace)
+			return serve(cmd.Context(), cmd, args[0], addr, token, made, grace)
 		}),
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:9464", "listen address (host:port; port 0 picks a free one); beyond loopback only with a token")
-	cmd.Flags().StringVar(&token, "token", "", "require this bearer token for everything (default $"+envToken+")")
+	cmd.Flags().StringVar(&token, "token", "", "require this bearer token for everything (default $"+envToken+"; none: a random one, printed in a sign-in URL)")
 	cmd.Flags().DurationVar(&grace, "grace", 5*time.Second, "how long requests in progress may finish after a stop signal")
 	return cmd
 }
 
+// minToken is the shortest token serve takes for a listener beyond
+// loopback: 16 characters, 64 bits or more from a hex or base64 source.
+const minToken = 16
+
+// randomToken returns a token of 192 random bits, hex.
+func randomToken() string {
+	return hex.EncodeToString(randBytes(24))
+}
+
+// randBytes returns n random bytes (crypto/rand.Read never fails on a
+// supported platform: it panics rather than return short).
+func randBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+// The HTTP server's limits. No answer streams or long-polls (the console
+// refreshes with short requests), so a generous bound on reading and on
+// writing a whole exchange fits every route; an idle keep-alive
+// connection is closed after a while rather than held forever.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = time.Minute
+	idleTimeout       = 2 * time.Minute
+	maxHeaderBytes    = 64 << 10
+)
+
+// newHTTPServer returns serve's server over h, with its timeouts set.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}
+}
+
 // serve runs the HTTP server until ctx ends (SIGINT or SIGTERM), then shuts
-// it down and closes the engine.
-func serve(ctx context.Context, cmd *cobra.Command, dir, addr, token string, grace time.Duration) (err error) {
+// it down and closes the engine. made says the token was made for this
+// run: the sign-in URL that carries it is printed.
+func serve(ctx context.Context, cmd *cobra.Command, dir, addr, token string, made bool, grace time.Duration) (err error) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(collectors.NewGoCollector()); err != nil {
 		return fmt.Errorf("registering the Go collector: %w", err)
@@ -101,18 +151,22 @@ func serve(ctx context.Context, cmd *cobra.Command, dir, addr, token string, gra
 	if err != nil {
 		return fmt.Errorf("listening: %w", err)
 	}
+	ah := admin.NewHandler(e, admin.Options{Token: token})
+	if err := registerAuthMetrics(reg, ah); err != nil {
+		return err
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", bearer(token, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
-	mux.Handle("/", admin.NewHandler(e, admin.Options{Token: token}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	mux.Handle("/metrics", admin.Protect(ah, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
+	mux.Handle("/", ah)
+	srv := newHTTPServer(mux)
 
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "listening on http://%s\n", ln.Addr())
-	auth := "no token: anyone who can reach it can act"
-	if token != "" {
-		auth = "token required"
+	if made {
+		fmt.Fprintf(out, "sign in: http://%s/?token=%s\n", ln.Addr(), token)
+		fmt.Fprintln(out, "(a token made for this run: the API and /metrics take it as \"Authorization: Bearer TOKEN\", the operator commands as --token or $"+envToken+")")
 	}
-	fmt.Fprintf(out, "serving %s: console at /, admin API at /api/, metrics at /metrics (%s; stop with Ctrl-C)\n", dir, auth)
+	fmt.Fprintf(out, "serving %s: console at /, admin API at /api/, metrics at /metrics (token required; stop with Ctrl-C)\n", safe(dir))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -133,6 +187,33 @@ func serve(ctx context.Context, cmd *cobra.Command, dir, addr, token string, gra
 	return nil
 }
 
+// registerAuthMetrics exports the admin handler's refusals (admin.AuthStats)
+// as counters on reg.
+func registerAuthMetrics(reg *prometheus.Registry, ah http.Handler) error {
+	read := func(f func(admin.AuthStats) uint64) func() float64 {
+		return func() float64 {
+			st, _ := admin.ReadAuthStats(ah)
+			return float64(f(st))
+		}
+	}
+	for _, c := range []struct {
+		name, help string
+		f          func(admin.AuthStats) uint64
+	}{
+		{"ringwal_admin_auth_failures_total", "Wrong tokens sent to the admin API and console (bearer headers and sign-ins).",
+			func(s admin.AuthStats) uint64 { return s.Failures }},
+		{"ringwal_admin_auth_throttled_total", "Requests answered 429 without their token checked: their address sent a wrong one a moment before.",
+			func(s admin.AuthStats) uint64 { return s.Throttled }},
+		{"ringwal_admin_hosts_refused_total", "Requests refused for their Host header (DNS rebinding defence).",
+			func(s admin.AuthStats) uint64 { return s.HostsRefused }},
+	} {
+		if err := reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help}, read(c.f))); err != nil {
+			return fmt.Errorf("registering %s: %w", c.name, err)
+		}
+	}
+	return nil
+}
+
 // loopback reports whether the listen address addr (host:port) binds a
 // loopback interface only: 127.0.0.0/8, ::1 or localhost. An empty host
 // (":9464") binds every interface.
@@ -146,21 +227,4 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// bearer requires "Authorization: Bearer token" of requests to h when
-// token is set.
-func bearer(token string, h http.Handler) http.Handler {
-	if token == "" {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="ringwal metrics"`)
-			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }

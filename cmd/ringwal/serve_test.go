@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"os/exec"
 	"strings"
 	"sync"
@@ -21,10 +22,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// scrape fetches /metrics and parses it.
-func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
+// scrape fetches /metrics with the bearer token and parses it.
+func scrape(t *testing.T, base, token string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics")
+	req, err := http.NewRequest("GET", base+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -82,50 +86,89 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func TestServe(t *testing.T) {
-	f := newFixture(t)
-	cmd := exec.Command(bin, "serve", f.dir, "--addr", "127.0.0.1:0")
-	cmd.Env = binEnv()
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
+// served is a running `ringwal serve`.
+type served struct {
+	cmd    *exec.Cmd
+	base   string // http://127.0.0.1:PORT
+	signIn string // the sign-in URL; "" when the token was given
+	token  string // the token of the sign-in URL
+	stderr *syncBuffer
+	rest   chan string // the rest of stdout, once it ends
+}
+
+// startServe starts `ringwal serve` with args and extra environment
+// variables, and reads what it prints up to "serving ...". The process is
+// killed when the test ends unless the test waited for it.
+func startServe(t *testing.T, env []string, args ...string) *served {
+	t.Helper()
+	s := &served{cmd: exec.Command(bin, append([]string{"serve"}, args...)...), stderr: &syncBuffer{}, rest: make(chan string, 1)}
+	s.cmd.Env = binEnv(env...)
+	s.cmd.Stderr = s.stderr
+	stdout, err := s.cmd.StdoutPipe()
 	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	done := false
+	require.NoError(t, s.cmd.Start())
 	t.Cleanup(func() {
-		if !done {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
+		if s.cmd.ProcessState == nil {
+			_ = s.cmd.Process.Kill()
+			_ = s.cmd.Wait()
 		}
 	})
-
-	lines := bufio.NewScanner(stdout)
-	first := make(chan string, 1)
+	head := make(chan []string, 1)
 	go func() {
-		if lines.Scan() {
-			first <- lines.Text()
+		lines := bufio.NewScanner(stdout)
+		var got []string
+		for lines.Scan() {
+			got = append(got, lines.Text())
+			if strings.HasPrefix(lines.Text(), "serving ") {
+				break
+			}
 		}
-		close(first)
-	}()
-	var base string
-	select {
-	case l, ok := <-first:
-		require.True(t, ok, "serve printed nothing; stderr: %s", stderr.String())
-		require.True(t, strings.HasPrefix(l, "listening on http://127.0.0.1:"), l)
-		base = strings.TrimPrefix(l, "listening on ")
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not start listening")
-	}
-	rest := make(chan string, 1)
-	go func() {
+		head <- got
 		var b strings.Builder
 		for lines.Scan() {
 			b.WriteString(lines.Text() + "\n")
 		}
-		rest <- b.String()
+		s.rest <- b.String()
 	}()
+	select {
+	case got := <-head:
+		require.NotEmpty(t, got, "serve printed nothing; stderr: %s", s.stderr.String())
+		require.True(t, strings.HasPrefix(got[0], "listening on http://127.0.0.1:"), got[0])
+		s.base = strings.TrimPrefix(got[0], "listening on ")
+		for _, l := range got[1:] {
+			if u, ok := strings.CutPrefix(l, "sign in: "); ok {
+				s.signIn = u
+				s.token = strings.TrimPrefix(u, s.base+"/?token=")
+			}
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not start listening")
+	}
+	return s
+}
 
-	mfs := scrape(t, base)
+// get fetches path from base, with a bearer token unless token is "".
+func get(t *testing.T, base, path, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", base+path, nil)
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestServe(t *testing.T) {
+	f := newFixture(t)
+	s := startServe(t, nil, f.dir, "--addr", "127.0.0.1:0")
+	base, token, cmd := s.base, s.token, s.cmd
+	require.NotEmpty(t, token, "a token made for the run")
+	authz := http.Header{"Authorization": {"Bearer " + token}}
+	mfs := scrape(t, base, token)
 	assert.Equal(t, 2.0, value(t, mfs, "ringwal_dead_letters", "category", "permanent"))
 	assert.Equal(t, 1.0, value(t, mfs, "ringwal_dead_letters", "category", "poison"))
 	assert.Equal(t, 3.0, value(t, mfs, "ringwal_messages", "state", "pending"))
@@ -134,7 +177,10 @@ func TestServe(t *testing.T) {
 
 	// Redrive through the admin API, under /api/.
 	id := f.permanent[0]
-	resp, err := http.Post(fmt.Sprintf("%s/api/dead-letters/%d/redrive", base, id), "application/json", nil)
+	req, err := http.NewRequest("POST", fmt.Sprintf("%s/api/dead-letters/%d/redrive", base, id), nil)
+	require.NoError(t, err)
+	req.Header = authz
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -147,7 +193,10 @@ func TestServe(t *testing.T) {
 	assert.Equal(t, uint64(id), action.ID)
 	assert.Equal(t, "redriven", action.Status)
 
-	resp, err = http.Get(base + "/api/dead-letters?category=permanent")
+	req, err = http.NewRequest("GET", base+"/api/dead-letters?category=permanent", nil)
+	require.NoError(t, err)
+	req.Header = authz
+	resp, err = http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	var page struct {
 		Entries []struct {
@@ -159,7 +208,7 @@ func TestServe(t *testing.T) {
 	require.Len(t, page.Entries, 1)
 	assert.Equal(t, uint64(f.permanent[1]), page.Entries[0].ID)
 
-	mfs = scrape(t, base)
+	mfs = scrape(t, base, token)
 	assert.Equal(t, 1.0, value(t, mfs, "ringwal_dead_letters", "category", "permanent"))
 	assert.Equal(t, 4.0, value(t, mfs, "ringwal_messages", "state", "pending"))
 	assert.Equal(t, 1.0, value(t, mfs, "ringwal_redriven_total", "", ""))
@@ -175,12 +224,11 @@ func TestServe(t *testing.T) {
 	go func() { waited <- cmd.Wait() }()
 	select {
 	case err := <-waited:
-		done = true
-		require.NoError(t, err, "stderr: %s", stderr.String())
+		require.NoError(t, err, "stderr: %s", s.stderr.String())
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop on SIGTERM")
 	}
-	assert.Contains(t, <-rest, "stopping")
+	assert.Contains(t, <-s.rest, "stopping")
 
 	// The redrive is in the log: the directory, reopened offline, agrees.
 	var rep inspectReport
@@ -216,56 +264,96 @@ func TestServeSIGINT(t *testing.T) {
 }
 
 // TestServeToken: with --token, the console, the API and /metrics all need
-// it; the console asks for it with a sign-in page.
+// it; the console asks for it with a sign-in page. No sign-in URL is
+// printed for a token the operator chose.
 func TestServeToken(t *testing.T) {
 	f := newFixture(t)
-	cmd := exec.Command(bin, "serve", f.dir, "--addr", "127.0.0.1:0")
-	cmd.Env = binEnv("RINGWAL_TOKEN=s3cret")
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	first := make(chan string, 1)
-	go func() {
-		lines := bufio.NewScanner(stdout)
-		if lines.Scan() {
-			first <- lines.Text()
-		}
-		close(first)
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	var base string
-	select {
-	case l := <-first:
-		require.True(t, strings.HasPrefix(l, "listening on http://127.0.0.1:"), l)
-		base = strings.TrimPrefix(l, "listening on ")
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not start listening")
-	}
-	get := func(path, token string) (int, string) {
-		req, err := http.NewRequest("GET", base+path, nil)
-		require.NoError(t, err)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	code, body := get("/", "")
+	s := startServe(t, []string{"RINGWAL_TOKEN=s3cret"}, f.dir, "--addr", "127.0.0.1:0")
+	base := s.base
+	assert.Empty(t, s.signIn)
+	code, body := get(t, base, "/", "")
 	assert.Equal(t, http.StatusUnauthorized, code)
 	assert.Contains(t, body, "Sign in")
 	for _, p := range []string{"/api/stats", "/metrics"} {
-		code, _ = get(p, "")
+		code, _ = get(t, base, p, "")
 		assert.Equal(t, http.StatusUnauthorized, code, p)
-		code, _ = get(p, "s3cret")
+		code, _ = get(t, base, p, "s3cret")
 		assert.Equal(t, http.StatusOK, code, p)
 	}
-	code, body = get("/", "s3cret")
+	code, body = get(t, base, "/", "s3cret")
 	assert.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, "Overview")
 	out := ok(t, "inspect", "--addr", base, "--token", "s3cret")
 	assert.Contains(t, out, "pending 3")
+}
+
+// TestServeMakesAToken: without a token, serve makes one and prints a
+// sign-in URL that carries it; nothing is served without it; the URL
+// signs a browser in and leaves for the page without the token; wrong
+// tokens, on /metrics too, are throttled and counted.
+func TestServeMakesAToken(t *testing.T) {
+	f := newFixture(t)
+	s := startServe(t, nil, f.dir, "--addr", "127.0.0.1:0")
+	require.Regexp(t, `^[0-9a-f]{48}$`, s.token, "192 random bits: %s", s.signIn)
+	for _, p := range []string{"/", "/api/stats", "/api/dead-letters", "/metrics"} {
+		code, _ := get(t, s.base, p, "")
+		assert.Equal(t, http.StatusUnauthorized, code, p)
+	}
+
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	browser := &http.Client{Jar: jar}
+	resp, err := browser.Get(s.signIn)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	assert.Contains(t, string(body), "Overview")
+	assert.Equal(t, s.base+"/", resp.Request.URL.String(), "the token left the address")
+	resp, err = browser.Get(s.base + "/dead-letters")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the session holds")
+
+	code, _ := get(t, s.base, "/metrics", "wrong")
+	assert.Equal(t, http.StatusUnauthorized, code)
+	code, _ = get(t, s.base, "/metrics", s.token)
+	assert.Equal(t, http.StatusTooManyRequests, code, "a moment after a wrong token, not even the right one is checked")
+	require.Eventually(t, func() bool {
+		code, _ := get(t, s.base, "/metrics", s.token)
+		return code == http.StatusOK
+	}, 10*time.Second, 50*time.Millisecond, "the penalty ends")
+	mfs := scrape(t, s.base, s.token)
+	assert.Equal(t, 1.0, value(t, mfs, "ringwal_admin_auth_failures_total", "", ""))
+	assert.GreaterOrEqual(t, value(t, mfs, "ringwal_admin_auth_throttled_total", "", ""), 1.0)
+	assert.Equal(t, 0.0, value(t, mfs, "ringwal_admin_hosts_refused_total", "", ""))
+}
+
+// TestServeTokenLength: beyond loopback a token needs 16 characters.
+func TestServeTokenLength(t *testing.T) {
+	dir := newFixture(t).dir
+	for _, env := range [][]string{nil, {"RINGWAL_TOKEN=s3cret"}} {
+		r := runBinEnv(t, env, 30*time.Second, "serve", dir, "--addr", "0.0.0.0:0")
+		assert.Equal(t, 2, r.code, "%v: %s", env, r.stderr)
+		assert.Contains(t, r.stderr, "at least 16 characters")
+	}
+	r := runBin(t, 30*time.Second, "serve", dir, "--addr", "0.0.0.0:0", "--token", "0123456789abcde")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "it has 15")
+}
+
+// TestServeServerTimeouts: serve's server bounds every phase of a
+// connection, so that a client that sends slowly, reads slowly or idles
+// cannot hold a connection (and its goroutine) forever.
+func TestServeServerTimeouts(t *testing.T) {
+	srv := newHTTPServer(http.NotFoundHandler())
+	for name, d := range map[string]time.Duration{
+		"ReadHeaderTimeout": srv.ReadHeaderTimeout, "ReadTimeout": srv.ReadTimeout,
+		"WriteTimeout": srv.WriteTimeout, "IdleTimeout": srv.IdleTimeout,
+	} {
+		assert.Positive(t, d, name)
+		assert.LessOrEqual(t, d, 2*time.Minute, name)
+	}
+	assert.LessOrEqual(t, srv.ReadHeaderTimeout, srv.ReadTimeout)
+	assert.Positive(t, srv.MaxHeaderBytes)
 }

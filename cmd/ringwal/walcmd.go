@@ -148,7 +148,7 @@ func verifyJSON(r wal.VerifyReport, verr error) verifyReportJSON {
 // printVerify writes a verify report as text.
 func printVerify(w io.Writer, r wal.VerifyReport, verr error) {
 	tw := newTable(w)
-	fmt.Fprintf(tw, "directory\t%s\n", r.Dir)
+	fmt.Fprintf(tw, "directory\t%s\n", safe(r.Dir))
 	fmt.Fprintf(tw, "log\t%d segments; batches %d..%d: %s valid batches, %s records, %s\n",
 		r.Segments, r.FirstIndex, r.LastIndex, count(r.Batches), count(r.Records), bytesize(r.Bytes))
 	if len(r.Snapshots) == 0 {
@@ -167,7 +167,7 @@ func printVerify(w io.Writer, r wal.VerifyReport, verr error) {
 			state += " (recovery starts here)"
 		}
 		fmt.Fprintf(tw, "%s\t%s: covers batches up to %d, %s records, %s, %s\n",
-			label, filepath.Base(s.Path), s.Index, count(s.Records), bytesize(s.Bytes), state)
+			label, safe(filepath.Base(s.Path)), s.Index, count(s.Records), bytesize(s.Bytes), safe(state))
 	}
 	t := r.Torn
 	switch {
@@ -175,14 +175,14 @@ func printVerify(w io.Writer, r wal.VerifyReport, verr error) {
 		fmt.Fprintf(tw, "torn tail\tnone\n")
 	case r.Repaired:
 		fmt.Fprintf(tw, "torn tail\t%s cut from %s at offset %d (batch %d: %s): repaired\n",
-			bytesize(t.Bytes), filepath.Base(t.Segment), t.Offset, t.Index, t.Reason)
+			bytesize(t.Bytes), safe(filepath.Base(t.Segment)), t.Offset, t.Index, safe(t.Reason))
 	default:
 		fmt.Fprintf(tw, "torn tail\t%s at %s offset %d (batch %d, %d records announced: %s)\n",
-			bytesize(t.Bytes), filepath.Base(t.Segment), t.Offset, t.Index, t.Records, t.Reason)
+			bytesize(t.Bytes), safe(filepath.Base(t.Segment)), t.Offset, t.Index, t.Records, safe(t.Reason))
 		fmt.Fprintf(tw, "\tleft alone: a crash mid-write leaves this; the next open cuts it, or run with --repair\n")
 	}
 	if verr != nil {
-		fmt.Fprintf(tw, "result\tDAMAGED: %v\n", verr)
+		fmt.Fprintf(tw, "result\tDAMAGED: %s\n", safe(verr.Error()))
 	} else {
 		fmt.Fprintf(tw, "result\tok: every checksum and record is valid\n")
 	}

@@ -1,0 +1,238 @@
+package admin
+
+// The throttle on wrong credentials. Every wrong bearer token or sign-in
+// puts its client (remote IP; an IPv6 client's /64, since one host often
+// holds a whole /64) in a penalty for a while: 100ms after the first,
+// doubling with each further failure up to 2s. During its penalty a
+// client's credentials are not checked at all: it is answered 429 with
+// Retry-After. That bounds guessing to one try per penalty per client, no
+// matter how many connections it opens in parallel, and holds no
+// goroutine asleep. A right credential clears the client's record. A
+// request that carries no credential (a session cookie, or none) is never
+// throttled. Behind a reverse proxy every client has the proxy's address
+// (forwarding headers are not trusted: anyone can send them), so one
+// guesser's penalty holds back the others' tokens too, for 2s at most.
+//
+// The records are bounded: at most maxThrottled clients are tracked; past
+// that, records whose penalty has long ended are dropped and, if none is,
+// new clients share one record, so that an attacker with many addresses
+// throttles itself (and anyone else failing at the same time) together
+// rather than grow the map.
+
+import (
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The throttle's bounds.
+const (
+	firstPenalty = 100 * time.Millisecond
+	maxPenalty   = 2 * time.Second
+	// forgetAfter is how long after its penalty ends a client's record is
+	// kept (and its next failure doubles the last penalty).
+	forgetAfter  = 10 * time.Minute
+	maxThrottled = 4096
+	overflowKey  = "" // the record new clients share when the map is full
+)
+
+// AuthStats counts a handler's refusals; see ReadAuthStats. Every field
+// only grows but Clients.
+type AuthStats struct {
+	// Failures counts wrong credentials: bearer tokens (API and console)
+	// and sign-ins (form or sign-in URL).
+	Failures uint64
+	// Throttled counts requests answered 429 without their credential
+	// being checked, their client still in the penalty of a failure.
+	Throttled uint64
+	// HostsRefused counts requests refused for their Host header (see
+	// Options.AllowedHosts).
+	HostsRefused uint64
+	// Clients is how many clients the throttle tracks now: at most 4096,
+	// and the one record the clients past that share.
+	Clients int
+}
+
+// ReadAuthStats returns the AuthStats of h, the very handler NewHandler
+// returned (not one wrapping it), and false for any other handler. Export
+// them as metrics: ringwal serve does, as ringwal_admin_auth_failures_total,
+// ringwal_admin_auth_throttled_total and ringwal_admin_hosts_refused_total.
+// Safe for concurrent use.
+func ReadAuthStats(h http.Handler) (AuthStats, bool) {
+	ah, ok := h.(*handler)
+	if !ok {
+		return AuthStats{}, false
+	}
+	return AuthStats{Failures: ah.auth.failures.Load(), Throttled: ah.auth.throttled.Load(),
+		HostsRefused: ah.auth.hostsRefused.Load(), Clients: ah.limit.size()}, true
+}
+
+// authCounters are the handler's counters behind AuthStats.
+type authCounters struct {
+	failures, throttled, hostsRefused atomic.Uint64
+}
+
+// penalty is one client's record.
+type penalty struct {
+	fails int       // failures since the record was made
+	until time.Time // no credential checked before this
+}
+
+// throttle holds the clients' records; safe for concurrent use.
+type throttle struct {
+	now     func() time.Time
+	mu      sync.Mutex
+	clients map[string]*penalty
+	max     int // bound on len(clients); maxThrottled but in tests
+}
+
+func newThrottle(now func() time.Time) *throttle {
+	return &throttle{now: now, clients: map[string]*penalty{}, max: maxThrottled}
+}
+
+// clientKey is r's client: its remote IP, an IPv6 one cut to its /64.
+func clientKey(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return "?" + host // not an IP (a test's or a unix socket's): its own record
+	}
+	if ip.To4() == nil {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return ip.String()
+}
+
+// wait returns how long client must still wait before a credential of
+// its is checked; 0 when it may try now.
+func (t *throttle) wait(client string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.clients[client]
+	if p == nil && len(t.clients) >= t.max {
+		p = t.clients[overflowKey]
+	}
+	if p == nil {
+		return 0
+	}
+	return max(p.until.Sub(t.now()), 0)
+}
+
+// fail records a wrong credential of client and returns its penalty.
+func (t *throttle) fail(client string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	p := t.clients[client]
+	if p != nil && now.After(p.until.Add(forgetAfter)) {
+		p.fails = 0 // long ago: start again at the first penalty
+	}
+	if p == nil {
+		if len(t.clients) >= t.max {
+			t.sweep(now)
+		}
+		if len(t.clients) >= t.max {
+			client = overflowKey
+			p = t.clients[client]
+		}
+		if p == nil {
+			p = &penalty{}
+			t.clients[client] = p
+		}
+	}
+	p.fails++
+	d := maxPenalty
+	if p.fails <= 5 { // 100ms << 5 is past 2s already
+		d = min(firstPenalty<<(p.fails-1), maxPenalty)
+	}
+	p.until = now.Add(d)
+	return d
+}
+
+// succeed forgets client: its credential was right.
+func (t *throttle) succeed(client string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.clients, client)
+}
+
+// sweep drops the records whose penalty ended more than forgetAfter ago;
+// the caller holds t.mu.
+func (t *throttle) sweep(now time.Time) {
+	for k, p := range t.clients {
+		if now.After(p.until.Add(forgetAfter)) {
+			delete(t.clients, k)
+		}
+	}
+}
+
+// size returns how many clients t tracks.
+func (t *throttle) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.clients)
+}
+
+// throttled answers r 429 when its client is in a penalty, and returns
+// true; api picks a JSON answer over an HTML page.
+func (h *handler) throttled(w http.ResponseWriter, r *http.Request, api bool) bool {
+	d := h.limit.wait(clientKey(r))
+	if d <= 0 {
+		return false
+	}
+	h.auth.throttled.Add(1)
+	secs := int((d + time.Second - 1) / time.Second)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	msg := "too many wrong tokens from your address: try again in " + strconv.Itoa(secs) + "s"
+	if api {
+		replyError(w, http.StatusTooManyRequests, msg)
+	} else {
+		h.errorPage(w, r, http.StatusTooManyRequests, "Too many wrong tokens from your address: try again in "+strconv.Itoa(secs)+"s.")
+	}
+	return true
+}
+
+// failedCredential counts a wrong credential of r's client and puts the
+// client in its penalty.
+func (h *handler) failedCredential(r *http.Request) {
+	h.auth.failures.Add(1)
+	d := h.limit.fail(clientKey(r))
+	h.opts.Logger.Info("ringwal: admin: a wrong token", "remote", r.RemoteAddr, "path", r.URL.Path, "penalty", d)
+}
+
+// Protect returns next behind the defences of ah, a handler from
+// NewHandler: its Host check and its bearer token, with the same throttle
+// on wrong tokens (and the same AuthStats), so that an endpoint mounted
+// beside the admin handler, such as /metrics, is no easier to guess the
+// token through. A console session does not open it: only the
+// Authorization header. Errors are answered as the API's (JSON). If ah
+// is not from NewHandler, every request is refused with 500: a mistake
+// fails closed.
+func Protect(ah, next http.Handler) http.Handler {
+	h, ok := ah.(*handler)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ok {
+			replyError(w, http.StatusInternalServerError, "admin.Protect: not a handler from admin.NewHandler")
+			return
+		}
+		if !h.checkHostAPI(w, r) {
+			return
+		}
+		if h.opts.Token != "" {
+			if ok, answered := h.checkBearer(w, r, true); answered {
+				return
+			} else if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="ringwal admin"`)
+				replyError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
