@@ -107,6 +107,7 @@ func (e *Engine) bury(slot uint32, r *rec, f dlq.Failure, wait bool) error {
 	e.release(r)
 	e.ctr.movesEnded.Add(1)
 	e.hk.deadLettered(entry)
+	e.evictDeadLetters(now) // after the move: an eviction is no move
 	e.opts.Logger.Debug("ringwal: dead-lettered", "id", id, "category", cat.String(), "key", entry.Key, "attempts", entry.Attempts)
 	if logErr != nil {
 		return logErr
