@@ -23,8 +23,10 @@ func pauseEnd(until time.Time) int64 {
 // PauseKey holds back delivery of key's messages until until (zero: until
 // ResumeKey); they wait aside, spending no attempts, and other keys are not
 // touched. A pause never shortens one already in force. It is logged and
-// survives a restart. An empty key or an until in the past is ErrInvalid.
-// Enqueue of the key's messages continues. Safe for concurrent use.
+// survives a restart. An empty key or an until in the past is ErrInvalid;
+// a new pause while Options.MaxPausedKeys keys are paused is ErrFull
+// (extending a key's pause in force is not). Enqueue of the key's
+// messages continues. Safe for concurrent use.
 func (e *Engine) PauseKey(key string, until time.Time) error {
 	if err := e.usable(); err != nil {
 		return err
@@ -37,7 +39,11 @@ func (e *Engine) PauseKey(key string, until time.Time) error {
 	if end <= now {
 		return invalidf("PauseKey %q until %v: in the past", key, until)
 	}
-	if !e.pauseKey(key, end, now) {
+	changed, err := e.tryPauseKey(key, end, now)
+	if err != nil {
+		return err
+	}
+	if !changed {
 		return nil // a longer pause is in force
 	}
 	rec := pauseRecord(key, end, now)
