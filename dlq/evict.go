@@ -16,8 +16,6 @@ type reviewedHeap[M any] struct {
 	gone int
 }
 
-func (h *reviewedHeap[M]) live() int { return len(h.recs) - h.gone }
-
 func (h *reviewedHeap[M]) push(r *record[M]) {
 	h.recs = append(h.recs, r)
 	h.up(len(h.recs) - 1)
