@@ -31,6 +31,7 @@ type counters struct {
 	cancelled       atomic.Uint64 // Cancel calls that removed a message
 	cancelledLeased atomic.Uint64 // of which leased ones
 	deadLettered    [numCategories]atomic.Uint64
+	deadEvicted     atomic.Uint64 // dead letters removed by MaxDeadLetters
 	unused          atomic.Uint64 // IDs taken but never enqueued (duplicates, collisions, failed writes)
 	// moves is held shared by each message moving between the slab and
 	// the dead-letter store (a dead-lettering, a redrive), and exclusively

@@ -112,7 +112,7 @@ func Open(dir string, o Options) (*Engine, error) {
 		}
 	}
 	e.breakers = breaker.New(bo)
-	e.dead = dlq.New[Message](dlq.Options{Retention: o.DeadLetterRetention})
+	e.dead = dlq.New[Message](dlq.Options{Retention: o.DeadLetterRetention, UnreviewedRetention: o.UnreviewedRetention})
 	e.dedup.init()
 	e.held.init(o.MaxMessages / 4)
 	e.keys.policy = o.KeyPolicy
@@ -151,6 +151,8 @@ func Open(dir string, o Options) (*Engine, error) {
 			return nil, err
 		}
 	}
+	// A log written under a larger MaxDeadLetters (or before the bound).
+	e.evictDeadLetters(e.preciseNow())
 	e.recovered.duration = o.Clock.Now().Sub(start)
 	e.hk.start()
 	if e.log != nil {

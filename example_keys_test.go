@@ -8,6 +8,7 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
 )
 
 // Keys name downstream targets. Here one chat channel is ordered and
@@ -69,4 +70,31 @@ func Example_keys() {
 	// second #ops message waits: rate
 	// cancelled: true
 	// api.example.com deliverable: false
+}
+
+// An operator counts what a purge would take, then purges exactly that:
+// the count's mark keeps out dead letters that arrive meanwhile.
+func ExampleEngine_CountDeadLetters() {
+	e, _ := ringwal.Open("", ringwal.Options{})
+	defer e.Close()
+	ctx := context.Background()
+	reject := func() {
+		_, _ = e.Enqueue(ctx, ringwal.Message{Key: "sms", Payload: []byte("hi")})
+		d, _ := e.Dequeue(ctx)
+		_ = e.Nack(d.Lease, classify.Mark(errors.New("invalid number"), classify.Permanent))
+	}
+	reject()
+	reject()
+	q := dlq.Query{Key: "sms"}
+	n, mark, _ := e.CountDeadLetters(q)
+	fmt.Println("to purge:", n)
+
+	reject() // arrives after the count
+	q.Through = mark
+	purged, _ := e.PurgeDeadLetters(q)
+	left, _ := e.DeadLetterKeys()
+	fmt.Println("purged:", purged, "left:", left["sms"])
+	// Output:
+	// to purge: 2
+	// purged: 2 left: 1
 }

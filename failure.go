@@ -112,6 +112,7 @@ func (e *Engine) bury(slot uint32, r *rec, f dlq.Failure, wait bool) error {
 		e.ctr.expired.Add(1)
 	}
 	e.hk.deadLettered(entry)
+	e.evictDeadLetters(now) // after the move: an eviction is no move
 	e.opts.Logger.Debug("ringwal: dead-lettered", "id", id, "category", cat.String(), "key", entry.Key, "attempts", entry.Attempts)
 	err := logErr
 	if err == nil && wait {

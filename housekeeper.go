@@ -50,6 +50,8 @@ type housekeeper struct {
 
 	// Owned by the timer goroutine.
 	deadLogged [numCategories]uint64 // per-category totals at the last summary
+	// evictLogged is ctr.deadEvicted at the last summary.
+	evictLogged uint64
 }
 
 func newHousekeeper(e *Engine) *housekeeper {

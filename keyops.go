@@ -3,6 +3,7 @@ package ringwal
 import (
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"time"
 
@@ -23,8 +24,10 @@ func pauseEnd(until time.Time) int64 {
 // PauseKey holds back delivery of key's messages until until (zero: until
 // ResumeKey); they wait aside, spending no attempts, and other keys are not
 // touched. A pause never shortens one already in force. It is logged and
-// survives a restart. An empty key or an until in the past is ErrInvalid.
-// Enqueue of the key's messages continues. Safe for concurrent use.
+// survives a restart. An empty key or an until in the past is ErrInvalid;
+// a new pause while Options.MaxPausedKeys keys are paused is ErrFull
+// (extending a key's pause in force is not). Enqueue of the key's
+// messages continues. Safe for concurrent use.
 func (e *Engine) PauseKey(key string, until time.Time) error {
 	if err := e.usable(); err != nil {
 		return err
@@ -37,7 +40,11 @@ func (e *Engine) PauseKey(key string, until time.Time) error {
 	if end <= now {
 		return invalidf("PauseKey %q until %v: in the past", key, until)
 	}
-	if !e.pauseKey(key, end, now) {
+	changed, err := e.tryPauseKey(key, end, now)
+	if err != nil {
+		return err
+	}
+	if !changed {
 		return nil // a longer pause is in force
 	}
 	rec := pauseRecord(key, end, now)
@@ -120,6 +127,94 @@ func (e *Engine) endPauseAll(now int64) {
 		e.keys.allUntil.CompareAndSwap(until, 0)
 	}
 	e.waiting.signalReady()
+}
+
+// tryPauseKey is pauseKey that reports a pause refused because
+// Options.MaxPausedKeys keys are paused already (ErrFull). The cap is
+// exact: a new pause takes its place in keys.paused by compare-and-swap.
+func (e *Engine) tryPauseKey(key string, until, now int64) (bool, error) {
+	if until <= now {
+		return false, nil
+	}
+	limit := int32(min(e.opts.MaxPausedKeys, math.MaxInt32))
+	if e.keys.paused.Load() >= limit {
+		// At the cap: refuse before the registry learns a new key, unless
+		// this key's pause is in force already (a longer one is fine).
+		if ks := e.keys.lookup(key); ks == nil || !ks.isPaused() {
+			return false, pausedKeysFull(key, limit)
+		}
+	}
+	ks := e.keys.get(key)
+	ks.mu.Lock()
+	for ks.live.Load() == retired { // swept meanwhile: pause the key's new state
+		ks.mu.Unlock()
+		ks = e.keys.get(key)
+		ks.mu.Lock()
+	}
+	defer ks.mu.Unlock()
+	if ks.pausedAt(now) && ks.pausedUntil >= until {
+		return false, nil
+	}
+	if ks.pausedUntil == 0 {
+		for {
+			n := e.keys.paused.Load()
+			if n >= limit {
+				return false, pausedKeysFull(key, limit)
+			}
+			if e.keys.paused.CompareAndSwap(n, n+1) {
+				break
+			}
+		}
+	}
+	ks.pausedUntil = until
+	if until != untilResumed {
+		ks.recheckAt = until
+		e.hk.schedule(until, sched.Entry{ID: ks.id, Kind: timerKey})
+	}
+	return true, nil
+}
+
+func pausedKeysFull(key string, limit int32) error {
+	return fmt.Errorf("%w: pause of key %q: %d keys are paused already (Options.MaxPausedKeys)", ErrFull, key, limit)
+}
+
+// isPaused reports whether a pause of the key is recorded (in force, or
+// ended but not yet cleared by its recheck): one that keys.paused counts.
+func (ks *keyState) isPaused() bool {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	return ks.pausedUntil != 0
+}
+
+// KeyPause reports whether key's delivery is paused now (PauseKey, a
+// Retry-After) and until when (zero: until ResumeKey); key "" asks about
+// a Pause of all delivery. O(1): one registry lookup and the key's lock
+// for a moment, never a Stats. Safe for concurrent use.
+func (e *Engine) KeyPause(key string) (paused bool, until time.Time) {
+	now := e.preciseNow()
+	if key == "" {
+		end := e.keys.allUntil.Load()
+		if end == 0 || now >= end {
+			return false, time.Time{}
+		}
+		if end != untilResumed {
+			until = time.Unix(0, end)
+		}
+		return true, until
+	}
+	ks := e.keys.lookup(key)
+	if ks == nil {
+		return false, time.Time{}
+	}
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if !ks.pausedAt(now) {
+		return false, time.Time{}
+	}
+	if ks.pausedUntil != untilResumed {
+		until = time.Unix(0, ks.pausedUntil)
+	}
+	return true, until
 }
 
 // restorePauses puts back the pauses the log holds.

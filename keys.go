@@ -587,28 +587,14 @@ func (e *Engine) keyGate(slot uint32, r *rec, now int64) (ks *keyState, ok bool)
 
 // pauseKey pauses delivery of key's messages until until (unix ns;
 // untilResumed: until ResumeKey); a pause never shortens one in force. It
-// reports whether the pause changed.
+// reports whether the pause changed. A pause refused at MaxPausedKeys (a
+// Retry-After's, one the log holds) is logged.
 func (e *Engine) pauseKey(key string, until, now int64) bool {
-	ks := e.keys.get(key)
-	ks.mu.Lock()
-	for ks.live.Load() == retired { // swept meanwhile: pause the key's new state
-		ks.mu.Unlock()
-		ks = e.keys.get(key)
-		ks.mu.Lock()
+	changed, err := e.tryPauseKey(key, until, now)
+	if err != nil {
+		e.opts.Logger.Warn("ringwal: key not paused", "key", key, "err", err)
 	}
-	defer ks.mu.Unlock()
-	if until <= now || (ks.pausedAt(now) && ks.pausedUntil >= until) {
-		return false
-	}
-	if ks.pausedUntil == 0 {
-		e.keys.paused.Add(1)
-	}
-	ks.pausedUntil = until
-	if until != untilResumed {
-		ks.recheckAt = until
-		e.hk.schedule(until, sched.Entry{ID: ks.id, Kind: timerKey})
-	}
-	return true
+	return changed
 }
 
 // resumeKey ends key's pause and lets its messages go; false if it was not

@@ -39,6 +39,11 @@ func (h *housekeeper) logDeadLetters() {
 	if total > 0 {
 		h.e.opts.Logger.Info("ringwal: messages dead-lettered", append([]any{"count", total}, attrs...)...)
 	}
+	if n := h.e.ctr.deadEvicted.Load(); n != h.evictLogged {
+		h.e.opts.Logger.Warn("ringwal: dead letters evicted at MaxDeadLetters, oldest first",
+			"count", n-h.evictLogged, "max_dead_letters", h.e.opts.MaxDeadLetters)
+		h.evictLogged = n
+	}
 }
 
 // sweepDedup forgets DedupIDs older than the dedup window.
@@ -49,7 +54,8 @@ func (e *Engine) sweepDedup(now int64) {
 }
 
 // sweepRetention removes reviewed dead letters past
-// Options.DeadLetterRetention, logging a purge record for each.
+// Options.DeadLetterRetention (and unreviewed ones past
+// Options.UnreviewedRetention, if set), logging a purge record for each.
 func (e *Engine) sweepRetention(now int64) {
 	ids := e.dead.Sweep(time.Unix(0, now))
 	if len(ids) == 0 {

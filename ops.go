@@ -2,7 +2,7 @@ package ringwal
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/ringwal/ringwal/dlq"
@@ -112,7 +112,10 @@ func (e *Engine) Requeue(id ID) error {
 
 // DeadLetters returns the dead letters matching q, ordered by dead-letter
 // time then ID; page with q.After and q.Limit. A malformed q is
-// ErrInvalid. Safe for concurrent use.
+// ErrInvalid. It copies what it returns under the store's read lock
+// (O(c·log n + k + s), see dlq.Store): pass a Limit to bound it; to find
+// one by ID use DeadLetter, to count CountDeadLetters. Safe for
+// concurrent use.
 func (e *Engine) DeadLetters(q dlq.Query) ([]DeadLetter, error) {
 	if err := e.usable(); err != nil {
 		return nil, err
@@ -122,6 +125,53 @@ func (e *Engine) DeadLetters(q dlq.Query) ([]DeadLetter, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return out, nil
+}
+
+// DeadLetter returns the dead letter with that ID; an ID that is not a
+// dead letter (unknown, live, acked, purged, evicted) is ErrNotFound. It
+// finds it through the store's ID index: O(1), holding the store's read
+// lock for a map lookup and the copy of that one entry's failures. Safe
+// for concurrent use.
+func (e *Engine) DeadLetter(id ID) (DeadLetter, error) {
+	if err := e.usable(); err != nil {
+		return DeadLetter{}, err
+	}
+	d, ok := e.dead.Get(uint64(id))
+	if !ok {
+		return DeadLetter{}, fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
+	}
+	return d, nil
+}
+
+// DeadLetterKeys returns how many dead letters each key has, for every key
+// that has some (dead letters without a key are not listed). The counts
+// are kept as dead letters come and go: O(k) for k such keys, holding the
+// store's read lock while it copies k counts and no dead letter. Safe for
+// concurrent use.
+func (e *Engine) DeadLetterKeys() (map[string]int, error) {
+	if err := e.usable(); err != nil {
+		return nil, err
+	}
+	return e.dead.KeyCounts(), nil
+}
+
+// CountDeadLetters returns how many dead letters q matches (as many as
+// DeadLetters(q) would return) without copying any, and a mark: set
+// q.Through to it and PurgeDeadLetters(q) removes exactly the dead letters
+// counted (less any removed since), never one that arrived after the
+// count. A malformed q is ErrInvalid. A q that filters by categories or
+// one key only is O(c) from the kept counts; any other walks the matching
+// dead letters (O(c·log n + m), see dlq.Store) under the store's read
+// lock, allocating nothing. Safe for concurrent use.
+func (e *Engine) CountDeadLetters(q dlq.Query) (n int, mark uint64, err error) {
+	if err := e.usable(); err != nil {
+		return 0, 0, err
+	}
+	n, mark, err = e.dead.CountQuery(q)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return n, mark, nil
 }
 
 // Redrive makes a dead-lettered message pending again under the same ID,
@@ -219,8 +269,10 @@ func (e *Engine) MarkReviewed(id ID, note string) error {
 }
 
 // PurgeDeadLetters deletes the dead letters matching q (an empty q
-// matches every one) and returns how many it deleted. A malformed q is
-// ErrInvalid. If the log refuses the purge records, the dead letters are
+// matches every one) and returns how many it deleted; with q.Through set
+// to CountDeadLetters' mark, exactly those it counted. A malformed q is
+// ErrInvalid. It holds the store's write lock while it selects and
+// removes them (O(c·log n + k + s)). If the log refuses the purge records, the dead letters are
 // gone from memory all the same: it returns their count with the error.
 // Safe for concurrent use.
 func (e *Engine) PurgeDeadLetters(q dlq.Query) (int, error) {
@@ -244,69 +296,131 @@ func (e *Engine) PurgeDeadLetters(q dlq.Query) (int, error) {
 	return len(gone), nil
 }
 
+// evictDeadLetters removes the oldest dead letters past
+// Options.MaxDeadLetters (reviewed ones first): each is counted
+// (Stats.DeadLettersEvicted), logged at Debug with the first of a run at
+// Warn (the housekeeper's summary says how many since), and journaled
+// with a purge record, as a purge is, so that a reopen does not bring it
+// back. The records do not wait for the log: a crash before they are
+// written brings the evicted letters back, and Open evicts them again
+// (the same ones: the oldest). A store under its bound costs one read
+// lock; an eviction O(log n). Safe for concurrent use.
+func (e *Engine) evictDeadLetters(now int64) {
+	if e.dead.Len() <= e.opts.MaxDeadLetters {
+		return
+	}
+	gone := e.dead.Evict(e.opts.MaxDeadLetters)
+	if len(gone) == 0 {
+		return
+	}
+	if e.ctr.deadEvicted.Add(uint64(len(gone))) == uint64(len(gone)) {
+		e.opts.Logger.Warn("ringwal: dead-letter store at MaxDeadLetters: evicting the oldest dead letters, reviewed ones first",
+			"max_dead_letters", e.opts.MaxDeadLetters)
+	}
+	for _, d := range gone {
+		if e.log != nil {
+			rec := purgeRecord(d.ID, now)
+			_ = e.log.AppendNoWait(&rec)
+		}
+		e.opts.Logger.Debug("ringwal: dead letter evicted", "id", d.ID, "category", d.Category.String(),
+			"key", d.Key, "reviewed", d.Reviewed, "dead_at", d.DeadAt)
+	}
+}
+
 // Peek returns up to n pending messages in the order Dequeue would hand
-// them out now (deadlines within the slack first, then the tiers'
-// weighted order), without leasing anything; nil when n <= 0 or the
-// engine is closed. It scans the engine, so it is meant for inspection,
-// not for the hot path. Safe for concurrent use.
+// them out now, without leasing anything; nil when n <= 0 or the engine
+// is closed. First those whose Deadline is within DeadlineSlack, earliest
+// first; then the tiers in the scheduler's order (weighted or strict, from
+// its current place), each tier in its queue's order (the order its
+// messages became ready). Aging, and what consumers racing each other do,
+// are not predicted; a pending message kept aside by its key (Waiting) is
+// not listed until it goes back in line.
+//
+// Peek reads the fronts of the deadline heap, of each tier's ring and of
+// its spill queue, never the backlog: O(n × tiers) work and allocation,
+// plus up to peekLimit entries per queue passed over that no longer name a
+// pending message (leased out of order by its deadline, cancelled,
+// requeued); a message behind more of those is missed until they are
+// popped, as Stats.OldestPending is. It takes no engine-wide lock: the
+// deadline heap's mutex while it lists at most n+peekLimit entries, a
+// spill queue's while it copies as many refs, and each listed message's
+// record for a moment, as Get does. What moves while it reads may be
+// missed or seen out of place: a moment's view. Safe for concurrent use.
 func (e *Engine) Peek(n int) []Info {
 	if n <= 0 || e.usable() != nil {
 		return nil
 	}
-	type cand struct {
-		info     Info
-		readyAt  int64
-		deadline int64
-	}
-	var tiers [ring.NumTiers][]cand
-	var urgent []cand
+	n = min(n, e.slab.size()) // no more are live: n is the caller's, maybe huge
 	now := e.now()
-	slack := now + int64(e.opts.DeadlineSlack)
-	e.slab.each(func(_ uint32, r *rec) {
-		if r.load().state() != stPending {
-			return
-		}
-		prev, ok := r.ownAny(1 << stPending)
-		if !ok {
-			return
-		}
-		c := cand{info: r.info(stPending), readyAt: r.at, deadline: r.deadline()}
-		r.putBack(prev)
-		if c.deadline != 0 && c.deadline <= slack {
-			urgent = append(urgent, c)
-			return
-		}
-		t := c.info.Message.Priority.tier()
-		tiers[t] = append(tiers[t], c)
-	})
-	sort.Slice(urgent, func(i, j int) bool { return urgent[i].deadline < urgent[j].deadline })
-	candidates := len(urgent)
-	for t := range tiers {
-		candidates += len(tiers[t])
-	}
-	out := make([]Info, 0, min(n, candidates)) // n is the caller's, maybe huge
-	for _, c := range urgent {
-		if len(out) == n {
-			return out
-		}
-		out = append(out, c.info)
-	}
-	for t := range tiers {
-		sort.Slice(tiers[t], func(i, j int) bool {
-			a, b := tiers[t][i], tiers[t][j]
-			if a.readyAt != b.readyAt {
-				return a.readyAt < b.readyAt
+	var out []Info
+	var listed map[ID]bool // the urgent ones, which their tiers also hold
+	if dl := e.sched.Deadlines(); dl.Len() > 0 {
+		slack := addSat(now, int64(e.opts.DeadlineSlack))
+		for _, en := range dl.Due(slack, n+peekLimit, e.validEntry, nil) {
+			if len(out) == n {
+				return out
 			}
-			return a.info.ID < b.info.ID
-		})
+			if info, ok := e.peekRef(ref{slot: uint32(en.ID), gen: en.Gen}); ok {
+				if listed == nil {
+					listed = make(map[ID]bool)
+				}
+				out = append(out, info)
+				listed[info.ID] = true
+			}
+		}
 	}
+	need := n - len(out)
+	if need == 0 {
+		return out
+	}
+	var tiers [ring.NumTiers][]Info
 	var backlog [ring.NumTiers]int
 	for t := range tiers {
+		spilled := e.spilled.Load()&(1<<t) != 0
+		if e.tiers.LenOf(t) == 0 && !spilled {
+			continue
+		}
+		budget := need + peekLimit // entries this tier may look at
+		take := func(rf ref) bool {
+			budget--
+			if info, ok := e.peekRef(rf); ok && !listed[info.ID] {
+				tiers[t] = append(tiers[t], info)
+			}
+			return len(tiers[t]) < need && budget > 0
+		}
+		e.tiers.Peek(t, budget, take)
+		if spilled && len(tiers[t]) < need && budget > 0 {
+			// Behind the ring in line. Copied under the queue's lock and
+			// read after it: a record is owned before that lock is taken
+			// (pushTier), never after.
+			q := &e.spill[t]
+			q.mu.Lock()
+			refs := slices.Clone(q.refs[q.head:min(len(q.refs), q.head+budget)])
+			q.mu.Unlock()
+			for _, rf := range refs {
+				if !take(rf) {
+					break
+				}
+			}
+		}
 		backlog[t] = len(tiers[t])
 	}
-	for _, t := range e.sched.Picker().Preview(backlog, n-len(out)) {
-		out = append(out, tiers[t][0].info)
+	for _, t := range e.sched.Picker().Preview(backlog, need) {
+		out = append(out, tiers[t][0])
 		tiers[t] = tiers[t][1:]
 	}
 	return out
+}
+
+// peekRef describes the pending message rf names, holding its record for
+// the moment of the read; false if rf no longer names a pending message.
+func (e *Engine) peekRef(rf ref) (Info, bool) {
+	r := e.slab.lookup(rf.slot)
+	if r == nil || !r.own(rf.gen, stPending) {
+		return Info{}, false
+	}
+	info := r.info(stPending)
+	r.keep(e.counts, stPending)
+	e.notePause(&info)
+	return info, true
 }

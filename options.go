@@ -160,8 +160,25 @@ type Options struct {
 	FlushInterval time.Duration
 	// DeadLetterRetention: reviewed dead letters whose DeadAt is older than
 	// this are removed. Default 90 days; negative keeps them forever.
-	// Unreviewed dead letters are kept.
+	// Unreviewed dead letters are kept (see UnreviewedRetention).
 	DeadLetterRetention time.Duration
+	// UnreviewedRetention: if positive, unreviewed dead letters whose
+	// DeadAt is older than this are removed as well (logged as a purge).
+	// Default 0: unreviewed dead letters stay until an operator has seen
+	// them, or MaxDeadLetters evicts them. Must not be negative.
+	UnreviewedRetention time.Duration
+	// MaxDeadLetters bounds the dead-letter store, which lives in memory:
+	// past it, the oldest dead letters are evicted, reviewed ones before
+	// unreviewed ones (by DeadAt), each counted in
+	// Stats.DeadLettersEvicted, logged and journaled as a purge, so that a
+	// restart does not bring them back. Default 1,000,000; must not be
+	// negative.
+	MaxDeadLetters int
+	// MaxPausedKeys bounds how many keys can be paused at once (PauseKey,
+	// a Retry-After): a pause of one more key is refused with an error
+	// wrapping ErrFull (a Retry-After pause is then skipped and logged).
+	// Default 10,000; must not be negative.
+	MaxPausedKeys int
 	// CloseGrace: how long Close lets Run handlers finish before it ends
 	// their contexts; it then waits up to one more CloseGrace for them
 	// (see Close), so Close can take twice this. Default 5s; must not be
@@ -203,6 +220,8 @@ const (
 	defaultFlushInterval   = time.Millisecond
 	defaultRetention       = 90 * 24 * time.Hour
 	defaultCloseGrace      = 5 * time.Second
+	defaultMaxDeadLetters  = 1_000_000
+	defaultMaxPausedKeys   = 10_000
 	// maxBreakerBuckets bounds Options.Breaker.Buckets (allocated per key).
 	maxBreakerBuckets = 1 << 16
 	// maxSlabBits bounds the slab (and so MaxMessages) at 1<<26 slots.
@@ -228,6 +247,10 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.TierCapacity < 0 || o.MaxMessages < 0 || o.MaxPayload < 0 || o.CrashLoopLimit < 0 {
 		return o, invalidf("negative TierCapacity, MaxMessages, MaxPayload or CrashLoopLimit")
+	}
+	if o.MaxDeadLetters < 0 || o.MaxPausedKeys < 0 || o.UnreviewedRetention < 0 {
+		return o, invalidf("negative MaxDeadLetters %d, MaxPausedKeys %d or UnreviewedRetention %v",
+			o.MaxDeadLetters, o.MaxPausedKeys, o.UnreviewedRetention)
 	}
 	for i, w := range o.Weights {
 		if w < 0 {
@@ -296,6 +319,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.CloseGrace == 0 {
 		o.CloseGrace = defaultCloseGrace
+	}
+	if o.MaxDeadLetters == 0 {
+		o.MaxDeadLetters = defaultMaxDeadLetters
+	}
+	if o.MaxPausedKeys == 0 {
+		o.MaxPausedKeys = defaultMaxPausedKeys
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real()

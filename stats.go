@@ -29,6 +29,12 @@ type Stats struct {
 	HeldByPriority    map[Priority]int
 	// DeadByCategory counts dead letters per category.
 	DeadByCategory map[classify.Category]int
+	// MaxDeadLetters is the dead-letter store's bound (Options.
+	// MaxDeadLetters): Dead never stays above it.
+	MaxDeadLetters int
+	// DeadLettersEvicted counts the dead letters evicted since Open because
+	// the store reached MaxDeadLetters (not counted as purged or acked).
+	DeadLettersEvicted uint64
 
 	// Lifetime totals since Open (messages recovered by Open are not
 	// counted as Enqueued). Nacked counts consumers' nacks, not lease
@@ -239,6 +245,8 @@ func (e *Engine) Stats() Stats {
 		Duplicates:             e.ctr.duplicates.Load(),
 		BackpressureWaits:      e.ctr.backpressure.Load(),
 		Redriven:               e.ctr.redriven.Load(),
+		MaxDeadLetters:         e.opts.MaxDeadLetters,
+		DeadLettersEvicted:     e.ctr.deadEvicted.Load(),
 		Requeued:               e.ctr.requeued.Load(),
 		BreakerTrips:           e.breakers.Trips(),
 		DeadLetteredByCategory: make(map[classify.Category]uint64),

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/ringwal/ringwal"
-	"github.com/ringwal/ringwal/dlq"
 )
 
 // keyRow is one key of the keys page.
@@ -42,7 +41,8 @@ func (h *handler) keysPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ds, err := h.e.DeadLetters(dlq.Query{})
+	// Kept per key by the store: counts, not a copy of every dead letter.
+	byKey, err := h.e.DeadLetterKeys()
 	if err != nil {
 		h.failPage(w, r, err)
 		return
@@ -61,10 +61,8 @@ func (h *handler) keysPage(w http.ResponseWriter, r *http.Request) {
 	for _, b := range NewStatsView(s).Breakers {
 		row(b.Key).Breaker = &b
 	}
-	for _, d := range ds {
-		if d.Key != "" {
-			row(d.Key).DeadLetters++
-		}
+	for k, n := range byKey {
+		row(k).DeadLetters = n
 	}
 	v := keysView{Held: s.Held, Waiting: s.Waiting, DeliveryPaused: s.DeliveryPaused, Now: h.now()}
 	for _, k := range slices.Sorted(maps.Keys(rows)) {

@@ -131,6 +131,8 @@ type deadLettersView struct {
 	PurgeQuery                  template.URL // the filters, for the purge confirmation
 	Err                         string
 	Total                       int // dead letters, every filter aside
+	Max                         int // the store's bound (Stats.MaxDeadLetters)
+	Evicted                     uint64
 }
 
 // formValues returns v without empty values: an HTML form sends its
@@ -157,7 +159,7 @@ func (h *handler) deadLettersPage(w http.ResponseWriter, r *http.Request) {
 	}
 	vals := formValues(r.URL.Query())
 	v := deadLettersView{Key: vals.Get("key"), Since: vals.Get("since"), Until: vals.Get("until"),
-		Reviewed: vals.Get("reviewed"), Total: s.Dead}
+		Reviewed: vals.Get("reviewed"), Total: s.Dead, Max: s.MaxDeadLetters, Evicted: s.DeadLettersEvicted}
 	checked := map[string]bool{}
 	for _, c := range vals["category"] {
 		checked[c] = true
@@ -247,7 +249,7 @@ func (h *handler) deadLetterPage(w http.ResponseWriter, r *http.Request) {
 		v.Headers = append(v.Headers, header{k, info.Message.Headers[k]})
 	}
 	if info.State == ringwal.Dead {
-		if d, ok := h.deadLetter(id, info.Message.Key); ok {
+		if d, err := h.e.DeadLetter(id); err == nil {
 			dv := NewDeadLetterView(d)
 			v.Dead = &dv
 			one := dlq.Query{Categories: []classify.Category{d.Category}, Key: d.Key, Since: d.DeadAt, Until: d.DeadAt.Add(time.Nanosecond)}
@@ -306,12 +308,15 @@ type purgeView struct {
 	Changed bool             // the count changed since the confirmation was shown
 	Was     int
 	Back    template.URL
+	// Through is the dead-letter store's mark at the count: the purge
+	// takes exactly the dead letters counted, never one added since.
+	Through uint64
 }
 
 // purgeQuery reads the purge filters from vals (after and limit are not
 // filters: a purge takes everything they match).
 func (h *handler) purgeQuery(vals url.Values) (dlq.Query, error) {
-	q, err := ParseDeadLetterQuery(formValues(vals, "after", "limit", "csrf", "all", "expect"), h.now())
+	q, err := ParseDeadLetterQuery(formValues(vals, "after", "limit", "csrf", "all", "expect", "through"), h.now())
 	q.After, q.Limit = 0, 0
 	return q, err
 }
@@ -326,22 +331,31 @@ func (h *handler) purgePage(w http.ResponseWriter, r *http.Request) {
 }
 
 // confirmPurge answers the confirmation page of q; was is the count the
-// previous confirmation showed (-1 for none).
+// previous confirmation showed (-1 for none). It counts what q matches
+// (without copying it) and lists the first purgeListMax; the form carries
+// the store's mark at the count, so that the purge takes exactly those.
 func (h *handler) confirmPurge(w http.ResponseWriter, r *http.Request, q dlq.Query, was int) {
-	ds, err := h.e.DeadLetters(q)
+	n, through, err := h.e.CountDeadLetters(q)
+	if err != nil {
+		h.failPage(w, r, err)
+		return
+	}
+	first := q
+	first.Limit, first.Through = purgeListMax, through
+	ds, err := h.e.DeadLetters(first)
 	if err != nil {
 		h.failPage(w, r, err)
 		return
 	}
 	vals := DeadLetterQueryValues(q)
-	v := purgeView{All: emptyQuery(q), Count: len(ds), Changed: was >= 0, Was: was, Back: template.URL(vals.Encode())}
+	v := purgeView{All: emptyQuery(q), Count: n, Changed: was >= 0, Was: was, Back: template.URL(vals.Encode()), Through: through}
 	for _, k := range slices.Sorted(maps.Keys(vals)) {
 		for _, s := range vals[k] {
 			v.Filters = append(v.Filters, header{k, s})
 			v.Fields = append(v.Fields, header{k, s})
 		}
 	}
-	v.Entries = NewDeadLetterViews(ds[:min(len(ds), purgeListMax)])
+	v.Entries = NewDeadLetterViews(ds)
 	h.render(w, r, http.StatusOK, "purge", page{Title: "Purge dead letters", Nav: "dead-letters", Data: v})
 }
 
@@ -360,17 +374,28 @@ func (h *handler) purgeAction(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, http.StatusBadRequest, "The purge form lacks the count it confirmed; start again from the dead letters.")
 		return
 	}
-	ds, err := h.e.DeadLetters(q)
+	// The store's mark at the confirmation's count: what arrived since is
+	// not part of what was confirmed. A form without one (an older page)
+	// counts everything, as before.
+	if s := r.PostForm.Get("through"); s != "" {
+		if q.Through, err = strconv.ParseUint(s, 10, 64); err != nil {
+			h.errorPage(w, r, http.StatusBadRequest, "The purge form's mark is not a number; start again from the dead letters.")
+			return
+		}
+	}
+	n, _, err := h.e.CountDeadLetters(q)
 	if err != nil {
 		h.failPage(w, r, err)
 		return
 	}
-	if len(ds) != expect {
-		// Dead letters came or went since the confirmation: confirm again.
+	if n != expect {
+		// Dead letters went (or, without a mark, came) since the
+		// confirmation: confirm again.
+		q.Through = 0
 		h.confirmPurge(w, r, q, expect)
 		return
 	}
-	n, err := h.e.PurgeDeadLetters(q)
+	n, err = h.e.PurgeDeadLetters(q)
 	if err != nil {
 		if n > 0 {
 			h.opts.Logger.Error("ringwal: admin console purge not logged", "purged", n, "err", err)

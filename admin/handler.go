@@ -17,7 +17,6 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/clock"
-	"github.com/ringwal/ringwal/dlq"
 )
 
 // Options configures NewHandler. The zero value is usable.
@@ -384,14 +383,13 @@ func (h *handler) next(w http.ResponseWriter, r *http.Request) {
 		}
 		n = v
 	}
-	s := h.e.Stats()
-	if s.Closed {
+	if engineClosed(h.e) {
 		h.fail(w, r, ringwal.ErrClosed)
 		return
 	}
 	out := []InfoView{}
-	// No more than are pending: Peek sizes its answer by what it is asked.
-	for _, in := range h.e.Peek(min(n, s.Pending)) {
+	// Peek reads the queues' fronts: O(n), whatever the backlog.
+	for _, in := range h.e.Peek(n) {
 		out = append(out, NewInfoView(in))
 	}
 	h.reply(w, http.StatusOK, out)
@@ -409,26 +407,12 @@ func (h *handler) getMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	v := NewInfoView(info)
 	if info.State == ringwal.Dead {
-		if d, ok := h.deadLetter(id, info.Message.Key); ok {
+		if d, err := h.e.DeadLetter(id); err == nil { // by ID: O(1)
 			dv := NewDeadLetterView(d)
 			v.DeadLetter = &dv
 		}
 	}
 	h.reply(w, http.StatusOK, v)
-}
-
-// deadLetter finds id's dead letter among those of its key.
-func (h *handler) deadLetter(id ringwal.ID, key string) (ringwal.DeadLetter, bool) {
-	ds, err := h.e.DeadLetters(dlq.Query{Key: key})
-	if err != nil {
-		return ringwal.DeadLetter{}, false
-	}
-	for _, d := range ds {
-		if d.ID == uint64(id) {
-			return d, true
-		}
-	}
-	return ringwal.DeadLetter{}, false
 }
 
 func (h *handler) requeue(w http.ResponseWriter, r *http.Request) {

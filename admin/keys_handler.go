@@ -35,10 +35,15 @@ func (h *handler) pauseUntil(w http.ResponseWriter, r *http.Request) (time.Time,
 	return until, true
 }
 
-// keyState answers a key's pause or resume with the key's state after it.
+// keyState answers a key's pause or resume with the key's pause after it,
+// read in O(1) (Engine.KeyPause), not from a Stats.
 func (h *handler) keyState(w http.ResponseWriter, key, status string) {
-	k, _ := FindKey(NewKeyViews(h.e.Stats()), key)
-	h.reply(w, http.StatusOK, PauseView{Key: key, Status: status, Paused: k.Paused, PausedUntil: k.PausedUntil})
+	v := PauseView{Key: key, Status: status}
+	var until time.Time
+	if v.Paused, until = h.e.KeyPause(key); v.Paused && !until.IsZero() {
+		v.PausedUntil = &until
+	}
+	h.reply(w, http.StatusOK, v)
 }
 
 func (h *handler) pauseKey(w http.ResponseWriter, r *http.Request) {
@@ -88,7 +93,8 @@ func (h *handler) resumeAll(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.opts.Logger.Info("ringwal: admin resumed all delivery")
-	h.reply(w, http.StatusOK, PauseView{Status: "resumed", Paused: h.e.Stats().DeliveryPaused})
+	paused, _ := h.e.KeyPause("") // O(1), not a Stats
+	h.reply(w, http.StatusOK, PauseView{Status: "resumed", Paused: paused})
 }
 
 func (h *handler) cancel(w http.ResponseWriter, r *http.Request) {

@@ -131,7 +131,9 @@ func (o Options) withDefaults() Options {
 // number of categories asked for (one index when Key is set) and s the
 // entries skipped inside the time window (other categories in a Key
 // query, the other review state, removed entries not yet compacted),
-// Count and Len O(1).
+// Count, CountKey, Len and Mark O(1), Evict O(log n) amortised per entry
+// it removes, CountQuery O(c) from the kept counts when it filters by
+// categories or one key only.
 type Store[M any] struct {
 	opt Options
 
@@ -140,6 +142,10 @@ type Store[M any] struct {
 	byCat  []index[M]           // indexed by classify.Category
 	byKey  map[string]*index[M] // entries with a non-empty Key
 	ghosts ghosts
+	// reviewed holds the reviewed entries by dead-letter order, for Evict.
+	reviewed reviewedHeap[M]
+	// seq numbers Adds: Mark reads it, Query.Through bounds by it.
+	seq uint64
 }
 
 // New returns an empty Store.
@@ -182,8 +188,13 @@ func (s *Store[M]) Add(e Entry[M]) error {
 	if _, dup := s.byID[e.ID]; dup {
 		return fmt.Errorf("add %d: %w", e.ID, ErrDuplicate)
 	}
+	s.seq++
+	r.seq = s.seq
 	s.byID[e.ID] = r
 	s.byCat[e.Category].insert(r)
+	if e.Reviewed {
+		s.reviewed.push(r)
+	}
 	if e.Key != "" {
 		x := s.byKey[e.Key]
 		if x == nil {
@@ -195,7 +206,8 @@ func (s *Store[M]) Add(e Entry[M]) error {
 	return nil
 }
 
-// Get returns a copy of the entry with that ID.
+// Get returns a copy of the entry with that ID: O(1) (a map lookup) plus
+// the copy of its Failures, under the read lock.
 func (s *Store[M]) Get(id uint64) (Entry[M], bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -216,6 +228,9 @@ func (s *Store[M]) MarkReviewed(id uint64, note string, at time.Time) error {
 	if !ok {
 		return fmt.Errorf("mark reviewed %d: %w", id, ErrNotFound)
 	}
+	if !r.e.Reviewed {
+		s.reviewed.push(r)
+	}
 	r.e.Reviewed, r.e.Note, r.e.ReviewedAt = true, note, at.Round(0)
 	return nil
 }
@@ -233,8 +248,8 @@ func (s *Store[M]) Remove(id uint64) (Entry[M], bool) {
 	return r.e, true
 }
 
-// Count returns the number of entries of category c. It does not
-// allocate.
+// Count returns the number of entries of category c. O(1), under the read
+// lock; it does not allocate.
 func (s *Store[M]) Count(c classify.Category) int {
 	if int(c) >= len(s.byCat) {
 		return 0
@@ -256,11 +271,45 @@ func (s *Store[M]) Counts() map[classify.Category]int {
 	return m
 }
 
-// Len returns the number of entries.
+// Len returns the number of entries. O(1), under the read lock.
 func (s *Store[M]) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return len(s.byID)
+}
+
+// CountKey returns the number of entries with key k (kept per key as
+// entries come and go, not counted): O(1), under the read lock, no
+// allocation.
+func (s *Store[M]) CountKey(k string) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if x := s.byKey[k]; x != nil {
+		return x.live()
+	}
+	return 0
+}
+
+// KeyCounts returns the number of entries per key, for every key that has
+// some (entries without a key are not listed). O(k) for k such keys, under
+// the read lock: it copies counts, never entries.
+func (s *Store[M]) KeyCounts() map[string]int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m := make(map[string]int, len(s.byKey))
+	for k, x := range s.byKey {
+		m[k] = x.live()
+	}
+	return m
+}
+
+// Mark returns the store's add sequence: every Add takes the next number,
+// so a Query whose Through is this mark matches none of the entries added
+// after this call. O(1), under the read lock.
+func (s *Store[M]) Mark() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.seq
 }
 
 // Sweep applies retention at time now and returns the IDs it removed (the
@@ -330,6 +379,9 @@ func (s *Store[M]) drop(r *record[M]) {
 	if r.e.Key != "" {
 		s.byKey[r.e.Key].gone++
 	}
+	if r.e.Reviewed {
+		s.reviewed.gone++
+	}
 	s.ghosts.add(r.pos)
 }
 
@@ -338,6 +390,9 @@ func (s *Store[M]) drop(r *record[M]) {
 // held.
 func (s *Store[M]) compact(r *record[M]) {
 	s.byCat[r.e.Category].compact()
+	if r.e.Reviewed {
+		s.reviewed.compact()
+	}
 	if r.e.Key == "" {
 		return
 	}

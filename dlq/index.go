@@ -30,6 +30,7 @@ func (a pos) cmp(b pos) int {
 type record[M any] struct {
 	e    Entry[M]
 	pos  pos
+	seq  uint64 // the store's add sequence when it was added (Store.Mark)
 	gone bool
 }
 
@@ -46,6 +47,17 @@ type index[M any] struct {
 }
 
 func (x *index[M]) live() int { return len(x.recs) - x.gone }
+
+// front returns the oldest live record, or nil. compact keeps the front
+// live, so this is O(1) between a drop and its compact.
+func (x *index[M]) front() *record[M] {
+	for _, r := range x.recs {
+		if !r.gone {
+			return r
+		}
+	}
+	return nil
+}
 
 // insert places r after every record whose pos is ≤ r.pos.
 func (x *index[M]) insert(r *record[M]) {
@@ -68,8 +80,20 @@ func (x *index[M]) search(p pos, after bool) int {
 	return lo
 }
 
-// compact drops tombstones once they are at least half the slice.
+// compact drops the tombstones at the front at once (the oldest entries
+// go first: an eviction, a retention sweep), in O(1) amortised per
+// tombstone and without moving the live records, so that the front is
+// always live; and the rest once they are at least half the slice.
 func (x *index[M]) compact() {
+	lead := 0
+	for lead < len(x.recs) && x.recs[lead].gone {
+		lead++
+	}
+	if lead > 0 {
+		clear(x.recs[:lead]) // the array's prefix must not keep them alive
+		x.recs = x.recs[lead:]
+		x.gone -= lead
+	}
 	if x.gone == 0 || x.gone*2 < len(x.recs) {
 		return
 	}

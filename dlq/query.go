@@ -59,24 +59,66 @@ type Query struct {
 	After uint64
 	// Limit caps the number of entries returned; 0 means no cap.
 	Limit int
+	// Through, if not 0, matches only the entries added up to the store's
+	// Mark of that value: an operator who counted what a query matches
+	// (CountQuery returns the mark with the count) then purges exactly
+	// those, never one added since. 0 means no bound.
+	Through uint64
 }
 
 // Query returns copies of the matching entries in (DeadAt, ID) order. A
 // malformed query (negative Limit, Since after Until, an undeclared
 // category or Review, an unknown cursor) fails with ErrInvalid. It holds
-// the read lock for the duration. See Store for its cost.
+// the read lock for the duration and copies what it returns: pass a Limit
+// to bound both. See Store for its cost.
 func (s *Store[M]) Query(q Query) ([]Entry[M], error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	recs, err := s.selectLocked(q)
+	out := []Entry[M]{}
+	err := s.walkLocked(q, func(r *record[M]) { out = append(out, r.e.clone()) })
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Entry[M], len(recs))
-	for i, r := range recs {
-		out[i] = r.e.clone()
-	}
 	return out, nil
+}
+
+// CountQuery returns how many entries Query(q) would return, without
+// copying any, and the store's Mark at that moment: a Purge of q with
+// Through set to it removes exactly the entries counted, less those
+// removed since. It fails like Query. It holds the read lock; a query
+// whose only filters are Categories or one Key is O(c) from the kept
+// counts, any other O(c·log n + m + s) for m matching entries (see Store).
+// It does not allocate.
+func (s *Store[M]) CountQuery(q Query) (n int, mark uint64, err error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	mask, err := s.validate(q)
+	if err != nil {
+		return 0, 0, err
+	}
+	mark = s.seq
+	plain := q.Since.IsZero() && q.Until.IsZero() && q.Reviewed == Any && q.After == 0 && q.Through == 0
+	switch {
+	case plain && q.Key == "":
+		for c := range s.byCat {
+			if mask&(1<<c) != 0 {
+				n += s.byCat[c].live()
+			}
+		}
+	case plain && len(q.Categories) == 0:
+		if x := s.byKey[q.Key]; x != nil {
+			n = x.live()
+		}
+	default:
+		if err := s.walkLocked(q, func(*record[M]) { n++ }); err != nil {
+			return 0, 0, err
+		}
+		return n, mark, nil
+	}
+	if q.Limit > 0 {
+		n = min(n, q.Limit)
+	}
+	return n, mark, nil
 }
 
 // Purge removes exactly the entries Query(q) would return and returns
@@ -85,8 +127,8 @@ func (s *Store[M]) Query(q Query) ([]Entry[M], error) {
 func (s *Store[M]) Purge(q Query) ([]Entry[M], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	recs, err := s.selectLocked(q)
-	if err != nil {
+	var recs []*record[M]
+	if err := s.walkLocked(q, func(r *record[M]) { recs = append(recs, r) }); err != nil {
 		return nil, err
 	}
 	s.removeAll(recs)
@@ -103,18 +145,19 @@ type cursor[M any] struct {
 	i int
 }
 
-// selectLocked returns the records matching q in order. s.mu must be held.
-func (s *Store[M]) selectLocked(q Query) ([]*record[M], error) {
+// walkLocked calls visit with the records matching q, in order. s.mu must
+// be held.
+func (s *Store[M]) walkLocked(q Query, visit func(*record[M])) error {
 	catMask, err := s.validate(q)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	since := pos{at: q.Since.Round(0)}
 	from, after := since, false
 	if q.After != 0 {
 		p, ok := s.position(q.After)
 		if !ok {
-			return nil, fmt.Errorf("query: cursor %d: no such entry, nor recently removed: %w", q.After, ErrInvalid)
+			return fmt.Errorf("query: cursor %d: no such entry, nor recently removed: %w", q.After, ErrInvalid)
 		}
 		if p.cmp(since) >= 0 {
 			from, after = p, true
@@ -144,12 +187,11 @@ func (s *Store[M]) selectLocked(q Query) ([]*record[M], error) {
 		}
 	}
 	keep := func(r *record[M]) bool {
-		return !r.gone && matchReview(q.Reviewed, r.e.Reviewed) &&
+		return !r.gone && matchReview(q.Reviewed, r.e.Reviewed) && (q.Through == 0 || r.seq <= q.Through) &&
 			(!filterCat || catMask&(1<<r.e.Category) != 0)
 	}
 
-	var out []*record[M]
-	for q.Limit == 0 || len(out) < q.Limit {
+	for n := 0; q.Limit == 0 || n < q.Limit; n++ {
 		best := -1
 		for j := range curs {
 			r := curs[j].next(keep)
@@ -163,10 +205,10 @@ func (s *Store[M]) selectLocked(q Query) ([]*record[M], error) {
 		if best < 0 {
 			break
 		}
-		out = append(out, curs[best].x.recs[curs[best].i])
+		visit(curs[best].x.recs[curs[best].i])
 		curs[best].i++
 	}
-	return out, nil
+	return nil
 }
 
 // next skips records that fail ok and returns the head, or nil at the end.

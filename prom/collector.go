@@ -33,7 +33,7 @@ type descSet struct {
 	enqueued, dequeued, acked, nacked, retried, expired, deadLettered *prometheus.Desc
 	leaseExpiries, duplicates, backpressure, breakerTrips             *prometheus.Desc
 	redriven, requeued, walBytes, walFailed                           *prometheus.Desc
-	cancelled                                                         *prometheus.Desc
+	cancelled, deadEvicted, deadMax                                   *prometheus.Desc
 
 	waiting, keys, keyWaiting, deliveryPaused *prometheus.Desc
 
@@ -70,6 +70,8 @@ func newDescs() *descSet {
 	d.walBytes = nd("wal_written_bytes_total", "Framed bytes handed to write(2) by the write-ahead log.")
 	d.walFailed = nd("wal_failed_batches_total", "Write-ahead-log batches whose write or fsync failed.")
 	d.cancelled = nd("cancelled_total", "Messages removed by Cancel.")
+	d.deadEvicted = nd("dead_letters_evicted_total", "Dead letters evicted because the store reached its bound (MaxDeadLetters), oldest first, reviewed ones before unreviewed.")
+	d.deadMax = nd("dead_letters_max", "The dead-letter store's bound (Options.MaxDeadLetters): past it the oldest are evicted.")
 	d.waiting = nd("waiting_messages", "Pending messages kept aside by their key, by reason (ordered, in-flight, rate, paused); they are also counted as pending in ringwal_messages.", "reason")
 	d.keys = nd("keys", "Keys by condition: paused (PauseKey or a Retry-After), throttled (out of tokens with messages waiting), at_cap (at MaxQueued, or at the isolation cap of held messages).", "condition")
 	d.keyWaiting = nd("key_waiting_messages", "Messages kept aside per key. At most 50 keys are exported (the most waiting first); key=\"_other\" is the sum over the rest.", "key")
@@ -128,6 +130,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(d.redriven, s.Redriven)
 	counter(d.requeued, s.Requeued)
 	counter(d.cancelled, s.Cancelled)
+	counter(d.deadEvicted, s.DeadLettersEvicted)
+	gauge(d.deadMax, float64(s.MaxDeadLetters))
 	for _, why := range waitReasons {
 		gauge(d.waiting, float64(s.WaitingByReason[why]), why.String())
 	}

@@ -191,18 +191,19 @@ func TestMetricsAfterWorkload(t *testing.T) {
 
 	fams := scrapeMetrics(t, reg)
 	counters := map[string]float64{
-		"ringwal_enqueued_total":           n + 1 + 3,
-		"ringwal_dequeued_total":           n,
-		"ringwal_acked_total":              n - 2 - 3,
-		"ringwal_nacked_total":             5,
-		"ringwal_retried_total":            2,
-		"ringwal_expired_total":            0,
-		"ringwal_lease_expiries_total":     0,
-		"ringwal_duplicates_refused_total": 1,
-		"ringwal_backpressure_waits_total": 0,
-		"ringwal_breaker_trips_total":      1,
-		"ringwal_redriven_total":           0,
-		"ringwal_requeued_total":           0,
+		"ringwal_enqueued_total":             n + 1 + 3,
+		"ringwal_dequeued_total":             n,
+		"ringwal_acked_total":                n - 2 - 3,
+		"ringwal_nacked_total":               5,
+		"ringwal_retried_total":              2,
+		"ringwal_expired_total":              0,
+		"ringwal_lease_expiries_total":       0,
+		"ringwal_duplicates_refused_total":   1,
+		"ringwal_backpressure_waits_total":   0,
+		"ringwal_breaker_trips_total":        1,
+		"ringwal_redriven_total":             0,
+		"ringwal_requeued_total":             0,
+		"ringwal_dead_letters_evicted_total": 0,
 	}
 	for name, want := range counters {
 		assert.Equal(t, dto.MetricType_COUNTER, fams[name].GetType(), name)
@@ -562,4 +563,21 @@ func (s *lockedWriter) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.String()
+}
+
+func TestCollectorCountsDeadLetterEvictions(t *testing.T) {
+	e, _ := ringwal.Open("", ringwal.Options{MaxDeadLetters: 2})
+	t.Cleanup(func() { _ = e.Close() })
+	for range 5 {
+		_, err := e.Enqueue(context.Background(), ringwal.Message{Payload: []byte("x")})
+		require.NoError(t, err)
+		d, ok := e.TryDequeue()
+		require.True(t, ok)
+		require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("no"), classify.Permanent)))
+	}
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(prom.NewCollector(e)))
+	fams := scrapeMetrics(t, reg)
+	assert.Equal(t, 3.0, metricValue(t, fams, "ringwal_dead_letters_evicted_total"))
+	assert.Equal(t, 2.0, metricValue(t, fams, "ringwal_dead_letters_max"))
 }

@@ -40,6 +40,7 @@
 //	ringwal_breaker_trips_total                 circuit breaker trips to open, all keys
 //	ringwal_redriven_total                      dead letters redriven
 //	ringwal_requeued_total                      messages requeued by an operator
+//	ringwal_dead_letters_evicted_total          dead letters evicted at the store's bound (MaxDeadLetters), oldest first
 //	ringwal_wal_written_bytes_total             framed bytes handed to write(2) (disk engines only)
 //	ringwal_wal_failed_batches_total            WAL batches whose write or fsync failed (disk engines only)
 //
@@ -47,6 +48,7 @@
 //
 //	ringwal_messages{state,priority}            live messages; state is pending, delayed, leased or held
 //	ringwal_dead_letters{category}              dead letters held
+//	ringwal_dead_letters_max                    the dead-letter store's bound (MaxDeadLetters)
 //	ringwal_tier_utilization_ratio{priority}    fill ratio of each priority ring
 //	ringwal_breaker_state{key}                  0 closed, 1 half-open, 2 open (see below)
 //	ringwal_breakers{state}                     breakers by state (closed, open, half-open)

@@ -210,3 +210,73 @@ func (h *DeadlineHeap) down(i int) {
 	}
 	h.items[i] = it
 }
+
+// Due appends to dst, earliest first (ties in push order) and without
+// removing them, the entries whose deadline is at or before before and
+// that valid accepts (nil: every one), looking at no more than visit
+// entries, stale ones included. It walks the heap best-first from the
+// top: O(visit·log visit) under the mutex whatever the heap's size, so
+// that a reader (the engine's Peek) can see what Next would serve without
+// a scan. valid is called with the lock held, as for PopIf. Safe for
+// concurrent use; allocates only a frontier of at most visit+1 indices
+// and what dst grows by.
+func (h *DeadlineHeap) Due(before int64, visit int, valid func(Entry) bool, dst []Entry) []Entry {
+	if visit <= 0 || h.n.Load() == 0 || h.earliest.Load() > before {
+		return dst
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// The frontier is a small min-heap of indices into h.items: the
+	// children of every item taken so far.
+	front := make([]int, 0, min(visit+1, len(h.items)))
+	less := func(a, b int) bool { return h.items[front[a]].less(&h.items[front[b]]) }
+	push := func(i int) {
+		if i >= len(h.items) {
+			return
+		}
+		front = append(front, i)
+		for c := len(front) - 1; c > 0; {
+			p := (c - 1) / 2
+			if !less(c, p) {
+				break
+			}
+			front[c], front[p] = front[p], front[c]
+			c = p
+		}
+	}
+	pop := func() int {
+		top := front[0]
+		n := len(front) - 1
+		front[0] = front[n]
+		front = front[:n]
+		for i := 0; ; {
+			l, m := 2*i+1, i
+			if l < n && less(l, m) {
+				m = l
+			}
+			if l+1 < n && less(l+1, m) {
+				m = l + 1
+			}
+			if m == i {
+				break
+			}
+			front[i], front[m] = front[m], front[i]
+			i = m
+		}
+		return top
+	}
+	push(0)
+	for seen := 0; seen < visit && len(front) > 0; seen++ {
+		i := pop()
+		it := &h.items[i]
+		if it.deadline > before {
+			break
+		}
+		if valid == nil || valid(it.e) {
+			dst = append(dst, it.e)
+		}
+		push(2*i + 1)
+		push(2*i + 2)
+	}
+	return dst
+}

@@ -205,3 +205,29 @@ func TestHeapNoAllocs(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+func TestDueListsTheEarliestDueEntriesInOrderWithoutRemovingThem(t *testing.T) {
+	var h DeadlineHeap
+	for i, d := range []int64{50, 10, 40, 20, 30, 20, 90, 5} {
+		h.Push(d, Entry{ID: uint64(i)})
+	}
+	stale := func(e Entry) bool { return e.ID != 4 } // deadline 30
+	got := h.Due(45, 100, stale, nil)
+	var ids []uint64
+	for _, e := range got {
+		ids = append(ids, e.ID)
+	}
+	// 5 (7), 10 (1), 20 (3, then 5: push order), 30 (4: stale), 40 (2).
+	if want := []uint64{7, 1, 3, 5, 2}; !slices.Equal(ids, want) {
+		t.Fatalf("Due = %v, want %v", ids, want)
+	}
+	if n := len(h.Due(45, 2, nil, nil)); n != 2 {
+		t.Fatalf("visit 2 listed %d", n)
+	}
+	if h.Len() != 8 {
+		t.Fatalf("Due removed entries: %d left", h.Len())
+	}
+	if got := h.Due(1, 10, nil, nil); len(got) != 0 {
+		t.Fatalf("nothing due before 1, got %v", got)
+	}
+}

@@ -1,0 +1,153 @@
+package admin_test
+
+// The console's and the API's reads of dead letters cost what they return:
+// one by ID, counts per key, a purge's count; and the purge takes exactly
+// what its confirmation counted.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
+)
+
+// deadLetterMany dead-letters n messages of key at once (Permanent
+// nacks, in batches) and returns their IDs.
+func deadLetterMany(t testing.TB, e *ringwal.Engine, key string, n int) []ringwal.ID {
+	t.Helper()
+	ctx := context.Background()
+	cause := classify.Mark(errors.New("rejected"), classify.Permanent)
+	ids := make([]ringwal.ID, 0, n)
+	for len(ids) < n {
+		batch := make([]ringwal.Message, min(n-len(ids), 512))
+		for i := range batch {
+			batch[i] = ringwal.Message{Key: key, Payload: []byte("x")}
+		}
+		got, err := e.EnqueueBatch(ctx, batch)
+		require.NoError(t, err)
+		ds, err := e.DequeueBatch(ctx, len(got))
+		require.NoError(t, err)
+		for _, d := range ds {
+			require.NoError(t, e.Nack(d.Lease, cause))
+			ids = append(ids, d.ID)
+		}
+	}
+	return ids
+}
+
+// bytesPerRun is the average heap allocation of a call of f, in bytes.
+func bytesPerRun(runs int, f func()) uint64 {
+	f()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return (after.TotalAlloc - before.TotalAlloc) / uint64(runs)
+}
+
+func getOK(t testing.TB, h http.Handler, path string) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+	if w.Code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, w.Code, w.Body)
+	}
+	return w
+}
+
+func TestDeadLetterReadsOfTheConsoleAndAPIDoNotCopyTheStore(t *testing.T) {
+	e, _, _ := adminEngine(t, ringwal.Options{})
+	const n = 20_000
+	ids := deadLetterMany(t, e, "k", n)
+	h := admin.NewHandler(e, admin.Options{})
+
+	w := getOK(t, h, fmt.Sprintf("/api/messages/%d", ids[n/2]))
+	assert.Contains(t, w.Body.String(), `"dead_letter"`)
+	w = getOK(t, h, "/keys")
+	assert.Contains(t, w.Body.String(), "20,000")
+
+	for _, path := range []string{
+		fmt.Sprintf("/api/messages/%d", ids[n/2]),
+		fmt.Sprintf("/dead-letters/%d", ids[n/2]),
+		"/keys",
+		"/purge?key=k",
+	} {
+		// Copying the key's 20k dead letters would take megabytes.
+		assert.Less(t, bytesPerRun(5, func() { getOK(t, h, path) }), uint64(256<<10), path)
+	}
+}
+
+var (
+	expectField  = regexp.MustCompile(`name="expect" value="(\d+)"`)
+	throughField = regexp.MustCompile(`name="through" value="(\d+)"`)
+)
+
+func TestConsolePurgeTakesExactlyTheDeadLettersItCounted(t *testing.T) {
+	e, fake, _ := adminEngine(t, ringwal.Options{})
+	fiveDeadLetters(t, e, fake)
+	b := newBrowser(t, e, admin.Options{})
+
+	p := b.get("purge?key=a").html(t, http.StatusOK, "confirmation")
+	assert.Contains(t, p.body, `<strong id="purge-count">3</strong>`)
+	form := url.Values{"csrf": {p.csrf(t)}, "key": {"a"},
+		"expect": {expectField.FindStringSubmatch(p.body)[1]}, "through": {throughField.FindStringSubmatch(p.body)[1]}}
+
+	// A dead letter of key a arrives between the count and the purge.
+	late := makeDeadLetters(t, e, fake, []string{"a"}, []error{errPermanent})[0]
+
+	p = b.post("purge", form, nil).html(t, http.StatusOK, "purged")
+	assert.Contains(t, p.body, "Deleted 3 dead letters.")
+	_, err := e.DeadLetter(late)
+	assert.NoError(t, err, "the dead letter that arrived after the count survives")
+	assert.Equal(t, 3, e.Stats().Dead)
+
+	// One of those counted goes meanwhile: the purge asks again.
+	p = b.get("purge?key=b").html(t, http.StatusOK, "confirmation")
+	form = url.Values{"csrf": {p.csrf(t)}, "key": {"b"},
+		"expect": {expectField.FindStringSubmatch(p.body)[1]}, "through": {throughField.FindStringSubmatch(p.body)[1]}}
+	n, _, err := e.CountDeadLetters(keyQuery("b"))
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	first, err := e.DeadLetters(keyQuery("b"))
+	require.NoError(t, err)
+	require.NoError(t, e.Redrive(ringwal.ID(first[0].ID)))
+	p = b.post("purge", form, nil).html(t, http.StatusOK, "a changed count")
+	assert.Contains(t, p.body, "changed from 2 to 1")
+	assert.Equal(t, 2, e.Stats().Dead)
+}
+
+func TestConsoleShowsHowCloseTheDeadLettersAreToTheirBound(t *testing.T) {
+	e, _, _ := adminEngine(t, ringwal.Options{MaxDeadLetters: 3000})
+	deadLetterMany(t, e, "k", 3002)
+	b := newBrowser(t, e, admin.Options{})
+	p := b.get("dead-letters").html(t, http.StatusOK, "dead letters")
+	assert.Contains(t, p.body, "3,000 of 3,000 dead letters")
+	assert.Contains(t, p.body, "2 evicted at the bound")
+}
+
+func TestPauseAnswerReadsTheKeysPause(t *testing.T) {
+	e, _, c := adminEngine(t, ringwal.Options{MaxPausedKeys: 1})
+	r := c.do("POST", "/keys/a/pause", map[string]string{"until": "1h"}).expect(t, http.StatusOK, "pause")
+	assert.Equal(t, true, r.body["paused"])
+	assert.NotNil(t, r.body["paused_until"])
+	c.do("POST", "/keys/b/pause", nil).expect(t, http.StatusServiceUnavailable, "past MaxPausedKeys")
+	r = c.do("POST", "/keys/a/resume", nil).expect(t, http.StatusOK, "resume")
+	assert.Equal(t, false, r.body["paused"])
+	_ = e
+}
+
+func keyQuery(k string) dlq.Query { return dlq.Query{Key: k} }
