@@ -134,15 +134,18 @@ func TestDuplicateAnswerWaitsForFirstToBeDurable(t *testing.T) {
 		id, err := e.Enqueue(context.Background(), Message{DedupID: "pay-7", Payload: []byte("repeat")})
 		repeat <- answer{id, err}
 	}()
+	var a answer
 	select {
-	case a := <-repeat:
-		t.Fatalf("repeat answered (%d, %v) before the first was logged", a.id, a.err)
+	case a = <-repeat:
+		t.Errorf("repeat answered (%d, %v) before the first was logged", a.id, a.err)
 	case <-time.After(50 * time.Millisecond):
 	}
 	// The first's write fails: the repeat is the message now.
 	e.slab.at(slot).commit(e.counts)
 	e.abortClaim(slot, mine)
-	a := <-repeat
+	if !t.Failed() {
+		a = <-repeat
+	}
 	require.NoError(t, a.err)
 	require.NotEqual(t, ID(id), a.id)
 	info, err := e.Get(a.id)
