@@ -60,6 +60,7 @@ type Engine struct {
 	coarse    *coarseClock // nil with an injected clock
 
 	lastSettleWarn atomic.Int64 // unix ns of the last settle-failure warning
+	leaseKey       leaseKey     // folded into this engine's leases (leasetag.go)
 }
 
 // Open opens (creating if needed) the engine over dir, replaying its log;
@@ -79,6 +80,7 @@ func Open(dir string, o Options) (*Engine, error) {
 		dir:      dir,
 		done:     make(chan struct{}),
 		graceEnd: make(chan struct{}),
+		leaseKey: newLeaseKey(),
 	}
 	e.waiting.init()
 	if o.Clock == clock.Real() {

@@ -19,7 +19,8 @@ var (
 	// ErrDuplicate: a message with the same DedupID was enqueued within
 	// Options.DedupWindow; the first message's ID is returned alongside.
 	ErrDuplicate = errors.New("ringwal: duplicate message")
-	// ErrStaleLease: the lease was acked, nacked, expired or requeued.
+	// ErrStaleLease: the lease was acked, nacked, expired or requeued, or
+	// another engine handed it out.
 	ErrStaleLease = errors.New("ringwal: stale lease")
 	// ErrNotFound: no message with that ID (never enqueued, acked or
 	// purged); for Redrive and MarkReviewed, no dead letter with that ID.

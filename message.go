@@ -86,7 +86,8 @@ type Message struct {
 // Lease identifies one delivery of a message. It is an opaque, comparable
 // value; once the delivery is acked, nacked, expired or requeued, it is
 // stale and methods given it return ErrStaleLease (ErrClosed once the
-// engine has closed).
+// engine has closed). A lease belongs to the engine that handed it out:
+// another engine refuses it with ErrStaleLease.
 type Lease struct {
 	slot uint32
 	gen  uint32
