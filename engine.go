@@ -130,6 +130,7 @@ func Open(dir string, o Options) (*Engine, error) {
 			FlushInterval: o.FlushInterval,
 			Logger:        o.Logger,
 			OnBatch:       e.onBatch,
+			GroupReadable: o.GroupReadable,
 		})
 		if err != nil {
 			e.log = nil
@@ -179,6 +180,8 @@ func mapWALError(err error) error {
 		return fmt.Errorf("%w: %w", ErrLocked, err)
 	case errors.Is(err, wal.ErrVersion):
 		return fmt.Errorf("%w: %w", ErrVersion, err)
+	case errors.Is(err, wal.ErrUnsafeDir):
+		return fmt.Errorf("%w: %w", ErrUnsafeDir, err)
 	case errors.Is(err, wal.ErrClosed):
 		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
