@@ -2,6 +2,7 @@ package ringwal_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -10,7 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/clock"
+	"github.com/ringwal/ringwal/dlq"
 	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
@@ -95,4 +98,27 @@ func TestPauseUntilPastTheRangeIsInvalid(t *testing.T) {
 		}
 	}
 	assert.True(t, paused)
+}
+
+// Dead-letter queries compare time.Time values and never convert them, so
+// a bound past 2262 (a common "no end" idiom) is valid and means what it
+// says.
+func TestDeadLetterQueryBoundsPastTheRangeStillWork(t *testing.T) {
+	e := enginetest.Open(t, "", ringwal.Options{})
+	_, err := e.TryEnqueue(ringwal.Message{})
+	require.NoError(t, err)
+	d := enginetest.Dequeue(t, e)
+	require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("bad"), classify.Permanent)))
+	require.Eventually(t, func() bool { return e.Stats().Dead == 1 }, enginetest.WaitFor, time.Millisecond)
+
+	far := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	got, err := e.DeadLetters(dlq.Query{Until: far})
+	require.NoError(t, err)
+	assert.Len(t, got, 1, "Until in 9999 includes today's dead letter")
+	got, err = e.DeadLetters(dlq.Query{Since: far})
+	require.NoError(t, err)
+	assert.Empty(t, got, "Since in 9999 excludes it")
+	got, err = e.DeadLetters(dlq.Query{Since: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)})
+	require.NoError(t, err)
+	assert.Len(t, got, 1, "Since in year 1 includes it")
 }
