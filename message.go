@@ -87,7 +87,9 @@ type Message struct {
 // value; once the delivery is acked, nacked, expired or requeued, it is
 // stale and methods given it return ErrStaleLease (ErrClosed once the
 // engine has closed). A lease belongs to the engine that handed it out:
-// another engine refuses it with ErrStaleLease.
+// another engine refuses it with ErrStaleLease (without fail for engines
+// opened fewer than 63 apart in the process, otherwise bar odds of about
+// one in 2^32).
 type Lease struct {
 	slot uint32
 	gen  uint32
