@@ -38,8 +38,8 @@ func checkDir(dir string, p perms) error {
 			dir, st.Uid, os.Geteuid(), os.Geteuid(), dir, ErrUnsafeDir)
 	}
 	if m := fi.Mode().Perm(); m&0o022 != 0 {
-		return fmt.Errorf("%s has mode %04o: group or others may write it, and so plant files and links the log would follow; fix with chmod %o %s: %w",
-			dir, m, p.dir, dir, ErrUnsafeDir)
+		return fmt.Errorf("%s has mode %04o: group or others may write it, and so plant files and links the log would follow; fix with chmod %o %s, or name a new subdirectory, which Open creates %04o: %w",
+			dir, m, p.dir, dir, p.dir, ErrUnsafeDir)
 	}
 	if fi.Mode().Perm() != p.dir {
 		return os.Chmod(dir, p.dir)
