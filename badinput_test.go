@@ -58,11 +58,13 @@ func badCalls() []badCall {
 		{"Enqueue negative MaxAttempts", enq(ringwal.Message{MaxAttempts: -1}), ringwal.ErrInvalid},
 		{"Enqueue Key too long", enq(ringwal.Message{Key: long}), ringwal.ErrInvalid},
 		{"Enqueue DedupID too long", enq(ringwal.Message{DedupID: long}), ringwal.ErrInvalid},
-		{"Enqueue huge Delay", enq(ringwal.Message{Delay: math.MaxInt64}), nil},
-		{"Enqueue huge TTL", enq(ringwal.Message{TTL: math.MaxInt64}), nil},
+		{"Enqueue Delay ending past 2262", enq(ringwal.Message{Delay: math.MaxInt64}), ringwal.ErrInvalid},
+		{"Enqueue TTL ending past 2262", enq(ringwal.Message{TTL: math.MaxInt64}), ringwal.ErrInvalid},
+		{"Enqueue Delay of a century", enq(ringwal.Message{Delay: 100 * 365 * 24 * time.Hour}), nil},
 		{"Enqueue huge MaxAttempts", enq(ringwal.Message{MaxAttempts: math.MaxInt}), nil},
-		{"Enqueue far Deadline", enq(ringwal.Message{Deadline: time.Unix(1<<62, 0)}), nil},
-		{"Enqueue Deadline before 1970", enq(ringwal.Message{Deadline: time.Unix(-1<<40, 0)}), nil},
+		{"Enqueue Deadline past 2262", enq(ringwal.Message{Deadline: time.Unix(1<<62, 0)}), ringwal.ErrInvalid},
+		{"Enqueue Deadline before 1677", enq(ringwal.Message{Deadline: time.Unix(-1<<40, 0)}), ringwal.ErrInvalid},
+		{"Enqueue Deadline before 1970", enq(ringwal.Message{Deadline: time.Unix(-1<<30, 0)}), nil},
 		{"Enqueue nil ctx", func(e *ringwal.Engine, _ ringwal.Lease) error {
 			_, err := e.Enqueue(nilCtx, ringwal.Message{})
 			return err

@@ -284,7 +284,9 @@ func TestLeaseAtGenerationWrapSettles(t *testing.T) {
 	require.NoError(t, err)
 	d, ok := e.TryDequeue() // leased at the next generation
 	require.True(t, ok)
-	require.NotZero(t, d.Lease.gen, "the zero Lease is never a live one")
+	rf, ours := e.leaseKey.ref(d.Lease)
+	require.True(t, ours)
+	require.NotZero(t, rf.gen, "generation 0 is never a live one")
 	require.NoError(t, e.Ack(d.Lease))
 	assert.Equal(t, 0, e.Stats().Leased)
 }

@@ -252,6 +252,6 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 		_ = e.log.AppendNoWait(&rec)
 	}
 	rf := r.publishAttempts(e.counts, slot, stLeased, attempt)
-	d.Lease = Lease(rf)
+	d.Lease = e.leaseKey.lease(rf)
 	return true
 }

@@ -60,6 +60,7 @@ type Engine struct {
 	coarse    *coarseClock // nil with an injected clock
 
 	lastSettleWarn atomic.Int64 // unix ns of the last settle-failure warning
+	leaseKey       leaseKey     // folded into this engine's leases (leasetag.go)
 }
 
 // Open opens (creating if needed) the engine over dir, replaying its log;
@@ -79,6 +80,7 @@ func Open(dir string, o Options) (*Engine, error) {
 		dir:      dir,
 		done:     make(chan struct{}),
 		graceEnd: make(chan struct{}),
+		leaseKey: newLeaseKey(),
 	}
 	e.waiting.init()
 	if o.Clock == clock.Real() {
@@ -128,6 +130,7 @@ func Open(dir string, o Options) (*Engine, error) {
 			FlushInterval: o.FlushInterval,
 			Logger:        o.Logger,
 			OnBatch:       e.onBatch,
+			GroupReadable: o.GroupReadable,
 		})
 		if err != nil {
 			e.log = nil
@@ -179,6 +182,8 @@ func mapWALError(err error) error {
 		return fmt.Errorf("%w: %w", ErrLocked, err)
 	case errors.Is(err, wal.ErrVersion):
 		return fmt.Errorf("%w: %w", ErrVersion, err)
+	case errors.Is(err, wal.ErrUnsafeDir):
+		return fmt.Errorf("%w: %w", ErrUnsafeDir, err)
 	case errors.Is(err, wal.ErrClosed):
 		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}

@@ -39,7 +39,7 @@ func (e *Engine) validate(m *Message) error {
 	case len(m.DedupID) > maxKeyLen:
 		return invalidf("DedupID of %d bytes exceeds %d", len(m.DedupID), maxKeyLen)
 	}
-	return nil
+	return e.checkTimes(m)
 }
 
 // Enqueue adds m and returns its ID. It waits while m's tier or the engine
@@ -49,7 +49,8 @@ func (e *Engine) validate(m *Message) error {
 // handed out before that. A repeat of a DedupID within DedupWindow returns
 // the first message's ID and ErrDuplicate; an invalid m (priority out of
 // range, payload over MaxPayload, negative Delay, TTL or MaxAttempts, Key
-// or DedupID over 4096 bytes) returns ErrInvalid. Safe for concurrent use.
+// or DedupID over 4096 bytes, a Deadline, Delay or TTL out of range: see
+// Message) returns ErrInvalid. Safe for concurrent use.
 func (e *Engine) Enqueue(ctx context.Context, m Message) (ID, error) {
 	return e.enqueue(ctx, m, true)
 }

@@ -19,7 +19,8 @@ var (
 	// ErrDuplicate: a message with the same DedupID was enqueued within
 	// Options.DedupWindow; the first message's ID is returned alongside.
 	ErrDuplicate = errors.New("ringwal: duplicate message")
-	// ErrStaleLease: the lease was acked, nacked, expired or requeued.
+	// ErrStaleLease: the lease was acked, nacked, expired or requeued, or
+	// another engine handed it out.
 	ErrStaleLease = errors.New("ringwal: stale lease")
 	// ErrNotFound: no message with that ID (never enqueued, acked or
 	// purged); for Redrive and MarkReviewed, no dead letter with that ID.
@@ -30,6 +31,11 @@ var (
 	ErrLocked = errors.New("ringwal: data directory is locked")
 	// ErrVersion: the data directory was written by a newer format version.
 	ErrVersion = errors.New("ringwal: data directory written by a newer version")
+	// ErrUnsafeDir: Open refused the data directory because group or
+	// others may write it, or another user owns it (whoever can write
+	// there can plant files and links the engine would follow). The
+	// wrapping error names the directory and the fix (chmod 700 DIR).
+	ErrUnsafeDir = errors.New("ringwal: unsafe data directory permissions")
 )
 
 func invalidf(format string, args ...any) error {

@@ -24,16 +24,20 @@ func pauseEnd(until time.Time) int64 {
 // PauseKey holds back delivery of key's messages until until (zero: until
 // ResumeKey); they wait aside, spending no attempts, and other keys are not
 // touched. A pause never shortens one already in force. It is logged and
-// survives a restart. An empty key or an until in the past is ErrInvalid;
-// a new pause while Options.MaxPausedKeys keys are paused is ErrFull
-// (extending a key's pause in force is not). Enqueue of the key's
-// messages continues. Safe for concurrent use.
+// survives a restart. An empty key, an until in the past or one after
+// 2262-04-11 (see Message.Deadline) is ErrInvalid; a new pause while
+// Options.MaxPausedKeys keys are paused is ErrFull (extending a key's
+// pause in force is not). Enqueue of the key's messages continues. Safe
+// for concurrent use.
 func (e *Engine) PauseKey(key string, until time.Time) error {
 	if err := e.usable(); err != nil {
 		return err
 	}
 	if key == "" || len(key) > maxKeyLen {
 		return invalidf("PauseKey: key must be 1 to %d bytes", maxKeyLen)
+	}
+	if err := checkInstant("PauseKey until", until); err != nil {
+		return err
 	}
 	now := e.preciseNow()
 	end := pauseEnd(until)
@@ -72,10 +76,14 @@ func (e *Engine) ResumeKey(key string) error {
 // Pause holds back all delivery until until (zero: until Resume): Dequeue
 // waits and TryDequeue returns false, while Enqueue, timers, TTLs and the
 // operator methods go on. A pause never shortens one in force. It is
-// logged and survives a restart; an until in the past is ErrInvalid. Safe
+// logged and survives a restart; an until in the past or after 2262-04-11
+// is ErrInvalid. Safe
 // for concurrent use.
 func (e *Engine) Pause(until time.Time) error {
 	if err := e.usable(); err != nil {
+		return err
+	}
+	if err := checkInstant("Pause until", until); err != nil {
 		return err
 	}
 	now := e.preciseNow()

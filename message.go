@@ -64,13 +64,18 @@ type Message struct {
 	Payload []byte
 	// Headers travel with the message and are logged with it.
 	Headers map[string]string
-	// Delay: not deliverable before enqueue time + Delay.
+	// Delay: not deliverable before enqueue time + Delay. A Delay that
+	// ends after 2262-04-11 (the last instant int64 Unix nanoseconds
+	// hold) is ErrInvalid.
 	Delay time.Duration
 	// Deadline: soft; earliest-deadline-first once within
-	// Options.DeadlineSlack. Zero means none.
+	// Options.DeadlineSlack. Zero means none. A Deadline outside
+	// 1677-09-21 to 2262-04-11 (int64 Unix nanoseconds), or at the Unix
+	// epoch itself, is ErrInvalid.
 	Deadline time.Time
 	// TTL: undelivered past enqueue+TTL, the message is dead-lettered as
-	// classify.Expired. 0 means none. A Redrive counts it afresh.
+	// classify.Expired. 0 means none. A Redrive counts it afresh. A TTL
+	// that ends after 2262-04-11 is ErrInvalid.
 	TTL time.Duration
 	// MaxAttempts bounds deliveries; 0 means the category policy's limit.
 	// It replaces the limit of categories whose policy retries, not of
@@ -81,7 +86,10 @@ type Message struct {
 // Lease identifies one delivery of a message. It is an opaque, comparable
 // value; once the delivery is acked, nacked, expired or requeued, it is
 // stale and methods given it return ErrStaleLease (ErrClosed once the
-// engine has closed).
+// engine has closed). A lease belongs to the engine that handed it out:
+// another engine refuses it with ErrStaleLease (without fail for engines
+// opened fewer than 63 apart in the process, otherwise bar odds of about
+// one in 2^32).
 type Lease struct {
 	slot uint32
 	gen  uint32

@@ -205,6 +205,14 @@ type Options struct {
 	// a torn or never-fsynced tail of the newest segment is cut (and kept
 	// as a .broken copy); other damage fails Open.
 	Recovery RecoveryMode
+	// GroupReadable lets the data directory's group read it (a backup or
+	// inspection tool running as another user of the group): files are
+	// created 0640 and directories 0750. By default they are 0600 and
+	// 0700, since they hold every message and dead letter, payloads
+	// included. The modes are exact whatever the umask, and Open sets them
+	// on what it finds. Either way Open refuses, with ErrUnsafeDir, a
+	// directory that group or others may write or that another user owns.
+	GroupReadable bool
 }
 
 const (

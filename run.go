@@ -106,13 +106,14 @@ func (e *Engine) work(ctx, handlerBase context.Context, h Handler) {
 			return // ctx ended or the engine is closing
 		}
 		hctx, cancel := context.WithCancel(handlerBase)
-		r := e.slab.at(d.Lease.slot)
+		rf, _ := e.leaseKey.ref(d.Lease)
+		r := e.slab.at(rf.slot)
 		// Lease expiry (or a Requeue) cancels the handler through r.cancel.
 		// Set it while owning the record: a reader owning it for a
 		// moment, or an expiry in progress, must not make the handler miss
 		// its cancellation. A lease already gone starts it cancelled.
 		cancelFn := context.CancelFunc(cancel)
-		if r.own(d.Lease.gen, stLeased) {
+		if r.own(rf.gen, stLeased) {
 			r.cancel.Store(&cancelFn)
 			r.keep(e.counts, stLeased) // the lease holds
 		} else {

@@ -17,8 +17,9 @@ func (e *Engine) acquireLease(l Lease) (*rec, error) {
 	if err := e.usable(); err != nil {
 		return nil, err
 	}
-	r := e.slab.lookup(l.slot)
-	if r == nil || l.gen == 0 || !r.own(l.gen, stLeased) {
+	rf, ours := e.leaseKey.ref(l)
+	r := e.slab.lookup(rf.slot)
+	if !ours || r == nil || rf.gen == 0 || !r.own(rf.gen, stLeased) {
 		return nil, ErrStaleLease
 	}
 	return r, nil
@@ -176,7 +177,7 @@ func (e *Engine) AckBatch(ls []Lease) error {
 	var stale staleLeases
 	closedAt := -1
 	for i, l := range ls {
-		if b.holds(e.slab.lookup(l.slot)) {
+		if rf, _ := e.leaseKey.ref(l); b.holds(e.slab.lookup(rf.slot)) {
 			stale.add(i) // a repeat of a lease acked above: ours already
 			continue
 		}
@@ -333,7 +334,8 @@ func (e *Engine) Nack(l Lease, cause error) error {
 		cause = errors.New("nack without a cause")
 	}
 	cat := e.opts.Classifier.Classify(cause)
-	err = e.fail(l.slot, r, cat, cause, e.now(), true)
+	rf, _ := e.leaseKey.ref(l)
+	err = e.fail(rf.slot, r, cat, cause, e.now(), true)
 	// Counted once the message is out of Leased, as every lease's end is
 	// (Stats derives Dequeued from both: never ahead).
 	e.ctr.nacked.Add(1)
@@ -366,6 +368,7 @@ func (e *Engine) Extend(l Lease, d time.Duration) error {
 	rec := extendRecord(id, now, expiry)
 	err = e.appendRecord(&rec, false)
 	r.keep(e.counts, stLeased) // the lease stays valid
-	e.hk.schedule(expiry, sched.Entry{ID: uint64(l.slot), Gen: l.gen, Kind: timerLease})
+	rf, _ := e.leaseKey.ref(l)
+	e.hk.schedule(expiry, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen, Kind: timerLease})
 	return err
 }

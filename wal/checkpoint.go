@@ -46,7 +46,7 @@ func (l *Log) Checkpoint(fn func(emit func(*Record) error) error) (CheckpointInf
 		<-before.done // written before the sync above completed
 		index, total = before.index, before.total
 	}
-	info, err := writeSnapshot(l.dir, index, fn)
+	info, err := writeSnapshot(l.dir, l.opt.perms().file, index, fn)
 	if err != nil {
 		return info, fmt.Errorf("ringwal/wal: checkpoint at batch %d: %w", index, err)
 	}

@@ -51,27 +51,29 @@ func readFormat(dir string) (int, error) {
 	return v, nil
 }
 
-// ensureFormat checks dir/FORMAT and writes it (durably) if missing.
-func ensureFormat(dir string) error {
+// ensureFormat checks dir/FORMAT and writes it (durably, mode perm) if
+// missing.
+func ensureFormat(dir string, perm os.FileMode) error {
 	v, err := readFormat(dir)
 	if err != nil || v != 0 {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, formatFileName), []byte(formatPrefix+strconv.Itoa(formatVersion)+"\n"))
+	return writeFileAtomic(filepath.Join(dir, formatFileName), []byte(formatPrefix+strconv.Itoa(formatVersion)+"\n"), perm)
 }
 
 // writeFileAtomic writes data to path through a temporary file, fsync and
 // rename, then fsyncs the directory.
-func writeFileAtomic(path string, data []byte) error {
-	return writeFileRenamed(path, data, true)
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeFileRenamed(path, data, true, perm)
 }
 
-// writeFileRenamed writes data to path through a temporary file and a
-// rename, so that path is never seen half written; with durable it
-// fsyncs the file before the rename and the directory after it.
-func writeFileRenamed(path string, data []byte, durable bool) error {
+// writeFileRenamed writes data to path (mode perm) through a temporary
+// file and a rename, so that path is never seen half written; with
+// durable it fsyncs the file before the rename and the directory after
+// it.
+func writeFileRenamed(path string, data []byte, durable bool, perm os.FileMode) error {
 	tmp := path + ".tmp"
-	f, err := createFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := createTemp(tmp, perm)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 )
 
 // Every change this package makes to a directory (create, rename, remove,
@@ -91,11 +92,17 @@ func fail(name string) {
 
 // createFile opens path with flag (which includes os.O_CREATE) and reports
 // a new directory entry if there was none. The caller fsyncs the parent
-// directory once the file is complete.
+// directory once the file is complete. It never follows a symbolic link
+// at path (O_NOFOLLOW: the open fails), and the file's mode is perm
+// exactly, whatever the umask.
 func createFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 	_, statErr := os.Lstat(path)
-	f, err := os.OpenFile(path, flag, perm)
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW, perm)
 	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
 		return nil, err
 	}
 	if errors.Is(statErr, os.ErrNotExist) {
@@ -106,9 +113,22 @@ func createFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 	return f, nil
 }
 
-// mkdirAll creates dir and any missing parents, and fsyncs the parent of
-// each directory it created, so the new entries survive power loss.
-func mkdirAll(dir string) error {
+// createTemp creates path, a temporary file to be renamed into place, for
+// reading and writing with mode perm. Whatever a crash (or anyone else)
+// left at that name, a symbolic link included, is removed first, and the
+// new file is created with O_EXCL: the open never follows a link or
+// writes into a file it did not create.
+func createTemp(path string, perm os.FileMode) (*os.File, error) {
+	if _, err := removeFile(path); err != nil {
+		return nil, err
+	}
+	return createFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, perm)
+}
+
+// mkdirAll creates dir and any missing parents with mode perm (exactly,
+// whatever the umask), and fsyncs the parent of each directory it
+// created, so the new entries survive power loss.
+func mkdirAll(dir string, perm os.FileMode) error {
 	var created []string
 	for d := dir; ; d = filepath.Dir(d) {
 		if _, err := os.Lstat(d); err == nil || !errors.Is(err, os.ErrNotExist) {
@@ -119,12 +139,15 @@ func mkdirAll(dir string) error {
 			break
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, perm); err != nil {
 		return err
 	}
 	// Outermost first: a parent's entry must be durable before a child's
 	// matters.
 	for i := len(created) - 1; i >= 0; i-- {
+		if err := os.Chmod(created[i], perm); err != nil {
+			return err
+		}
 		trace(ioEvent{op: opMkdir, path: created[i]})
 		if err := syncDir(filepath.Dir(created[i])); err != nil {
 			return err

@@ -25,7 +25,7 @@ import (
 func FuzzDecodeSnapshot(f *testing.F) {
 	dir := f.TempDir()
 	for _, n := range []uint64{0, 1, 50} {
-		info, err := writeSnapshot(dir, n+1, emitIDs(1, n))
+		info, err := writeSnapshot(dir, 0o600, n+1, emitIDs(1, n))
 		if err != nil {
 			f.Fatal(err)
 		}

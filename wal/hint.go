@@ -50,7 +50,7 @@ func (l *Log) writeHint(hint []byte, index uint64) {
 	binary.LittleEndian.PutUint64(b, index)
 	copy(b[hintHeader:], hint)
 	binary.LittleEndian.PutUint32(b[8:], hintSum(b))
-	if err := writeFileRenamed(filepath.Join(l.dir, hintFileName), b, false); err != nil {
+	if err := writeFileRenamed(filepath.Join(l.dir, hintFileName), b, false, l.opt.perms().file); err != nil {
 		l.opt.Logger.Warn("ringwal/wal: could not leave a hint for the next Open", "err", err)
 	}
 }

@@ -27,9 +27,9 @@ var (
 
 const lockFileName = "LOCK"
 
-// lockDir takes the lock on dir, which must exist. It fails with an error
-// wrapping ErrLocked if anyone holds it.
-func lockDir(dir string) (*dirLock, error) {
+// lockDir takes the lock on dir, which must exist; a new lock file gets
+// mode perm. It fails with an error wrapping ErrLocked if anyone holds it.
+func lockDir(dir string, perm os.FileMode) (*dirLock, error) {
 	key, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func lockDir(dir string) (*dirLock, error) {
 	}
 	path := filepath.Join(dir, lockFileName)
 	_, statErr := os.Lstat(path)
-	f, err := createFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := createFile(path, os.O_CREATE|os.O_RDWR, perm)
 	if err != nil {
 		return nil, err
 	}

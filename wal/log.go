@@ -93,10 +93,14 @@ func Open(dir string, o Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := mkdirAll(abs); err != nil {
+	p := o.perms()
+	if err := mkdirAll(abs, p.dir); err != nil {
 		return nil, err
 	}
-	lk, err := lockDir(abs)
+	if err := checkDir(abs, p); err != nil {
+		return nil, err
+	}
+	lk, err := lockDir(abs, p.file)
 	if err != nil {
 		return nil, err
 	}
@@ -115,10 +119,17 @@ func Open(dir string, o Options) (*Log, error) {
 // recover brings the directory into a state tidwall/wal can open and that
 // recovery can trust, then opens it. Runs before the writer starts.
 func (l *Log) recover() error {
-	if err := ensureFormat(l.dir); err != nil {
+	p := l.opt.perms()
+	if err := ensureFormat(l.dir, p.file); err != nil {
 		return err
 	}
-	if err := mkdirAll(l.logDir); err != nil {
+	if err := mkdirAll(l.logDir, p.dir); err != nil {
+		return err
+	}
+	if err := checkDir(l.logDir, p); err != nil {
+		return err
+	}
+	if err := errors.Join(fixModes(l.dir, p, l.opt.Logger), fixModes(l.logDir, p, l.opt.Logger)); err != nil {
 		return err
 	}
 	if err := removeSnapshotTemps(l.dir); err != nil {
@@ -181,7 +192,7 @@ func (l *Log) recover() error {
 				return fmt.Errorf("log directory %s holds no segments but snapshot %s covers up to %d (Options.Recovery = SkipToPointInTime restarts the log after it): %w",
 					l.logDir, snap.path, snap.index, ErrCorrupt)
 			}
-			if err := resetLog(l.logDir, sc.segs, snap.index+1); err != nil {
+			if err := resetLog(l.logDir, sc.segs, snap.index+1, p.file); err != nil {
 				return err
 			}
 			l.repair.LogReset = len(sc.segs) > 0 || snap.index > 0
@@ -219,14 +230,15 @@ func (l *Log) recover() error {
 	return nil
 }
 
-// resetLog replaces the log by an empty one whose next index is next.
-func resetLog(logDir string, segs []segment, next uint64) error {
+// resetLog replaces the log by an empty one whose next index is next; the
+// new segment file gets mode perm.
+func resetLog(logDir string, segs []segment, next uint64, perm os.FileMode) error {
 	for _, s := range segs {
 		if _, err := removeFile(s.path); err != nil {
 			return err
 		}
 	}
-	f, err := createFile(filepath.Join(logDir, segmentName(next)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
+	f, err := createFile(filepath.Join(logDir, segmentName(next)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, perm)
 	if err != nil {
 		return err
 	}
@@ -240,15 +252,16 @@ func resetLog(logDir string, segs []segment, next uint64) error {
 // compatibility test opens it the same way): NoSync, because the writer
 // decides when to fsync; AllowEmpty, because a checkpoint may truncate
 // every entry; a one-segment cache, because only the tail is written and
-// replay reads the files directly.
+// replay reads the files directly. The modes are the owner-only defaults;
+// openTidwall sets the Log's (Options.GroupReadable).
 func tidwallOptions(segmentSize int) *twal.Options {
 	return &twal.Options{
 		NoSync:           true,
 		SegmentSize:      segmentSize,
 		SegmentCacheSize: 1,
 		AllowEmpty:       true,
-		DirPerms:         0o755,
-		FilePerms:        0o640,
+		DirPerms:         defaultPerms.dir,
+		FilePerms:        defaultPerms.file,
 	}
 }
 
@@ -259,13 +272,22 @@ func (l *Log) openTidwall(initial bool) error {
 	if err != nil {
 		return err
 	}
-	tw, err := twal.Open(l.logDir, tidwallOptions(l.opt.SegmentSize))
+	p := l.opt.perms()
+	to := tidwallOptions(l.opt.SegmentSize)
+	to.FilePerms, to.DirPerms = p.file, p.dir
+	tw, err := twal.Open(l.logDir, to)
 	if err != nil {
 		return fmt.Errorf("ringwal/wal: opening %s: %w", l.logDir, err)
 	}
 	if len(before) == 0 {
-		// tidwall/wal's load starts an empty directory with segment 1.
-		trace(ioEvent{op: opCreate, path: filepath.Join(l.logDir, segmentName(1))})
+		// tidwall/wal's load starts an empty directory with segment 1,
+		// its mode narrowed by the umask.
+		first := filepath.Join(l.logDir, segmentName(1))
+		trace(ioEvent{op: opCreate, path: first})
+		if err := os.Chmod(first, p.file); err != nil {
+			tw.Close()
+			return err
+		}
 	}
 	first, err1 := tw.FirstIndex()
 	last, err2 := tw.LastIndex()

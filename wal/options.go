@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"time"
 )
@@ -22,6 +23,11 @@ var (
 	// ErrVersion is returned when the directory, a batch or a snapshot was
 	// written by a newer format version than this build reads.
 	ErrVersion = errors.New("ringwal/wal: written by a newer format version")
+	// ErrUnsafeDir is returned by Open when the directory (or its log
+	// subdirectory) is writable by group or others, or owned by another
+	// user: whoever can write there can plant files and links the log
+	// would read or write through. The error says how to fix it.
+	ErrUnsafeDir = errors.New("ringwal/wal: unsafe directory permissions")
 )
 
 // Mode is the durability a producer waits for in Append.
@@ -138,6 +144,26 @@ type Options struct {
 	// OnBatch, if set, is called on the writer goroutine after every batch
 	// (metrics). It must not block and must not call back into the Log.
 	OnBatch func(BatchInfo)
+	// GroupReadable lets the directory's group read the log: files are
+	// created 0640 and directories 0750 instead of 0600 and 0700. The
+	// log's files hold every message's payload, so by default only the
+	// owner may read them. Either way the modes are set exactly, whatever
+	// the process umask, and Open sets them on the directories and the
+	// files it finds (tightening those an older version left wider).
+	GroupReadable bool
+}
+
+// perms are the modes of what the log creates.
+type perms struct{ file, dir os.FileMode }
+
+// defaultPerms: owner only (Options.GroupReadable false).
+var defaultPerms = perms{file: 0o600, dir: 0o700}
+
+func (o Options) perms() perms {
+	if o.GroupReadable {
+		return perms{file: 0o640, dir: 0o750}
+	}
+	return defaultPerms
 }
 
 const (

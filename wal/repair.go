@@ -372,11 +372,17 @@ func keepCut(segs []segment, c *cut, now time.Time) ([]string, error) {
 }
 
 // writeBroken writes data to a new .broken file for segment file seg and
-// fsyncs it. O_EXCL: an existing copy is never overwritten.
+// fsyncs it. O_EXCL: an existing copy is never overwritten. The copy gets
+// seg's mode (Open set it), never more than group-readable: whoever may
+// read the segment may read what was cut from it.
 func writeBroken(seg string, data []byte, now time.Time) (string, error) {
+	perm := defaultPerms.file
+	if fi, err := os.Stat(seg); err == nil {
+		perm = fi.Mode().Perm() & 0o640
+	}
 	for n := 0; ; n++ {
 		p := filepath.Join(filepath.Dir(seg), brokenName(filepath.Base(seg), now, n))
-		f, err := createFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
+		f, err := createFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}

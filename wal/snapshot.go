@@ -196,13 +196,13 @@ func (c *crcWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// writeSnapshot writes a snapshot for index through fn: temporary file,
-// zstd stream, header, fsync, rename, directory fsync. On error nothing
-// with the final name has been created.
-func writeSnapshot(dir string, index uint64, fn func(emit func(*Record) error) error) (info CheckpointInfo, err error) {
+// writeSnapshot writes a snapshot (mode perm) for index through fn:
+// temporary file, zstd stream, header, fsync, rename, directory fsync. On
+// error nothing with the final name has been created.
+func writeSnapshot(dir string, perm os.FileMode, index uint64, fn func(emit func(*Record) error) error) (info CheckpointInfo, err error) {
 	final := filepath.Join(dir, snapName(index))
 	tmp := final + snapTmpSuffix
-	f, err := createFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+	f, err := createTemp(tmp, perm)
 	if err != nil {
 		return info, err
 	}

@@ -61,7 +61,7 @@ func TestSnapshotFallsBackWhenLogCovers(t *testing.T) {
 	appendIDs(t, l, 11, 20)
 	require.NoError(t, l.Close())
 
-	b, err := writeSnapshot(dir, 20, emitIDs(1, 20)) // no truncation: "crashed"
+	b, err := writeSnapshot(dir, 0o600, 20, emitIDs(1, 20)) // no truncation: "crashed"
 	require.NoError(t, err)
 	l, err = Open(dir, Options{})
 	require.NoError(t, err)
@@ -92,7 +92,7 @@ func TestDamagedSnapshotLogFromStart(t *testing.T) {
 	require.NoError(t, err)
 	appendIDs(t, l, 1, 5)
 	require.NoError(t, l.Close())
-	s, err := writeSnapshot(dir, 3, emitIDs(1, 3))
+	s, err := writeSnapshot(dir, 0o600, 3, emitIDs(1, 3))
 	require.NoError(t, err)
 	require.NoError(t, os.Truncate(s.Path, 20))
 	l, err = Open(dir, Options{})
@@ -129,7 +129,7 @@ func TestLogBehindSnapshotRestartsAfterIt(t *testing.T) {
 	require.NoError(t, err)
 	appendIDs(t, l, 1, 5)
 	require.NoError(t, l.Close())
-	_, err = writeSnapshot(dir, 8, emitIDs(1, 8))
+	_, err = writeSnapshot(dir, 0o600, 8, emitIDs(1, 8))
 	require.NoError(t, err)
 	l, err = Open(dir, Options{})
 	require.NoError(t, err)
@@ -177,7 +177,7 @@ func TestReplaySnapshotInChunks(t *testing.T) {
 		}
 		return nil
 	}
-	info, err := writeSnapshot(t.TempDir(), 7, emit)
+	info, err := writeSnapshot(t.TempDir(), 0o600, 7, emit)
 	require.NoError(t, err)
 
 	var prepared atomic.Int64

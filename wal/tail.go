@@ -39,12 +39,15 @@ func (l *Log) noteEntry(idx uint64, entry []byte) {
 }
 
 // switchSegment records that tidwall/wal fsynced the tail segment and
-// started a new one whose first index is next.
+// started a new one whose first index is next, and gives the new file its
+// mode exactly (tidwall/wal's is narrowed by the umask). A failed chmod
+// leaves a mode narrower than asked, never wider: ignored.
 func (l *Log) switchSegment(next uint64) {
 	trace(ioEvent{op: opSync, path: l.tailPath()})
 	l.tailIndex, l.tailSize = next, 0
 	l.dirDirty = true
 	trace(ioEvent{op: opCreate, path: l.tailPath()})
+	_ = os.Chmod(l.tailPath(), l.opt.perms().file)
 }
 
 func (l *Log) tailPath() string { return filepath.Join(l.logDir, segmentName(l.tailIndex)) }
@@ -82,6 +85,9 @@ func (l *Log) truncateFront(index uint64) error {
 	}
 	l.firstIndex.Store(index)
 	l.traceTruncateFront(index, removed)
+	// TruncateFront rewrote the first segment through a new file, its mode
+	// narrowed by the umask (see switchSegment).
+	_ = os.Chmod(filepath.Join(l.logDir, segmentName(index)), l.opt.perms().file)
 	// TruncateFront rewrites the segment holding index; if that is the
 	// tail, its size changed.
 	segs, _, err := logView(l.logDir)

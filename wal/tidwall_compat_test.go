@@ -377,7 +377,7 @@ func TestTidwallEmptySegment(t *testing.T) {
 		require.NoError(t, tw.Close())
 		segs, _, err := logView(dir)
 		require.NoError(t, err)
-		require.NoError(t, resetLog(dir, segs, 42))
+		require.NoError(t, resetLog(dir, segs, 42, 0o600))
 
 		tw = openTW(t, dir, 1<<20)
 		first, last := indexes(t, tw)

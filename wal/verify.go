@@ -54,7 +54,7 @@ func Verify(dir string, repair bool) (VerifyReport, error) {
 	}
 	logDir := filepath.Join(dir, logDirName)
 	if repair {
-		lk, err := lockDir(dir)
+		lk, err := lockDir(dir, defaultPerms.file)
 		if err != nil {
 			return rep, err
 		}

@@ -112,7 +112,7 @@ func demoDir(dir string) (string, error) {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return "", fmt.Errorf("creating %s: %w", dir, err)
 		}
 	case err != nil:
