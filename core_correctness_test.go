@@ -19,7 +19,6 @@ import (
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/dlq"
-	"github.com/ringwal/ringwal/sched"
 )
 
 func openCore(t *testing.T, dir string, o Options) *Engine {
@@ -183,8 +182,9 @@ func TestStatsReturnsWhileDeadLetteringsOverlap(t *testing.T) {
 		start[m], finish[m] = make(chan int), make(chan int)
 		go func() {
 			for i := range start[m] {
-				r := e.slab.at(leases[i].slot)
-				if !r.own(leases[i].gen, stLeased) {
+				rf, _ := e.leaseKey.ref(leases[i])
+				r := e.slab.at(rf.slot)
+				if !r.own(rf.gen, stLeased) {
 					panic("lease not current")
 				}
 				e.ctr.moves.begin()
@@ -265,7 +265,7 @@ func TestBriefReaderKeepsADeadline(t *testing.T) {
 	slot, prev, found, ok := e.slab.ownID(uint64(urgent), liveStates)
 	require.True(t, found && ok)
 	// While a reader owns it, the scheduler considers the entry.
-	assert.True(t, e.validEntry(sched.Entry{ID: uint64(slot), Gen: prev.gen()}), "a reader's hold must not make the entry stale")
+	assert.True(t, e.validEntry(entryFor(ref{slot: slot, gen: prev.gen()}, uint64(urgent), 0)), "a reader's hold must not make the entry stale")
 	e.slab.at(slot).putBack(prev)
 	d, ok := e.TryDequeue()
 	require.True(t, ok)

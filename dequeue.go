@@ -199,8 +199,9 @@ func (e *Engine) take() (slot uint32, r *rec, ok bool, retry int) {
 // the owner was moving it on instead, the pick's own fails and the entry
 // goes then.
 func (e *Engine) validEntry(en sched.Entry) bool {
-	w := e.slab.at(uint32(en.ID)).load()
-	return w.gen() == en.Gen && (w.state() == stPending || w.state() == stBusy)
+	r := e.slab.at(uint32(en.ID))
+	st := r.load().state()
+	return (st == stPending || st == stBusy) && r.names(en)
 }
 
 // lease hands out a busy record taken from its tier: it checks TTL and the

@@ -55,9 +55,13 @@ type Engine struct {
 	runs     sync.WaitGroup // Run calls in progress
 	graceEnd chan struct{}  // closed when Close's grace ends
 
-	metrics   *metrics
-	recovered recoveryReport
-	coarse    *coarseClock // nil with an injected clock
+	metrics *metrics
+	// afterBatchForTest, when set, runs after each WAL batch: tests hold
+	// the log writer there to see what the engine makes visible before
+	// its records are durable. Nil outside tests.
+	afterBatchForTest atomic.Pointer[func(wal.BatchInfo)]
+	recovered         recoveryReport
+	coarse            *coarseClock // nil with an injected clock
 
 	lastSettleWarn atomic.Int64 // unix ns of the last settle-failure warning
 	leaseKey       leaseKey     // folded into this engine's leases (leasetag.go)

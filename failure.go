@@ -129,9 +129,10 @@ func (e *Engine) hold(slot uint32, r *rec, now int64) {
 	if r.ks != nil {
 		maxHold = r.ks.policy.MaxHold
 	}
+	id := r.id.Load()
 	rf := r.publish(e.counts, slot, stHeld)
 	if maxHold > 0 {
-		e.hk.schedule(addSat(now, int64(maxHold)), sched.Entry{ID: uint64(rf.slot), Gen: rf.gen, Kind: timerMaxHold})
+		e.hk.schedule(addSat(now, int64(maxHold)), entryFor(rf, id, timerMaxHold))
 	}
 	keyID, first := e.held.add(key, rf)
 	if first {

@@ -106,6 +106,12 @@ func (h *housekeeper) fire(at time.Time, en sched.Entry) {
 	// never ends); and an idle engine must not keep the cache ticking.
 	now := max(e.clock.Now().UnixNano(), at.UnixNano())
 	switch en.Kind {
+	case timerDue, timerLease, timerMaxHold:
+		if !e.slab.at(uint32(en.ID)).names(en) {
+			return // its message has moved on (the entry's own checks follow)
+		}
+	}
+	switch en.Kind {
 	case timerDue:
 		e.becomeDue(uint32(en.ID), en.Gen, now)
 	case timerLease:
@@ -150,7 +156,7 @@ func (h *housekeeper) liveTimer(en sched.Entry) bool {
 		_, ok := e.slab.find(en.ID)
 		return ok
 	case timerDue, timerLease, timerMaxHold:
-		return e.slab.at(uint32(en.ID)).load().gen() == en.Gen
+		return e.slab.at(uint32(en.ID)).names(en)
 	}
 	return true // the key rechecks and the housekeeper's own entries
 }

@@ -54,8 +54,13 @@ func newMetrics(*Engine) *metrics { return &metrics{} }
 func (m *metrics) observeWait(ns int64)     { m.wait.observe(ns) }
 func (m *metrics) observeHandling(ns int64) { m.handling.observe(ns) }
 
-// onBatch is the WAL writer's per-batch hook (called on its goroutine).
+// onBatch is the WAL writer's per-batch hook (called on its goroutine,
+// after the batch's waiters are released and before it takes the next
+// batch).
 func (e *Engine) onBatch(b wal.BatchInfo) {
+	if h := e.afterBatchForTest.Load(); h != nil {
+		(*h)(b)
+	}
 	m := e.metrics
 	if m == nil {
 		return

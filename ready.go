@@ -4,7 +4,6 @@ import (
 	"sync"
 
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/sched"
 )
 
 // This file puts owned records where consumers or timers find them:
@@ -23,8 +22,9 @@ type spillQueue struct {
 // delay moves a busy record to Delayed until at.
 func (e *Engine) delay(slot uint32, r *rec, at int64) {
 	r.at = at
+	id := r.id.Load()
 	rf := r.publish(e.counts, slot, stDelayed)
-	e.hk.schedule(at, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen, Kind: timerDue})
+	e.hk.schedule(at, entryFor(rf, id, timerDue))
 }
 
 // becomeDue makes a delayed record (its due timer fired) pending, or
@@ -61,10 +61,14 @@ func (e *Engine) makeReadyAt(slot uint32, r *rec, readyAt int64) {
 	// published the record is not ours, and a TTL expiry or a consumer may
 	// move it on (or free it) at once.
 	tier, dl, rf := r.tierIndex(), r.deadline(), r.nextRef(slot)
+	var id uint64
+	if dl != 0 {
+		id = r.id.Load()
+	}
 	e.pushTier(tier, rf)
 	r.publish(e.counts, slot, stPending)
 	if dl != 0 {
-		e.sched.Deadlines().Push(dl, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen})
+		e.sched.Deadlines().Push(dl, entryFor(rf, id, 0))
 	}
 	e.waiting.signalReady()
 }
@@ -79,10 +83,10 @@ func (e *Engine) makeReadyAt(slot uint32, r *rec, readyAt int64) {
 // path, does not call it, to stay one function.
 func (e *Engine) publishReady(slot uint32, r *rec, readyAt int64) (tier int, rf ref) {
 	r.at = readyAt
-	tier, dl := r.tierIndex(), r.deadline()
+	tier, dl, id := r.tierIndex(), r.deadline(), r.id.Load()
 	rf = r.publish(e.counts, slot, stPending)
 	if dl != 0 {
-		e.sched.Deadlines().Push(dl, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen})
+		e.sched.Deadlines().Push(dl, entryFor(rf, id, 0))
 	}
 	return tier, rf
 }

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/ringwal/ringwal/breaker"
+	"github.com/ringwal/ringwal/sched"
 )
 
 // This file owns a record's life: its state word, the closed set of verbs
@@ -95,6 +96,21 @@ const maxAttempts = 1<<24 - 1
 type ref struct {
 	slot uint32
 	gen  uint32
+}
+
+// entryFor is the timer or deadline-heap entry of kind naming rf, the
+// record of message id. Beside the slot (low 32 bits of ID) it keeps id's
+// low 32 bits: a long timer outlives any number of the slot's messages,
+// and once the slot's generation has wrapped (2^32 publishes later) the
+// generation alone would name whichever message then holds the slot.
+func entryFor(rf ref, id uint64, kind uint8) sched.Entry {
+	return sched.Entry{ID: uint64(rf.slot) | uint64(uint32(id))<<32, Gen: rf.gen, Kind: kind}
+}
+
+// names reports whether en (made by entryFor) still names r's message at
+// r's current generation. A look that takes nothing, as load is.
+func (r *rec) names(en sched.Entry) bool {
+	return r.load().gen() == en.Gen && uint32(r.id.Load()) == uint32(en.ID>>32)
 }
 
 // rec is one live message: 120 bytes, so that a queued message costs the

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ringwal/ringwal/sched"
 	"github.com/ringwal/ringwal/wal"
 )
 
@@ -369,6 +368,6 @@ func (e *Engine) Extend(l Lease, d time.Duration) error {
 	err = e.appendRecord(&rec, false)
 	r.keep(e.counts, stLeased) // the lease stays valid
 	rf, _ := e.leaseKey.ref(l)
-	e.hk.schedule(expiry, sched.Entry{ID: uint64(rf.slot), Gen: rf.gen, Kind: timerLease})
+	e.hk.schedule(expiry, entryFor(rf, id, timerLease))
 	return err
 }

@@ -1,0 +1,143 @@
+package ringwal
+
+// "Log, then make visible, then wait": what a mutation makes visible
+// before its record is durable, seen with the log writer held.
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/clock"
+	"github.com/ringwal/ringwal/wal"
+)
+
+// holdWriter makes e's log writer stop after its next batch until the
+// returned release is called: records appended meanwhile wait in memory.
+func holdWriter(t *testing.T, e *Engine) (release func()) {
+	t.Helper()
+	held, gate := make(chan struct{}), make(chan struct{})
+	first := true
+	hook := func(wal.BatchInfo) {
+		if first {
+			first = false
+			close(held)
+			<-gate
+		}
+	}
+	e.afterBatchForTest.Store(&hook)
+	// A batch of its own: once it is written the writer waits at the gate.
+	_, err := e.TryEnqueue(Message{Payload: []byte("gate")})
+	require.NoError(t, err)
+	<-held
+	released := false
+	release = func() {
+		if !released {
+			released = true
+			close(gate)
+		}
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// drain takes every deliverable message and returns their payloads.
+func drain(e *Engine) []string {
+	var got []string
+	for {
+		d, ok := e.TryDequeue()
+		if !ok {
+			return got
+		}
+		got = append(got, string(d.Message.Payload))
+	}
+}
+
+// An ordered key's next message goes out only once the removal of the
+// head (a Cancel, a dead-lettering) is durable: after a crash the head
+// cannot come back behind a successor that was already handled.
+func TestOrderedKeyReleasesNextOnlyOnceHeadRemovalIsDurable(t *testing.T) {
+	cases := []struct {
+		name   string
+		remove func(e *Engine, head ID, lease Lease) error
+	}{
+		{"cancel", func(e *Engine, head ID, _ Lease) error { return e.Cancel(head) }},
+		{"dead-letter", func(e *Engine, _ ID, l Lease) error {
+			return e.Nack(l, classify.Mark(errors.New("rejected"), classify.Permanent))
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := openCore(t, t.TempDir(), Options{KeyPolicy: func(string) KeyPolicy { return KeyPolicy{Ordered: true} }})
+			head, err := e.TryEnqueue(Message{Key: "o", Payload: []byte("head")})
+			require.NoError(t, err)
+			_, err = e.TryEnqueue(Message{Key: "o", Payload: []byte("next")})
+			require.NoError(t, err)
+			d, ok := e.TryDequeue()
+			require.True(t, ok)
+			require.Equal(t, head, d.ID)
+
+			release := holdWriter(t, e)
+			require.Equal(t, []string{"gate"}, drain(e))
+			done := make(chan error, 1)
+			go func() { done <- tc.remove(e, head, d.Lease) }()
+			// The removal's record waits in memory: the head may still come
+			// back, so its successor must not go out.
+			for i := 0; i < 50; i++ {
+				assert.Empty(t, drain(e), "the next message went out before the head's removal was durable")
+				time.Sleep(time.Millisecond)
+			}
+			release()
+			require.NoError(t, <-done)
+			require.Eventually(t, func() bool {
+				d, ok := e.TryDequeue()
+				return ok && string(d.Message.Payload) == "next"
+			}, 10*time.Second, time.Millisecond)
+		})
+	}
+}
+
+// A timer entry that outlives 2^32 publishes of its slot (a long delay on
+// a busy slot) does not fire on the message that then holds the slot at
+// the same generation.
+func TestTimerDoesNotFireOnALaterMessageOfItsSlot(t *testing.T) {
+	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
+	e := openCore(t, "", Options{Clock: fake, MaxMessages: 8})
+	first, err := e.TryEnqueue(Message{Payload: []byte("first"), Delay: time.Hour})
+	require.NoError(t, err)
+	slot, w, found, ok := e.slab.ownID(uint64(first), liveStates)
+	require.True(t, found && ok)
+	r := e.slab.at(slot)
+	e.slab.at(slot).putBack(w)
+	require.NoError(t, e.Cancel(first))
+	// Play the slot's generation round to one before first's (2^32
+	// publishes later), free.
+	r.word.Store(uint64(makeWord(w.gen()-1, 0, stFree)))
+	var later ID
+	for {
+		id, err := e.TryEnqueue(Message{Payload: []byte("later"), Delay: 2 * time.Hour})
+		require.NoError(t, err)
+		if s, _, found, _ := e.slab.ownID(uint64(id), 0); found && s == slot {
+			later = id
+			break
+		}
+		require.NoError(t, e.Cancel(id))
+	}
+	require.Equal(t, w.gen(), r.load().gen(), "later holds the slot at first's generation")
+	// A sentinel due just after first's timer: once it is pending, the
+	// timer goroutine has handled first's entry.
+	sentinel, err := e.TryEnqueue(Message{Payload: []byte("sentinel"), Delay: time.Hour + time.Millisecond})
+	require.NoError(t, err)
+	fake.Advance(time.Hour + time.Second)
+	require.Eventually(t, func() bool {
+		info, err := e.Get(sentinel)
+		return err == nil && info.State == Pending
+	}, 10*time.Second, time.Millisecond)
+	info, err := e.Get(later)
+	require.NoError(t, err)
+	assert.Equal(t, Delayed, info.State, "first's timer made a later message of its slot due an hour early")
+}
