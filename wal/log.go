@@ -76,10 +76,10 @@ type Log struct {
 	// syncer, Open, or the writer once the syncer stopped), only after the
 	// fsync covering it (and the directory fsync for its segment)
 	// returned; read by the writer.
-	synced atomic.Uint64
-	ckBase     atomic.Int64 // total at the last checkpoint's index
-	ckIndex    atomic.Uint64
-	ckTime     atomic.Int64
+	synced  atomic.Uint64
+	ckBase  atomic.Int64 // total at the last checkpoint's index
+	ckIndex atomic.Uint64
+	ckTime  atomic.Int64
 
 	ckMu      sync.Mutex // one Checkpoint at a time; Close waits for it
 	closeOnce sync.Once
