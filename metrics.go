@@ -21,7 +21,7 @@ const walBatchBuckets = 20
 type metrics struct {
 	wait, handling     histogram
 	walWrite, walFsync histogram
-	// Written by the WAL writer goroutine only (onBatch).
+	// Written by the WAL's onBatch calls only (one at a time).
 	walBatchRecords [walBatchBuckets]atomic.Uint64
 	walBatches      atomic.Uint64
 	walRecords      atomic.Uint64
@@ -54,7 +54,8 @@ func newMetrics(*Engine) *metrics { return &metrics{} }
 func (m *metrics) observeWait(ns int64)     { m.wait.observe(ns) }
 func (m *metrics) observeHandling(ns int64) { m.handling.observe(ns) }
 
-// onBatch is the WAL writer's per-batch hook (called on its goroutine).
+// onBatch is the WAL's per-batch hook (called after each batch written
+// and each fsync, one call at a time).
 func (e *Engine) onBatch(b wal.BatchInfo) {
 	m := e.metrics
 	if m == nil {
