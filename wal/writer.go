@@ -46,7 +46,9 @@ import (
 
 // result is the outcome of one batch, shared by every producer waiting for
 // it. The writer sets the fields, then closes done (which orders them
-// before the waiters read them). A result is never reused.
+// before the waiters read them); for a batch that waits for an fsync the
+// writer sets index and total, and the syncer err, then closes done. A
+// result is never reused.
 type result struct {
 	done  chan struct{}
 	err   error
