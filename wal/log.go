@@ -52,6 +52,12 @@ type Log struct {
 	// under mu). Nothing reads it but a test that checks an idle log
 	// sleeps: the writer has no periodic timer, and must not grow one.
 	wakeups uint64
+	// commits counts the batches the writer finished (under mu); the
+	// syncer waits on commitDone for the one in hand before it fsyncs
+	// (catchUp), when syncWaiting says so.
+	commits     uint64
+	commitDone  sync.Cond
+	syncWaiting bool
 
 	// Owned by the writer goroutine (and by Open before it starts).
 	tw        *twal.Log
@@ -121,6 +127,7 @@ func Open(dir string, o Options) (*Log, error) {
 	}
 	l.cur, l.spare = newPending(), newPending()
 	l.wake = make(chan struct{}, 1)
+	l.commitDone.L = &l.mu
 	l.sq.wake = make(chan struct{}, 1)
 	l.stopped = make(chan struct{})
 	l.syncStopped = make(chan struct{})

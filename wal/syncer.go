@@ -3,6 +3,7 @@ package wal
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -104,7 +105,33 @@ func (l *Log) syncer() {
 		if idle {
 			return // stop, and nothing waits
 		}
-		_ = l.syncPass() // the waiters (and the sticky l.failed) carry any error
+		l.catchUp()
+		if l.syncPass() == nil {
+			// The producers just released are runnable but not running
+			// yet; yielding lets them append, and the writer write, before
+			// the next fsync begins, so that it covers them all (the
+			// writer yields after releasing waiters for the same reason).
+			runtime.Gosched()
+		}
+	}
+}
+
+// catchUp waits, before an fsync begins, for the batch the writer is
+// writing or is about to take (Write and Fsync modes take one as soon as
+// it is appended to): the fsync then covers it too, where it would
+// otherwise begin a write's time too early and leave it to one more fsync.
+// This waits for one write, never for an fsync: the writer never waits for
+// the syncer. Syncer only.
+func (l *Log) catchUp() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	busy := l.inflight != nil || (!l.cur.empty() && (l.cur.urgent || l.opt.Mode != Buffered))
+	if !busy {
+		return
+	}
+	for c0 := l.commits; l.commits == c0; {
+		l.syncWaiting = true
+		l.commitDone.Wait()
 	}
 }
 

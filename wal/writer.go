@@ -372,6 +372,11 @@ func (l *Log) run() {
 
 		l.mu.Lock()
 		l.inflight = nil
+		l.commits++
+		if l.syncWaiting {
+			l.syncWaiting = false
+			l.commitDone.Broadcast()
+		}
 		released := b.waiters > 0 && !b.needSync // the syncer releases those
 		b.reset()
 		l.spare = b
