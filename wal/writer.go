@@ -38,7 +38,9 @@ import (
 // the whole log; that switch is the one fsync the writer waits for, once a
 // segment (16 MiB by default). Each batch header's durable index is the
 // last index a completed fsync covered (l.synced, set after the fsync
-// returned), never one in progress.
+// returned), never one in progress. The syncer may wait for the writer
+// (before an fsync it lets the write in hand finish, so that the fsync
+// covers it: catchUp), the writer never for the syncer.
 //
 // Close stops the writer, which writes what is left, stops the syncer
 // once it released every queued result, and makes the final fsync (and
