@@ -1,0 +1,3 @@
+package ringwal_test
+
+const historyCrashDirEnv = "RINGWAL_HISTORY_CRASH_DIR"
