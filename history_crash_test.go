@@ -31,6 +31,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -426,9 +427,17 @@ func historyCrashRound(t *testing.T, seed uint64) {
 	opts.Clock = fake
 	e := open(t, dir, opts)
 	richQuiesce(t, e, fake)
+	failures := 0
 	fail := func(format string, args ...any) {
-		t.Errorf("seed %d (rerun with RINGWAL_HISTORY_SEED=%d): %s", seed, seed, fmt.Sprintf(format, args...))
+		if failures++; failures <= 10 {
+			t.Errorf("seed %d (rerun with RINGWAL_HISTORY_SEED=%d): %s", seed, seed, fmt.Sprintf(format, args...))
+		}
 	}
+	defer func() {
+		if failures > 10 {
+			t.Errorf("seed %d: %d more failures like these", seed, failures-10)
+		}
+	}()
 	got := map[ringwal.ID]byte{}
 	for id := ringwal.ID(1); id <= rep.maxID+100; id++ {
 		info, err := e.Get(id)
@@ -452,7 +461,8 @@ func historyCrashRound(t *testing.T, seed uint64) {
 			fail("ID %d: payload %q dedup %q, enqueued as %q, %q", id, info.Message.Payload, info.Message.DedupID, m.payload, m.dedup)
 		}
 		if allowed := m.allowed(); !allowed[got[id]] {
-			fail("ID %d is %c after the crash; allowed %q; reported %q", id, got[id], keysOf(allowed), m.events)
+			fail("ID %d is %s after the crash; the acknowledged calls allow %s; the child reported %q",
+				id, outcomeNames[got[id]], keysOf(allowed), m.events)
 		}
 	}
 	// Dedup answers: a repeat named a reported message with its DedupID,
@@ -482,7 +492,7 @@ func historyCrashRound(t *testing.T, seed uint64) {
 		if ok {
 			delivered++
 			if got[d.ID] != 'l' {
-				fail("ID %d delivered after the crash, but Get said %c", d.ID, got[d.ID])
+				fail("ID %d delivered after the crash, but Get said %s", d.ID, outcomeNames[got[d.ID]])
 			}
 			got[d.ID] = 'x'
 			require.NoError(t, e.Ack(d.Lease))
@@ -512,10 +522,13 @@ func historyCrashRound(t *testing.T, seed uint64) {
 		seed, rep.lines, len(rep.msgs), len(rep.dups), dedups, delivered)
 }
 
+var outcomeNames = map[byte]string{'a': "absent", 'l': "live", 'd': "dead", 'x': "delivered"}
+
 func keysOf(m map[byte]bool) string {
-	var b []byte
+	var out []string
 	for k := range m {
-		b = append(b, k)
+		out = append(out, outcomeNames[k])
 	}
-	return string(b)
+	sort.Strings(out)
+	return strings.Join(out, " or ")
 }
