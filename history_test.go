@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -579,9 +580,24 @@ func (h *historyRun) checkLinearizable() {
 			continue
 		}
 		shown++
-		fmt.Fprintf(&b, "\nmessage %d has no linearization; its operations by call (client [call, return]):", part[0].Input.(hIn).id)
-		for _, op := range part {
-			fmt.Fprintf(&b, "\n  c%d [%d, %d] %s", op.ClientId, op.Call, op.Return, describeHistoryOp(op.Input, op.Output))
+		sort.SliceStable(part, func(i, j int) bool { return part[i].Call < part[j].Call })
+		// The first operation (by call) whose prefix has no
+		// linearization: where to start reading.
+		first := len(part) - 1
+		for k := 1; k <= len(part); k++ {
+			if !porcupine.CheckOperations(model, part[:k]) {
+				first = k - 1
+				break
+			}
+		}
+		fmt.Fprintf(&b, "\nmessage %d has no linearization; its operations by call (client [call, return]), ==> at the first that no order explains:",
+			part[0].Input.(hIn).id)
+		for i, op := range part {
+			mark := "   "
+			if i == first {
+				mark = "==>"
+			}
+			fmt.Fprintf(&b, "\n  %s c%d [%d, %d] %s", mark, op.ClientId, op.Call, op.Return, describeHistoryOp(op.Input, op.Output))
 		}
 	}
 	viz := "(not written)"
