@@ -374,7 +374,7 @@ func TestHistoryCrash(t *testing.T) {
 	for round := 0; ; round++ {
 		s := seed + uint64(round)
 		t.Run(fmt.Sprintf("seed%d", s), func(t *testing.T) { historyCrashRound(t, s) })
-		if t.Failed() || (budget == 0 && round == 2) || (budget > 0 && time.Now().After(end)) {
+		if t.Failed() || (budget == 0 && round+1 >= historyRounds(t)) || (budget > 0 && time.Now().After(end)) {
 			return
 		}
 	}
