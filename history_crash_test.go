@@ -486,7 +486,7 @@ func historyCrashRound(t *testing.T, seed uint64) {
 	// Drain: every live message is delivered once, nothing else is.
 	fake.Advance(historyJump)
 	delivered := 0
-	deadline := time.Now().Add(waitFor)
+	deadline := time.Now().Add(historySettle)
 	for {
 		d, ok := e.TryDequeue()
 		if ok {
