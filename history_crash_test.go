@@ -235,11 +235,11 @@ func (c *historyChild) work(ctx context.Context, g int, rng *rand.Rand) {
 	}
 }
 
-// TestHistoryCrashChild is the child half of TestHistoryCrash.
-func TestHistoryCrashChild(t *testing.T) {
+// TestHistorySurvivesCrashChild is the child half of TestHistorySurvivesCrash.
+func TestHistorySurvivesCrashChild(t *testing.T) {
 	dir := os.Getenv(historyCrashDirEnv)
 	if dir == "" {
-		t.Skip("helper process for TestHistoryCrash")
+		t.Skip("helper process for TestHistorySurvivesCrash")
 	}
 	seed, err := strconv.ParseUint(os.Getenv("RINGWAL_HISTORY_SEED"), 10, 64)
 	if err != nil {
@@ -364,7 +364,7 @@ func (r *historyCrashReport) parse(text string) {
 	}
 }
 
-func TestHistoryCrash(t *testing.T) {
+func TestHistorySurvivesCrash(t *testing.T) {
 	if os.Getenv(historyCrashDirEnv) != "" {
 		t.Skip("in the child")
 	}
@@ -382,7 +382,7 @@ func TestHistoryCrash(t *testing.T) {
 
 func historyCrashRound(t *testing.T, seed uint64) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHistoryCrashChild$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHistorySurvivesCrashChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), historyCrashDirEnv+"="+dir, fmt.Sprintf("RINGWAL_HISTORY_SEED=%d", seed))
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()

@@ -7,9 +7,10 @@ package ringwal_test
 //
 // Workers enqueue (single and batched, with DedupIDs drawn from a small
 // shared pool so that repeats race), dequeue, ack, nack, extend, cancel,
-// requeue, redrive, get, read Stats and checkpoint at random; every call
-// and its return are stamped from one counter. Between phases the engine
-// is closed and reopened (leases end: their messages are pending), and
+// requeue, redrive, get and read Stats at random; every call and its
+// return are stamped from one counter. Between phases the engine is
+// checkpointed (every other time), closed and reopened (leases end: their
+// messages are pending), and
 // sometimes the fake clock jumps past every delay and backoff; both are
 // barriers the model steps every message through. The clock is otherwise
 // frozen, so nothing in the verdict depends on timing: leases never
