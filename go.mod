@@ -3,6 +3,7 @@ module github.com/ringwal/ringwal
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.22.1
 	github.com/klauspost/compress v1.20.3
