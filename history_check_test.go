@@ -127,7 +127,7 @@ func (h *historyRun) checkStats() {
 // whose histories have no linearization, prints each, and writes
 // porcupine's visualization to a file it names.
 func (h *historyRun) checkLinearizable() {
-	model := historyModel(historyKnownBugs())
+	model := historyModel()
 	res, info := porcupine.CheckOperationsVerbose(model, h.ops, time.Minute)
 	h.t.Logf("seed %d: %d operations on %d messages, %d Stats calls: %v", h.seed, len(h.ops), len(h.ids), len(h.stats), res)
 	switch res {

@@ -56,10 +56,10 @@ type historyChild struct {
 	mu    sync.Mutex
 	ids   []ringwal.ID
 	// firsts are acknowledged DedupIDs and their IDs: the only ones
-	// repeated. TODO(known bug 3): a repeat racing its first can be
-	// answered (firstID, ErrDuplicate) before the first is durable, which
-	// a crash then breaks; repeats wait for the first's acknowledgement
-	// until that is fixed.
+	// repeated, so that every repeat's answer names an ID whose own
+	// acknowledgement the parent has read. (Repeats racing their first,
+	// answered only once the first is durable, are
+	// TestHistoryLinearizable's and TestDuplicateAnswerWaitsForFirstToBeDurable's.)
 	firsts []struct {
 		dedup string
 		id    ringwal.ID
@@ -226,10 +226,8 @@ func (c *historyChild) work(ctx context.Context, g int, rng *rand.Rand) {
 		case r < 99:
 			time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond)
 		default:
-			if historyKnownBugs() { // TODO(checkpoint-redrive): see historyKnownBugs
-				if err := e.Checkpoint(); err != nil {
-					c.fail("checkpoint: %v", err)
-				}
+			if err := e.Checkpoint(); err != nil {
+				c.fail("checkpoint: %v", err)
 			}
 		}
 	}

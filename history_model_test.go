@@ -136,9 +136,8 @@ func staleOr(s hState, in hIn, out hOut, next func(hState) hState) (bool, hState
 	return false, s
 }
 
-// historyStep is the model's step. strict false accepts what the engine
-// still gets wrong (see historyKnownBugs).
-func historyStep(s hState, in hIn, out hOut, strict bool) (bool, hState) {
+// historyStep is the model's step.
+func historyStep(s hState, in hIn, out hOut) (bool, hState) {
 	live := s.st == msPending || s.st == msDelayed || s.st == msLeased
 	switch in.kind {
 	case hEnqueue, hEnqueueMaybe:
@@ -182,8 +181,7 @@ func historyStep(s hState, in hIn, out hOut, strict bool) (bool, hState) {
 		case out.err == "" && live:
 			return true, gone(s)
 		case out.err == "invalid" && s.st == msDead,
-			out.err == "notfound" && (s.st == msAbsent || s.st == msGone),
-			out.err == "notfound" && s.st == msDead && !strict:
+			out.err == "notfound" && (s.st == msAbsent || s.st == msGone):
 			return true, s
 		}
 		return false, s
@@ -193,12 +191,7 @@ func historyStep(s hState, in hIn, out hOut, strict bool) (bool, hState) {
 			s.st, s.lease = msPending, ringwal.Lease{}
 			return true, s
 		case out.err == "invalid" && s.st == msDead,
-			out.err == "notfound" && (s.st == msAbsent || s.st == msGone),
-			// TODO(requeue-redrive race): a Requeue or Cancel that
-			// overlaps a Redrive of the message answers ErrNotFound
-			// (neither in the dead-letter store nor yet in the slab);
-			// Get waits such a move out (redriveMu), they do not.
-			out.err == "notfound" && s.st == msDead && !strict:
+			out.err == "notfound" && (s.st == msAbsent || s.st == msGone):
 			return true, s
 		}
 		return false, s
@@ -262,7 +255,7 @@ func describeHistoryOp(input, output any) string {
 }
 
 // historyModel is the model, partitioned by message ID.
-func historyModel(strict bool) porcupine.Model {
+func historyModel() porcupine.Model {
 	return porcupine.Model{
 		Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
 			by := map[ringwal.ID][]porcupine.Operation{}
@@ -283,7 +276,7 @@ func historyModel(strict bool) porcupine.Model {
 		},
 		Init: func() any { return hState{} },
 		Step: func(state, input, output any) (bool, any) {
-			return historyStep(state.(hState), input.(hIn), output.(hOut), strict)
+			return historyStep(state.(hState), input.(hIn), output.(hOut))
 		},
 		DescribeOperation: describeHistoryOp,
 		DescribeState:     func(state any) string { return state.(hState).String() },

@@ -19,7 +19,6 @@ package ringwal_test
 //
 //	RINGWAL_HISTORY=5m            run rounds for that long instead of the short default
 //	RINGWAL_HISTORY_SEED=<n>      replay a seed (each worker's operations; not the interleaving)
-//	RINGWAL_HISTORY_KNOWN_BUGS=1  also run what finds the bugs still open (historyKnownBugs)
 
 import (
 	"context"
@@ -75,19 +74,6 @@ func historyOptions(mode ringwal.Durability) ringwal.Options {
 	}
 }
 
-// historyKnownBugs (RINGWAL_HISTORY_KNOWN_BUGS=1) turns on what the
-// default run leaves out, or lets pass, because the engine still gets it
-// wrong; each is a TODO naming its bug:
-//
-//   - TODO(checkpoint-redrive): a Checkpoint concurrent with a message's
-//     Nack(Permanent), Redrive, Dequeue, Nack(Permanent) can snapshot the
-//     message live while the log's tail starts with its Redrive; replay
-//     then takes the tail's dead-letter record for a late one of the
-//     earlier death (applyRedrive's setLate, applyDeadLetter's skip) and
-//     drops it: the dead letter reopens Pending, its history reset.
-//     Without the flag, workers checkpoint only between phases.
-//   - TODO(requeue-redrive race): see historyStep's Requeue.
-func historyKnownBugs() bool { return os.Getenv("RINGWAL_HISTORY_KNOWN_BUGS") != "" }
 
 // historySeed is RINGWAL_HISTORY_SEED, else a fresh seed.
 func historySeed(t *testing.T) uint64 {
@@ -344,9 +330,7 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 			h.stats = append(h.stats, historyStat{call: c, ret: ret, phase: len(h.phases) - 1, c: counts(s)})
 			h.mu.Unlock()
 		default:
-			if historyKnownBugs() {
-				h.checkpoint()
-			}
+			h.checkpoint()
 		}
 	}
 }

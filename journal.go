@@ -384,9 +384,6 @@ func (e *Engine) applyDeadLetter(rs *replayState, r *wal.Record, m *rec) {
 	l, isLate := rs.late[r.ID]
 	if isLate {
 		delete(rs.late, r.ID)
-		if l.redriven {
-			return
-		}
 	}
 	msg := m.message()
 	if r.DedupID != "" { // a snapshot's
@@ -414,11 +411,16 @@ func redriveRecord(id uint64, now int64) wal.Record {
 	return wal.Record{Kind: wal.KindRedrive, ID: id, Time: now}
 }
 
+//
+// A dead letter is logged before it is visible (bury), so a Redrive's
+// record always follows the dead-letter record it undoes. A Redrive of a
+// message replay has live is one whose records landed after a
+// checkpoint's cut while the snapshot already saw it live again: the
+// enqueue record after it refills the message, and whatever the log says
+// next (another dead-lettering among it) applies as it comes.
 func (e *Engine) applyRedrive(rs *replayState, r *wal.Record, m *rec) {
 	rs.redriven = r.ID
-	if _, ok := e.dead.Remove(r.ID); !ok && m != nil {
-		rs.setLate(r.ID, lateDead{redriven: true})
-	}
+	_, _ = e.dead.Remove(r.ID)
 }
 
 // --- KindPurge: a dead letter is gone for good.

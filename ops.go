@@ -23,15 +23,22 @@ func (e *Engine) Get(id ID) (Info, error) {
 		return info, nil
 	}
 	// Missed in both: a Redrive may be moving id from the dead-letter
-	// store to the slab. Wait those out, then look once more (misses are
-	// rare, so this lock is too).
-	e.redriveMu.Lock()
-	//lint:ignore SA2001 a barrier, not a critical section
-	e.redriveMu.Unlock()
+	// store to the slab. Wait those out, then look once more.
+	e.awaitRedrives()
 	if info, ok := e.lookup(id); ok {
 		return info, nil
 	}
 	return Info{}, fmt.Errorf("%w: %d", ErrNotFound, id)
+}
+
+// awaitRedrives waits until the Redrives under way have ended: a caller
+// that missed an ID in both the slab and the dead-letter store may have
+// looked while a Redrive moved it from one to the other, and looks again
+// after this (misses are rare, so this lock is too).
+func (e *Engine) awaitRedrives() {
+	e.redriveMu.Lock()
+	//lint:ignore SA2001 a barrier, not a critical section
+	e.redriveMu.Unlock()
 }
 
 // lookup describes id from the slab, else from the dead-letter store.
@@ -68,12 +75,19 @@ func (e *Engine) Requeue(id ID) error {
 	if err := e.usable(); err != nil {
 		return err
 	}
-	slot, prev, found, ok := e.slab.ownID(uint64(id), 1<<stLeased|1<<stHeld|1<<stDelayed)
+	const from = 1<<stLeased | 1<<stHeld | 1<<stDelayed
+	slot, prev, found, ok := e.slab.ownID(uint64(id), from)
 	if !found {
 		if _, dead := e.dead.Get(uint64(id)); dead {
 			return fmt.Errorf("%w: message %d is dead-lettered; use Redrive", ErrInvalid, id)
 		}
-		return fmt.Errorf("%w: %d", ErrNotFound, id)
+		e.awaitRedrives() // it may have been on its way out of the store
+		if slot, prev, found, ok = e.slab.ownID(uint64(id), from); !found {
+			if _, dead := e.dead.Get(uint64(id)); dead {
+				return fmt.Errorf("%w: message %d is dead-lettered; use Redrive", ErrInvalid, id)
+			}
+			return fmt.Errorf("%w: %d", ErrNotFound, id)
+		}
 	}
 	if !ok {
 		return nil // pending already

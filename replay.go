@@ -62,10 +62,10 @@ type replayState struct {
 	tiers    uint // tiers holding a message not delayed (restore's rings)
 	maxID    uint64
 	err      error // a message found no slot: replay stops
-	// late holds what an operator did to a dead letter whose dead-letter
-	// record is further on in the log: the engine makes a dead letter
-	// visible before it logs it, so a Review, Purge or Redrive of it can
-	// reach the log first.
+	// late holds a Review of a dead letter whose dead-letter record is
+	// further on in the log: engines that made a dead letter visible
+	// before they logged it wrote such logs, and replay still reads them.
+	// (Today's logs it before, so a Review, Purge or Redrive follows it.)
 	late map[uint64]lateDead
 	// pauses is the last pause or resume logged per key ("" = all
 	// delivery): the pause's end, 0 for a resume.
@@ -82,7 +82,6 @@ type replayState struct {
 // lateDead is what the log said of a dead letter before the record that
 // made it one.
 type lateDead struct {
-	redriven   bool // its dead-letter record is stale: the message lives on
 	reviewed   bool
 	note       string
 	reviewedAt int64
