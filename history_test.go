@@ -74,7 +74,6 @@ func historyOptions(mode ringwal.Durability) ringwal.Options {
 	}
 }
 
-
 // historySeed is RINGWAL_HISTORY_SEED, else a fresh seed.
 func historySeed(t *testing.T) uint64 {
 	if v := os.Getenv("RINGWAL_HISTORY_SEED"); v != "" {

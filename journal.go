@@ -411,7 +411,6 @@ func redriveRecord(id uint64, now int64) wal.Record {
 	return wal.Record{Kind: wal.KindRedrive, ID: id, Time: now}
 }
 
-//
 // A dead letter is logged before it is visible (bury), so a Redrive's
 // record always follows the dead-letter record it undoes. A Redrive of a
 // message replay has live is one whose records landed after a
