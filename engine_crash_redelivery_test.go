@@ -26,11 +26,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -127,16 +125,7 @@ func TestCrashRedeliveryAfterKill(t *testing.T) {
 // directory. It returns the duplicates, and false if the check failed.
 func redeliveryKill(t *testing.T, mode string, k int) (dups int, ok bool) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashRedeliveryChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), redeliveryDirEnv+"="+dir, redeliveryModeEnv+"="+mode)
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	defer func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
+	child := startCrashChild(t, "TestCrashRedeliveryChild", redeliveryDirEnv+"="+dir, redeliveryModeEnv+"="+mode)
 
 	// Kill once killAt handlers succeeded: a random point of the run, in
 	// handled messages rather than time, whatever the machine's speed.
@@ -147,7 +136,7 @@ func redeliveryKill(t *testing.T, mode string, k int) (dups int, ok bool) {
 	reached := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		sc := bufio.NewScanner(stdout)
+		sc := bufio.NewScanner(child.stdout)
 		for sc.Scan() {
 			line := sc.Text()
 			var id ringwal.ID
@@ -165,7 +154,7 @@ func redeliveryKill(t *testing.T, mode string, k int) (dups int, ok bool) {
 			case line[0] == 'H':
 				handled[id] = true
 				if len(handled) == killAt {
-					_ = cmd.Process.Signal(syscall.SIGKILL)
+					child.kill()
 					close(reached)
 				}
 			default:
@@ -180,7 +169,7 @@ func redeliveryKill(t *testing.T, mode string, k int) (dups int, ok bool) {
 		t.Fatalf("kill %d: the child handled fewer than %d messages in time", k, killAt)
 	}
 	<-readDone
-	_ = cmd.Wait()
+	child.wait()
 	// Lines already in the pipe at the kill are read too: handled may
 	// exceed killAt.
 	if !assert.Empty(t, bad, "kill %d: the child's reports", k) ||

@@ -35,9 +35,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -330,26 +328,14 @@ func TestCrashRichRecovery(t *testing.T) {
 
 func richRound(t *testing.T, mode string) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashRichChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), richDirEnv+"="+dir, richModeEnv+"="+mode)
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
+	child := startCrashChild(t, "TestCrashRichChild", richDirEnv+"="+dir, richModeEnv+"="+mode)
 
 	rep := &richReport{msgs: map[ringwal.ID]*richMsg{}}
 	first := make(chan struct{})
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		sc := bufio.NewScanner(stdout)
+		sc := bufio.NewScanner(child.stdout)
 		once := sync.Once{}
 		for sc.Scan() {
 			rep.mu.Lock()
@@ -366,10 +352,9 @@ func richRound(t *testing.T, mode string) {
 		t.Fatal("child did not start")
 	}
 	time.Sleep(time.Duration(80+rand.IntN(370)) * time.Millisecond) // random kill moment
-	_ = cmd.Process.Signal(syscall.SIGKILL)                         // fails only if the child exited (X)
-	killed = true
+	child.kill()
 	<-readDone
-	_ = cmd.Wait()
+	child.wait()
 
 	rep.mu.Lock()
 	defer rep.mu.Unlock()

@@ -30,12 +30,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -380,24 +378,12 @@ func TestHistorySurvivesCrash(t *testing.T) {
 
 func historyCrashRound(t *testing.T, seed uint64) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHistorySurvivesCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), historyCrashDirEnv+"="+dir, fmt.Sprintf("RINGWAL_HISTORY_SEED=%d", seed))
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
+	child := startCrashChild(t, "TestHistorySurvivesCrashChild", historyCrashDirEnv+"="+dir, fmt.Sprintf("RINGWAL_HISTORY_SEED=%d", seed))
 	rep := &historyCrashReport{msgs: map[ringwal.ID]*historyCrashMsg{}}
 	first, readDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(readDone)
-		sc := bufio.NewScanner(stdout)
+		sc := bufio.NewScanner(child.stdout)
 		var once sync.Once
 		for sc.Scan() {
 			rep.parse(sc.Text())
@@ -413,10 +399,9 @@ func historyCrashRound(t *testing.T, seed uint64) {
 	}
 	rng := rand.New(rand.NewPCG(seed, 7))
 	time.Sleep(time.Duration(100+rng.IntN(500)) * time.Millisecond) // a random kill moment
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	killed = true
+	child.kill()
 	<-readDone // the reader owns rep until here
-	_ = cmd.Wait()
+	child.wait()
 	require.Empty(t, rep.bad, "seed %d: the child reported errors", seed)
 
 	// Reopen on a frozen clock: nothing moves until the jump below.

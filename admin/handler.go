@@ -102,6 +102,24 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.serveConsole(w, r)
 }
 
+// authorizeAPI checks an API request's Host and bearer token (the
+// throttle included), and answers it in JSON when either fails.
+func (h *handler) authorizeAPI(w http.ResponseWriter, r *http.Request) bool {
+	if !h.checkHostAPI(w, r) {
+		return false
+	}
+	if h.opts.Token != "" {
+		if ok, answered := h.checkBearer(w, r, true); answered {
+			return false
+		} else if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ringwal admin"`)
+			replyError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return false
+		}
+	}
+	return true
+}
+
 // isAPIPath reports whether p belongs to the JSON API.
 func isAPIPath(p string) bool { return p == "/api" || strings.HasPrefix(p, "/api/") }
 
@@ -111,17 +129,8 @@ func isAPIPath(p string) bool { return p == "/api" || strings.HasPrefix(p, "/api
 // the log, never to the client).
 func (h *handler) serveAPI(w http.ResponseWriter, r *http.Request) {
 	defer h.recoverPanic(w, r)
-	if !h.checkHost(w, r) {
+	if !h.authorizeAPI(w, r) {
 		return
-	}
-	if h.opts.Token != "" {
-		if ok, answered := h.checkBearer(w, r, true); answered {
-			return
-		} else if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="ringwal admin"`)
-			replyError(w, http.StatusUnauthorized, "missing or wrong bearer token")
-			return
-		}
 	}
 	if len(r.URL.RawQuery) > MaxQuery {
 		replyError(w, http.StatusRequestURITooLong, fmt.Sprintf("query longer than %d bytes", MaxQuery))

@@ -221,18 +221,8 @@ func Protect(ah, next http.Handler) http.Handler {
 			replyError(w, http.StatusInternalServerError, "admin.Protect: not a handler from admin.NewHandler")
 			return
 		}
-		if !h.checkHostAPI(w, r) {
-			return
+		if h.authorizeAPI(w, r) {
+			next.ServeHTTP(w, r)
 		}
-		if h.opts.Token != "" {
-			if ok, answered := h.checkBearer(w, r, true); answered {
-				return
-			} else if !ok {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="ringwal admin"`)
-				replyError(w, http.StatusUnauthorized, "missing or wrong bearer token")
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
 	})
 }
