@@ -182,6 +182,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#filters input[name="key"][value="mail"]`)))
 	text = textOf(`#dead-letters tbody`)
 	assert.Equal(t, 2, strings.Count(text, "poison"), "the two poison letters: %s", text)
+	// How close the store is to its bound (Options.MaxDeadLetters).
+	bound := textOf(`#dead-bound`)
+	assert.Regexp(t, `^\d+ of 1,000,000 dead letters$`, bound)
 	assert.NotContains(t, text, "permanent")
 
 	// Open one, review it with a note.
