@@ -69,7 +69,6 @@ type Log struct {
 	claimed   uint64 // highest index some batch in the log claims durable (see writeCloseMarker)
 	scratch   []byte // compression buffer
 	written   int64  // framed bytes written, cumulative (incl. the log found at Open)
-	lastWrite time.Time // when the last batch's write(2) returned (writeCoalesce)
 
 	// Read by Stats and Size from any goroutine.
 	firstIndex atomic.Uint64
@@ -424,7 +423,7 @@ func (l *Log) Close() error {
 		l.mu.Lock()
 		l.closing = true
 		hint := l.closeHint
-		l.kickPromptLocked(l.cur)
+		l.kickLocked(true)
 		l.mu.Unlock()
 		<-l.stopped
 		if l.closeErr == nil && hint != nil {

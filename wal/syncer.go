@@ -5,7 +5,6 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -31,10 +30,6 @@ type syncQueue struct {
 	nextErr error    // opening that file failed
 	waits   []syncWait
 	stop    bool
-	// syncing is set while an fsync of the log runs: the writer then
-	// gathers what is appended for a moment before it writes (see
-	// writeCoalesce).
-	syncing atomic.Bool
 
 	file      *os.File // the tail segment's file, as last taken from next
 	dirSynced uint64   // dirGen as of the last directory fsync
@@ -202,11 +197,7 @@ func (l *Log) syncPass() error {
 			err = fmt.Errorf("no tail segment file to fsync")
 		} else {
 			fail("log-fsync")
-			q.syncing.Store(true)
-			err = q.file.Sync()
-			q.syncing.Store(false)
-			l.endGathering()
-			if err == nil {
+			if err = q.file.Sync(); err == nil {
 				trace(ioEvent{op: opSync, path: q.file.Name(), off: size, prefix: true})
 			}
 		}
@@ -242,21 +233,6 @@ func (l *Log) syncPass() error {
 		l.report(BatchInfo{Sync: d, Err: err})
 	}
 	return err
-}
-
-// endGathering wakes a writer that gathers a batch while an fsync runs
-// (writeCoalesce): the fsync has ended, and the next one should cover
-// what gathered.
-func (l *Log) endGathering() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.wstate == writerGathering {
-		l.wstate = writerBusy
-		select {
-		case l.wake <- struct{}{}:
-		default:
-		}
-	}
 }
 
 // closeFiles closes the syncer's file handles. Once nothing fsyncs any

@@ -73,7 +73,6 @@ type pending struct {
 	n        int
 	needSync bool      // a waiter wants this batch fsynced
 	urgent   bool      // write without waiting for FlushInterval (Buffered)
-	prompt   bool      // write without gathering (writeCoalesce): someone waits for the write itself
 	noWait   bool      // holds records nobody waits for: report failures later
 	waiters  int       // producers blocked on res
 	first    time.Time // when the first record arrived (Buffered)
@@ -99,26 +98,7 @@ const (
 	writerBusy  = iota // working or about to look for work: no wake needed
 	writerIdle         // waiting for any work
 	writerTimed        // Buffered: waiting out FlushInterval; wake only if urgent
-	// writerGathering: an fsync runs and the batch gathers for a moment
-	// (writeCoalesce); only the fsync's end or a caller that waits for the
-	// write itself (kickPromptLocked) wakes it.
-	writerGathering
 )
-
-// kickPromptLocked marks p to be written as soon as the writer can (a
-// Flush, a Sync, a request, Close, a Write-mode waiter: callers that wait
-// for the write itself) and wakes the writer from any wait. l.mu must be
-// held.
-func (l *Log) kickPromptLocked(p *pending) {
-	p.prompt, p.urgent = true, true
-	if l.wstate != writerBusy {
-		l.wstate = writerBusy
-		select {
-		case l.wake <- struct{}{}:
-		default:
-		}
-	}
-}
 
 // kickLocked wakes the writer if it sleeps and this work cannot wait.
 // l.mu must be held.
@@ -269,15 +249,13 @@ func (l *Log) commitLocked(p *pending, noWait bool) Commit {
 		l.mu.Unlock()
 		return Commit{res: res}
 	}
+	if l.opt.Mode == Fsync {
+		p.needSync = true
+	}
 	p.urgent = true
 	p.waiters++
 	res := p.res
-	if l.opt.Mode == Fsync {
-		p.needSync = true
-		l.kickLocked(true) // its fsync comes after the one running anyway
-	} else {
-		l.kickPromptLocked(p) // it waits for the write itself
-	}
+	l.kickLocked(true)
 	l.mu.Unlock()
 	return Commit{res: res}
 }
@@ -293,8 +271,9 @@ func (l *Log) Flush() error {
 	}
 	res := l.inflight
 	if !p.empty() {
+		p.urgent = true
 		res = p.res
-		l.kickPromptLocked(p)
+		l.kickLocked(true)
 	}
 	l.mu.Unlock()
 	if res != nil {
@@ -320,9 +299,9 @@ func (l *Log) syncResult() (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.needSync = true
+	p.needSync, p.urgent = true, true
 	res := p.res
-	l.kickPromptLocked(p)
+	l.kickLocked(true)
 	l.mu.Unlock()
 	<-res.done
 	if res.err != nil {
@@ -348,7 +327,8 @@ func (l *Log) control(fn func() error) error {
 		return err
 	}
 	p.reqs = append(p.reqs, rq)
-	l.kickPromptLocked(p)
+	p.urgent = true
+	l.kickLocked(true)
 	l.mu.Unlock()
 	return <-rq.done
 }
@@ -394,25 +374,6 @@ func (l *Log) run() {
 					continue
 				}
 			}
-			if wait := l.coalesceFor(p); wait > 0 {
-				// An fsync is running: gather what producers append for
-				// a moment rather than write it in crumbs (see
-				// writeCoalesce). The syncer wakes the writer when the
-				// fsync ends, and so does a caller that waits for the
-				// write itself.
-				l.wstate = writerGathering
-				l.mu.Unlock()
-				timer.Reset(wait)
-				select {
-				case <-timer.C:
-				case <-l.wake:
-				}
-				timer.Stop()
-				l.mu.Lock()
-				l.wstate = writerBusy
-				l.wakeups++
-				continue
-			}
 			break
 		}
 		b := l.cur
@@ -443,28 +404,6 @@ func (l *Log) run() {
 			runtime.Gosched()
 		}
 	}
-}
-
-// writeCoalesce is how long after its last write the writer lets the
-// next batch gather while an fsync runs. Without it, the writer, never
-// waiting for the fsync, writes whatever one or two producers appended
-// each time it comes round: on two cores, a W2 Fsync workload made a
-// write(2) per few records and lost a third of its throughput to them.
-// With it, a killed process loses at most what was appended within this
-// long (Write mode's writer, busy in a write, gathers about as much): it
-// is not a wait behind the fsync, which may take milliseconds.
-const writeCoalesce = 100 * time.Microsecond
-
-// coalesceFor is how long the writer lets p gather before it writes it:
-// while an fsync runs, until writeCoalesce after its last write, unless
-// someone waits for p's write itself (prompt), p is large, the log is
-// closing, or the mode is Buffered (which gathers by FlushInterval). l.mu
-// is held.
-func (l *Log) coalesceFor(p *pending) time.Duration {
-	if l.opt.Mode == Buffered || p.prompt || l.closing || len(p.buf) >= maxPendingBytes/4 || !l.sq.syncing.Load() {
-		return 0
-	}
-	return writeCoalesce - time.Since(l.lastWrite)
 }
 
 // commit writes one batch, then releases its waiters, or, if it needs an
@@ -540,8 +479,7 @@ func (l *Log) writeBatch(b *pending, info *BatchInfo) error {
 	info.Bytes, info.Compressed = len(entry), compressed
 	t0 := time.Now()
 	err := l.tw.Write(idx, entry)
-	l.lastWrite = time.Now()
-	info.Write = l.lastWrite.Sub(t0)
+	info.Write = time.Since(t0)
 	if err != nil {
 		err = fmt.Errorf("ringwal/wal: writing batch %d (%d records): %w", idx, b.n, err)
 		l.opt.Logger.Error("ringwal/wal: write failed; repairing", "err", err)
