@@ -28,8 +28,7 @@
 //     millisecond for the hot path while the engine is used, and parks
 //     when nobody read it for 16-32 ms (an idle engine costs no CPU),
 //     unless Options.Clock is set;
-//   - the WAL's writer and syncer (package wal: the writer writes batches,
-//     the syncer fsyncs them beside it), unless the engine is memory-only;
+//   - the WAL writer (package wal), unless the engine is memory-only;
 //   - Run's workers and one watcher per Run call that ends the handlers'
 //     contexts when Close's grace runs out, while Run is running (Run owns
 //     and waits for them).

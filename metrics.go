@@ -21,7 +21,7 @@ const walBatchBuckets = 20
 type metrics struct {
 	wait, handling     histogram
 	walWrite, walFsync histogram
-	// Written by the WAL's onBatch calls only (one at a time).
+	// Written by the WAL writer goroutine only (onBatch).
 	walBatchRecords [walBatchBuckets]atomic.Uint64
 	walBatches      atomic.Uint64
 	walRecords      atomic.Uint64
@@ -54,9 +54,9 @@ func newMetrics(*Engine) *metrics { return &metrics{} }
 func (m *metrics) observeWait(ns int64)     { m.wait.observe(ns) }
 func (m *metrics) observeHandling(ns int64) { m.handling.observe(ns) }
 
-// onBatch is the WAL's per-batch hook (called after each batch written
-// and each fsync, one call at a time; in Write mode on the writer's
-// goroutine, before it takes the next batch).
+// onBatch is the WAL writer's per-batch hook (called on its goroutine,
+// after the batch's waiters are released and before it takes the next
+// batch).
 func (e *Engine) onBatch(b wal.BatchInfo) {
 	if h := e.afterBatchForTest.Load(); h != nil {
 		(*h)(b)

@@ -13,13 +13,9 @@
 //     fsynced when it was written, and an s2-compressed body above a size
 //     threshold; Close appends an empty batch recording its final fsync;
 //   - the writer (writer.go): one goroutine that owns the tidwall/wal log
-//     (opened with NoSync, so the log decides when to fsync), collects
-//     whatever producers handed over while the previous write ran (group
-//     commit), writes it at once and releases them as the durability Mode
-//     promises; beside it the syncer (syncer.go), one goroutine that
-//     fsyncs the tail segment through a handle of its own while the writer
-//     goes on writing, and releases the waiters of every batch written
-//     before that fsync began;
+//     (opened with NoSync, so the writer decides when to fsync), collects
+//     whatever producers handed over while the previous write or fsync ran
+//     (group commit), and releases them as the durability Mode promises;
 //   - replay (replay.go): the snapshot, then the log's batches decoded on up
 //     to four goroutines at once (Replay), each record handed to the
 //     caller's hook on the goroutine that decoded it (ReplayPrepared) and

@@ -46,10 +46,6 @@ type ioEvent struct {
 	to   string
 	off  int64
 	data []byte // owned by the hook once passed (a copy)
-	// prefix (opSync): the fsync covers the first off bytes only. The
-	// syncer's fsync runs beside the writer's writes, so it is known to
-	// cover what was written before it began, no more.
-	prefix bool
 }
 
 // ioTrace, when set (tests only), is called synchronously with each step
@@ -86,8 +82,6 @@ func traceWholeFile(path string) {
 //	checkpoint-before-truncate snapshot renamed and durable, log not yet truncated
 //	truncate-front-before-sync tidwall/wal truncated the log front, directory not yet fsynced
 //	segment-switch             a batch write made tidwall/wal switch to a new segment
-//	log-fsync                  the syncer is about to fsync the tail segment (a
-//	                           test may also block here: the writer goes on)
 var failpoint atomic.Pointer[func(name string)]
 
 func fail(name string) {

@@ -15,9 +15,8 @@ import (
 // Log is an open write-ahead log directory. Create it with Open and stop it
 // with Close.
 //
-// Goroutines: Open starts two, the writer, which owns the tidwall/wal
-// log, and the syncer, which fsyncs what the writer wrote (writer.go);
-// Close stops both (the writer stops the syncer before it exits). Every method is safe for concurrent use
+// Goroutines: Open starts exactly one, the writer, which owns the
+// tidwall/wal log; Close stops it. Every method is safe for concurrent use
 // unless its comment says otherwise.
 type Log struct {
 	dir    string
@@ -41,31 +40,18 @@ type Log struct {
 	closeHint []byte   // what CloseWithHint leaves for the next Open
 	wake      chan struct{}
 	stopped   chan struct{}
-	// sq is the hand-off between the writer and the syncer (syncer.go).
-	sq          syncQueue
-	syncStopped chan struct{} // closed when the syncer returns
-	hookMu      sync.Mutex    // Options.OnBatch runs under it: never two calls at once
-	// syncMu is held by a sync pass (syncPass) and by the writer while it
-	// replaces or cuts segment files (front truncation, repair).
-	syncMu sync.Mutex
 	// wakeups counts the writer's returns from a wait (set by the writer
 	// under mu). Nothing reads it but a test that checks an idle log
 	// sleeps: the writer has no periodic timer, and must not grow one.
 	wakeups uint64
-	// commits counts the batches the writer finished (under mu); the
-	// syncer waits on commitDone for the one in hand before it fsyncs
-	// (catchUp), when syncWaiting says so.
-	commits     uint64
-	commitDone  sync.Cond
-	syncWaiting bool
 
 	// Owned by the writer goroutine (and by Open before it starts).
 	tw        *twal.Log
 	last      uint64 // index of the last batch written
 	tailSize  int    // mirror of tidwall/wal's tail segment size, to see segment switches
 	tailIndex uint64 // first index of the tail segment (its file name)
-	dirGen    uint64 // segment files created or replaced so far (the syncer fsyncs the directory when it grows)
-	tailMoved bool   // the tail segment's file changed since the syncer was last given it
+	dirDirty  bool   // a segment file was created since the last directory fsync
+	synced    uint64 // last batch index known fsynced (written into each batch header)
 	claimed   uint64 // highest index some batch in the log claims durable (see writeCloseMarker)
 	scratch   []byte // compression buffer
 	written   int64  // framed bytes written, cumulative (incl. the log found at Open)
@@ -77,15 +63,9 @@ type Log struct {
 	nRecords   atomic.Uint64
 	nBytes     atomic.Int64
 	total      atomic.Int64 // = written
-	// synced is the last batch index known fsynced (written into each
-	// batch header as its durable index). Set by whoever fsyncs (the
-	// syncer, Open, or the writer once the syncer stopped), only after the
-	// fsync covering it (and the directory fsync for its segment)
-	// returned; read by the writer.
-	synced  atomic.Uint64
-	ckBase  atomic.Int64 // total at the last checkpoint's index
-	ckIndex atomic.Uint64
-	ckTime  atomic.Int64
+	ckBase     atomic.Int64 // total at the last checkpoint's index
+	ckIndex    atomic.Uint64
+	ckTime     atomic.Int64
 
 	ckMu      sync.Mutex // one Checkpoint at a time; Close waits for it
 	closeOnce sync.Once
@@ -131,11 +111,7 @@ func Open(dir string, o Options) (*Log, error) {
 	}
 	l.cur, l.spare = newPending(), newPending()
 	l.wake = make(chan struct{}, 1)
-	l.commitDone.L = &l.mu
-	l.sq.wake = make(chan struct{}, 1)
 	l.stopped = make(chan struct{})
-	l.syncStopped = make(chan struct{})
-	go l.syncer()
 	go l.run()
 	return l, nil
 }
@@ -242,11 +218,10 @@ func (l *Log) recover() error {
 	if err != nil {
 		l.tw.Close()
 		l.tw = nil
-		l.sq.closeFiles()
 		return err
 	}
-	l.sq.dirSynced = l.dirGen
-	l.synced.Store(l.last)
+	l.dirDirty = false
+	l.synced = l.last
 	l.hint = readHint(l.dir, l.last)
 	l.claimed = sc.durable
 	if sc.lastEmpty && sc.lastClaim+1 == l.last {
@@ -349,11 +324,8 @@ func (l *Log) openTidwall(initial bool) error {
 		l.total.Store(total)
 	}
 	// New segment files (including the first) are not durable until their
-	// directory is fsynced; the next fsync does it. The syncer needs a
-	// handle on the (perhaps new) tail file.
-	l.dirGen++
-	l.tailMoved = true
-	l.publish()
+	// directory is fsynced; the next fsync does it.
+	l.dirDirty = true
 	return nil
 }
 

@@ -141,9 +141,7 @@ type Options struct {
 	// Logger receives warnings (cuts, skipped snapshots, write failures).
 	// nil discards them.
 	Logger *slog.Logger
-	// OnBatch, if set, is called after every batch written (on the writer
-	// goroutine; Sync is 0) and after every fsync (on the syncer: a
-	// sync-only pass, Index and Records 0), never two calls at once
+	// OnBatch, if set, is called on the writer goroutine after every batch
 	// (metrics). It must not block and must not call back into the Log.
 	OnBatch func(BatchInfo)
 	// GroupReadable lets the directory's group read the log: files are

@@ -40,19 +40,9 @@ import (
 //     entry count): earlier segments are not read at load, so scanLog
 //     checks their boundaries itself.
 //
-// More are not testable from outside and were checked by reading wal.go:
-// cycle fsyncs a segment before switching away from it, inside the Write
-// that switches; the tail segment's file is replaced only by a switch, by
-// a TruncateFront of an index in the tail segment (a new file renamed over
-// its name) and by TruncateBack (which ringwal never calls), and Sync
-// holds the mutex Write takes. So the syncer (syncer.go) never calls Sync,
-// which would stall the writer for the fsync: it fsyncs a descriptor of
-// its own, opened by the writer whenever the tail file changes (publish).
-// That relies on the operating system, not tidwall/wal: an fsync of any
-// descriptor of a file makes the data written through every descriptor of
-// it durable (Linux syncs the inode's pages, whoever dirtied them), and a
-// writeback error is reported to every descriptor open when it happened
-// (Linux 4.13 and later).
+// One more is not testable from outside and was checked by reading wal.go:
+// with NoSync, Sync fsyncs only the tail segment, and cycle fsyncs a
+// segment before switching away from it (syncLog relies on both).
 const (
 	segNameDigits = 20
 	startSuffix   = ".START"

@@ -45,8 +45,7 @@ func (l *Log) noteEntry(idx uint64, entry []byte) {
 func (l *Log) switchSegment(next uint64) {
 	trace(ioEvent{op: opSync, path: l.tailPath()})
 	l.tailIndex, l.tailSize = next, 0
-	l.dirGen++
-	l.tailMoved = true
+	l.dirDirty = true
 	trace(ioEvent{op: opCreate, path: l.tailPath()})
 	_ = os.Chmod(l.tailPath(), l.opt.perms().file)
 }
@@ -79,25 +78,18 @@ func (l *Log) truncateFront(index uint64) error {
 			}
 		}
 	}
-	// No fsync beside it (syncPass): it replaces the segment files, the
-	// tail's included when index is in it.
-	l.syncMu.Lock()
 	if err := l.tw.TruncateFront(index); err != nil {
-		l.syncMu.Unlock() // repair takes it
 		err = fmt.Errorf("ringwal/wal: truncating the log before batch %d: %w", index, err)
 		l.repairAfterFailure(err)
 		return err
 	}
-	defer l.syncMu.Unlock()
 	l.firstIndex.Store(index)
 	l.traceTruncateFront(index, removed)
 	// TruncateFront rewrote the first segment through a new file, its mode
 	// narrowed by the umask (see switchSegment).
 	_ = os.Chmod(filepath.Join(l.logDir, segmentName(index)), l.opt.perms().file)
 	// TruncateFront rewrites the segment holding index; if that is the
-	// tail, its size changed, and it is a new file (written, fsynced and
-	// renamed over the name): the syncer needs a handle on it.
-	l.tailMoved = true
+	// tail, its size changed.
 	segs, _, err := logView(l.logDir)
 	if err == nil && len(segs) > 0 {
 		tail := segs[len(segs)-1]
@@ -107,7 +99,6 @@ func (l *Log) truncateFront(index uint64) error {
 			l.tailIndex = tail.index
 		}
 	}
-	l.publish()
 	fail("truncate-front-before-sync")
 	if err == nil {
 		err = syncDir(l.logDir)

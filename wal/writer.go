@@ -11,46 +11,15 @@ import (
 // The hand-off between producers and the writer is a mutex and two
 // buffers (pebble's LogWriter does the same): producers encode straight
 // into the current batch's buffer under l.mu, which takes well under a
-// microsecond; the writer swaps buffers under l.mu and then writes without
-// holding it, so the next batch forms while the previous one is on its way
-// to disk (group commit). A lock-free queue would save little: the
-// critical section is a memcpy, and waiting producers sleep on one channel
-// per batch, not per record.
-//
-// Writing and fsyncing are separate goroutines, as pebble's LogWriter
-// separates flushing from syncing. The writer writes each batch (write(2)
-// through tidwall/wal) as soon as it takes it, and never waits for an
-// fsync: a batch whose waiters want it fsynced (Fsync mode, Sync,
-// Checkpoint) goes on the syncer's queue (awaitSync, syncer.go) and the
-// writer takes the next batch at once. So what is appended while an fsync
-// runs (above all the acks Run logs without waiting) reaches the page
-// cache within a write's time, and a killed process loses only what was
-// appended during the last write, not during the last fsync.
-//
-// The syncer fsyncs the tail segment through a file handle of its own
-// (tidwall/wal's Sync holds the mutex its Write takes, so it would stall
-// the writer) and releases every queued result whose batch was written
-// before the fsync began: one fsync covers every batch written before it
-// (group commit of fsyncs), and a result is released only by an fsync that
-// began after its batch's write returned. A segment the writer switched
-// away from was fsynced by tidwall/wal inside that write (segment.go), so
-// fsyncing the tail, and the directory when a segment was created, covers
-// the whole log; that switch is the one fsync the writer waits for, once a
-// segment (16 MiB by default). Each batch header's durable index is the
-// last index a completed fsync covered (l.synced, set after the fsync
-// returned), never one in progress. The syncer may wait for the writer
-// (before an fsync it lets the write in hand finish, so that the fsync
-// covers it: catchUp), the writer never for the syncer.
-//
-// Close stops the writer, which writes what is left, stops the syncer
-// once it released every queued result, and makes the final fsync (and
-// the close marker) itself.
+// microsecond; the writer swaps buffers under l.mu and then writes and
+// fsyncs without holding it, so the next batch forms while the previous
+// one is on its way to disk (group commit). A lock-free queue would save
+// little: the critical section is a memcpy, and waiting producers sleep on
+// one channel per batch, not per record.
 
 // result is the outcome of one batch, shared by every producer waiting for
 // it. The writer sets the fields, then closes done (which orders them
-// before the waiters read them); for a batch that waits for an fsync the
-// writer sets index and total, and the syncer err, then closes done. A
-// result is never reused.
+// before the waiters read them). A result is never reused.
 type result struct {
 	done  chan struct{}
 	err   error
@@ -386,12 +355,7 @@ func (l *Log) run() {
 
 		l.mu.Lock()
 		l.inflight = nil
-		l.commits++
-		if l.syncWaiting {
-			l.syncWaiting = false
-			l.commitDone.Broadcast()
-		}
-		released := b.waiters > 0 && !b.needSync // the syncer releases those
+		released := b.waiters > 0
 		b.reset()
 		l.spare = b
 		l.mu.Unlock()
@@ -406,25 +370,19 @@ func (l *Log) run() {
 	}
 }
 
-// commit writes one batch, then releases its waiters, or, if it needs an
-// fsync, queues them for the syncer (which releases them once an fsync
-// covers the batch); then it runs the batch's requests (after the write,
-// not waiting for that fsync). failed, if set, fails the batch without
-// touching disk.
+// commit writes (and fsyncs, if asked) one batch, releases its waiters and
+// runs its requests. failed, if set, fails the batch without touching disk.
 func (l *Log) commit(b *pending, failed error) {
 	info := BatchInfo{Records: b.n}
 	err := failed
 	if err == nil && b.n > 0 {
 		err = l.writeBatch(b, &info)
 	}
-	res := b.res
-	res.index, res.total = l.last, l.written
 	if err == nil && b.needSync {
-		l.awaitSync(res)
-	} else {
-		res.err = err
-		close(res.done)
+		err = l.syncLog(&info)
 	}
+	res := b.res
+	res.err, res.index, res.total = err, l.last, l.written
 	if err != nil && b.noWait {
 		l.mu.Lock()
 		if l.asyncErr == nil {
@@ -432,6 +390,7 @@ func (l *Log) commit(b *pending, failed error) {
 		}
 		l.mu.Unlock()
 	}
+	close(res.done)
 	for _, rq := range b.reqs {
 		if err := l.failedErr(); err != nil {
 			rq.done <- err
@@ -439,9 +398,9 @@ func (l *Log) commit(b *pending, failed error) {
 		}
 		rq.done <- rq.fn()
 	}
-	if b.n > 0 {
+	if l.opt.OnBatch != nil && (b.n > 0 || b.needSync) {
 		info.Err = err
-		l.report(info)
+		l.opt.OnBatch(info)
 	}
 }
 
@@ -471,10 +430,7 @@ func (l *Log) writeBatch(b *pending, info *BatchInfo) error {
 	if b.n > math.MaxUint32 || info.RawBytes > maxBatchBody {
 		return fmt.Errorf("ringwal/wal: batch of %d records, %d bytes is too large (max %d bytes)", b.n, info.RawBytes, maxBatchBody)
 	}
-	// The durable index: what a completed fsync covered (l.synced moves
-	// only once one returned), never what one in progress may cover.
-	durable := min(l.synced.Load(), l.last)
-	entry, scratch, compressed := finishBatch(b.buf, b.n, l.opt.CompressAbove, l.scratch, durable)
+	entry, scratch, compressed := finishBatch(b.buf, b.n, l.opt.CompressAbove, l.scratch, min(l.synced, l.last))
 	l.scratch = scratch
 	info.Bytes, info.Compressed = len(entry), compressed
 	t0 := time.Now()
@@ -488,9 +444,8 @@ func (l *Log) writeBatch(b *pending, info *BatchInfo) error {
 	}
 	n := framedLen(len(entry))
 	l.last = idx
-	l.claimed = max(l.claimed, durable)
+	l.claimed = max(l.claimed, min(l.synced, idx-1))
 	l.noteEntry(idx, entry)
-	l.publish()
 	l.written += int64(n)
 	l.total.Store(l.written)
 	l.lastIndex.Store(idx)
@@ -500,12 +455,37 @@ func (l *Log) writeBatch(b *pending, info *BatchInfo) error {
 	return nil
 }
 
+// syncLog fsyncs the tail segment (tidwall/wal fsyncs a segment before
+// switching away from it) and, if a segment was created since, the log
+// directory. A failed fsync makes the log unusable: the kernel may have
+// dropped the dirty pages, and a later fsync could succeed without them.
+func (l *Log) syncLog(info *BatchInfo) error {
+	t0 := time.Now()
+	err := l.tw.Sync()
+	if err == nil {
+		trace(ioEvent{op: opSync, path: l.tailPath()})
+	}
+	if err == nil && l.dirDirty {
+		if err = syncDir(l.logDir); err == nil {
+			l.dirDirty = false
+		}
+	}
+	info.Sync = time.Since(t0)
+	if err != nil {
+		err = fmt.Errorf("ringwal/wal: fsync: %w", err)
+		l.setFailed(err)
+		return err
+	}
+	// Every batch up to l.last is on disk: the tail was just fsynced and
+	// tidwall/wal fsynced each earlier segment when it switched away.
+	l.synced = l.last
+	return nil
+}
+
 // repairAfterFailure closes tidwall/wal, cuts the file back to the last
 // batch known written (l.last) and reopens. If that fails the log becomes
 // unusable.
 func (l *Log) repairAfterFailure(cause error) {
-	l.syncMu.Lock() // no fsync beside the cut (syncPass)
-	defer l.syncMu.Unlock()
 	if l.tw != nil {
 		_ = l.tw.Close() // its state is wrong anyway; the cut below fixes the file
 		l.tw = nil
@@ -536,17 +516,14 @@ func (l *Log) repairAfterFailure(cause error) {
 	}
 }
 
-// shutdown is the writer's last act: stop the syncer once it released
-// every queued result, fsync, record the fsync in the log
+// shutdown is the writer's last act: fsync, record the fsync in the log
 // (writeCloseMarker), and close tidwall/wal.
 func (l *Log) shutdown() {
-	l.stopSyncer()
-	defer l.sq.closeFiles()
 	failed := l.failedErr()
 	var err error
 	if l.tw != nil {
 		if failed == nil {
-			err = l.syncPass()
+			err = l.syncLog(&BatchInfo{})
 		}
 		if err == nil && failed == nil && l.claimed < l.last {
 			// Everything is fsynced already; the marker only helps a later
@@ -580,7 +557,7 @@ func (l *Log) shutdown() {
 // fsynced, and damage in them would read as a power-loss tail and be cut
 // instead of refused. Replay skips it (it holds no records). Only written
 // when some batch is not yet claimed durable, so repeated Open and Close
-// of an idle log add nothing. Runs after the syncer stopped.
+// of an idle log add nothing.
 func (l *Log) writeCloseMarker() error {
 	entry, _, _ := finishBatch(make([]byte, batchHeaderSize), 0, -1, nil, l.last)
 	idx := l.last + 1
@@ -590,8 +567,7 @@ func (l *Log) writeCloseMarker() error {
 	l.claimed = l.last
 	l.last = idx
 	l.noteEntry(idx, entry)
-	l.publish()
-	if err := l.syncPass(); err != nil {
+	if err := l.syncLog(&BatchInfo{}); err != nil {
 		return err
 	}
 	l.claimed = idx // a marker stands for itself: nothing left unclaimed
