@@ -53,24 +53,50 @@ func categoryIndex(c classify.Category) int {
 }
 
 // moveWindow orders moves between the slab and the dead-letter store
-// against Stats' read of both. A mover holds it shared from the moment
-// the message enters one side to the moment it has left the other (a
-// store's Add and a slot's release, or a store's Remove and a record
-// counted pending): a few instructions and the store's O(1) Add or
-// Remove, never a log wait or a key's lock. Stats holds it exclusively.
-// sync.RWMutex prefers a waiting writer: once Stats asks, new moves wait
-// for it, so Stats never starves behind a stream of overlapping moves (a
-// sequence lock that waited for an instant with no move in flight did:
-// with eight goroutines dead-lettering, a Stats call took seconds).
-type moveWindow struct{ mu sync.RWMutex }
+// against Stats' read of both. A mover is inside it from the moment the
+// message enters one side to the moment it has left the other (a store's
+// Add and a slot's release, or a store's Remove and a record counted
+// pending): a few instructions and the store's O(1) Add or Remove, never
+// a log wait or a key's lock. Stats reads optimistically first, as a
+// sequence lock: a read during which no move was under way is
+// consistent, and costs the movers nothing. Only a reader that keeps
+// meeting moves (overlapping dead-letterings under load, where an instant
+// with none may never come: with eight goroutines dead-lettering, a Stats
+// call once took seconds) takes the lock exclusively; sync.RWMutex
+// prefers a waiting writer, so new moves then wait for that one read, and
+// Stats never starves.
+type moveWindow struct {
+	mu           sync.RWMutex
+	begun, ended atomic.Uint64
+}
+
+// optimisticReads is how many reads Stats tries before it takes the lock.
+const optimisticReads = 4
 
 // begin and end bracket one move; a mover must not begin a second move
 // before it ends the first.
-func (w *moveWindow) begin() { w.mu.RLock() }
-func (w *moveWindow) end()   { w.mu.RUnlock() }
+func (w *moveWindow) begin() {
+	w.mu.RLock()
+	w.begun.Add(1)
+}
 
-// read runs fn while no move is under way.
+func (w *moveWindow) end() {
+	w.ended.Add(1)
+	w.mu.RUnlock()
+}
+
+// read runs fn (which must only read, and may run more than once) so that
+// no move was under way while it ran.
 func (w *moveWindow) read(fn func()) {
+	for range optimisticReads {
+		// begun >= ended always: equal after fn means none was in flight
+		// when ended was read, and none began since.
+		ended := w.ended.Load()
+		fn()
+		if w.begun.Load() == ended {
+			return
+		}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	fn()
