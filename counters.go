@@ -1,6 +1,7 @@
 package ringwal
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -71,7 +72,7 @@ type moveWindow struct {
 }
 
 // optimisticReads is how many reads Stats tries before it takes the lock.
-const optimisticReads = 4
+const optimisticReads = 16
 
 // begin and end bracket one move; a mover must not begin a second move
 // before it ends the first.
@@ -96,6 +97,7 @@ func (w *moveWindow) read(fn func()) {
 		if w.begun.Load() == ended {
 			return
 		}
+		runtime.Gosched() // let the move under way end
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
