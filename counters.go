@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/internal/pad"
@@ -71,8 +72,16 @@ type moveWindow struct {
 	begun, ended atomic.Uint64
 }
 
-// optimisticReads is how many reads Stats tries before it takes the lock.
-const optimisticReads = 16
+// optimisticReads is how many reads Stats tries before it takes the lock:
+// the first ones after a yield, the later ones after a short sleep, so
+// that a reader meeting a steady stream of moves spends about a
+// millisecond before it makes movers wait (a monitoring read can wait
+// that long; a Nack should not wait for it).
+const (
+	optimisticReads = 64
+	yieldingReads   = 16
+	readPause       = 20 * time.Microsecond
+)
 
 // begin and end bracket one move; a mover must not begin a second move
 // before it ends the first.
@@ -89,7 +98,7 @@ func (w *moveWindow) end() {
 // read runs fn (which must only read, and may run more than once) so that
 // no move was under way while it ran.
 func (w *moveWindow) read(fn func()) {
-	for range optimisticReads {
+	for try := range optimisticReads {
 		// begun >= ended always: equal after fn means none was in flight
 		// when ended was read, and none began since.
 		ended := w.ended.Load()
@@ -97,7 +106,12 @@ func (w *moveWindow) read(fn func()) {
 		if w.begun.Load() == ended {
 			return
 		}
-		runtime.Gosched() // let the move under way end
+		// Let the move under way end.
+		if try < yieldingReads {
+			runtime.Gosched()
+		} else {
+			time.Sleep(readPause)
+		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
