@@ -118,15 +118,10 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, wait bool) (_ ID, 
 		if e.log != nil {
 			mine = newDedupLogging()
 		}
-		first, dup, busy := e.dedup.reserve(m.DedupID, id, now, int64(e.opts.DedupWindow), mine)
-		switch {
-		case busy != nil:
-			e.unclaim(slot)
+		if first, dup, again := e.reserveDedup(m, slot, id, now, mine); again {
 			return 0, true, nil
-		case dup:
-			e.unclaim(slot)
-			e.ctr.duplicates.Add(1)
-			return ID(first), false, ErrDuplicate
+		} else if dup {
+			return first, false, ErrDuplicate
 		}
 	}
 	if e.log != nil {
@@ -164,6 +159,24 @@ func (e *Engine) claimWaiting(ctx context.Context, m *Message, ks *keyState, wai
 
 // dedups reports whether m's DedupID is checked for repeats.
 func (e *Engine) dedups(m *Message) bool { return m.DedupID != "" && e.opts.DedupWindow > 0 }
+
+// reserveDedup reserves m's DedupID for id, claimed in slot, under mine
+// (see dedupIndex.reserve). A repeat of a durable first gives the claim
+// back, is counted, and gets the first's ID (dup); one whose first is
+// still being logged by another enqueue gives the claim back and asks
+// for another try (again).
+func (e *Engine) reserveDedup(m *Message, slot uint32, id uint64, now int64, mine *dedupLogging) (first ID, dup, again bool) {
+	f, dup, busy := e.dedup.reserve(m.DedupID, id, now, int64(e.opts.DedupWindow), mine)
+	if busy == nil && !dup {
+		return 0, false, false
+	}
+	e.unclaim(slot)
+	if busy != nil {
+		return 0, false, true
+	}
+	e.ctr.duplicates.Add(1)
+	return ID(f), true, false
+}
 
 // dedupLogged marks the DedupID that mine reserved for id durable, and
 // wakes the repeats waiting for it.

@@ -56,7 +56,6 @@ type batchIntake struct {
 	slots []uint32      // claimed records of messages to add, in order
 	kss   []*keyState   // keys admitted for messages not yet claimed
 	mine  *dedupLogging // the batch's DedupID reservations, while logging
-	dedup bool          // some message has a DedupID to check
 	now   int64
 }
 
@@ -133,7 +132,6 @@ func (b *batchIntake) awaitFirsts(ctx context.Context) error {
 	}
 	for i := range b.ms {
 		if m := &b.ms[i]; b.e.dedups(m) {
-			b.dedup = true
 			if err := b.e.dedup.awaitLogged(ctx, m.DedupID, b.e.done); err != nil {
 				return err
 			}
@@ -190,9 +188,6 @@ func (b *batchIntake) isolated(key string) bool {
 // waits for the log).
 func (b *batchIntake) claim(ctx context.Context) (again bool, err error) {
 	e := b.e
-	if b.dedup && e.log != nil {
-		b.mine = newDedupLogging()
-	}
 	for i := range b.ms {
 		m := &b.ms[i]
 		ks := b.kss[i]
@@ -209,16 +204,16 @@ func (b *batchIntake) claim(ctx context.Context) (again bool, err error) {
 		}
 		b.now = now
 		if e.dedups(m) {
-			first, dup, busy := e.dedup.reserve(m.DedupID, id, now, int64(e.opts.DedupWindow), b.mine)
-			switch {
-			case busy != nil:
-				e.unclaim(slot)
+			if e.log != nil && b.mine == nil {
+				b.mine = newDedupLogging() // the first reservation of this try
+			}
+			first, dup, again := e.reserveDedup(m, slot, id, now, b.mine)
+			if again {
 				b.giveBack()
 				return true, nil
-			case dup:
-				e.unclaim(slot)
-				e.ctr.duplicates.Add(1)
-				b.ids[i] = ID(first)
+			}
+			if dup {
+				b.ids[i] = first
 				continue
 			}
 		}
