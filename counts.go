@@ -147,11 +147,10 @@ func (c *liveCounts) start(s *slab) {
 	})
 }
 
-// waitOut is the pause of a reader that met a move under way for the
-// try-th time (byClass): a
-// move is a few instructions with no way out before its end, so the
-// reader spins, then yields, then, its mover preempted mid-move, sleeps
-// until it ends.
+// waitOut is the pause of a reader (byClass) that met a move under way
+// for the try-th time: a move is a few instructions with no way out
+// before its end, so the reader spins, then yields, then, its mover
+// preempted mid-move, sleeps until it ends.
 func waitOut(try int) {
 	switch {
 	case try > 1000:

@@ -105,11 +105,8 @@ func (h *housekeeper) fire(at time.Time, en sched.Entry) {
 	// judged not yet due by it would be dropped (a lease, a TTL that then
 	// never ends); and an idle engine must not keep the cache ticking.
 	now := max(e.clock.Now().UnixNano(), at.UnixNano())
-	switch en.Kind {
-	case timerDue, timerLease, timerMaxHold:
-		if !e.slab.at(uint32(en.ID)).names(en) {
-			return // its message has moved on (the entry's own checks follow)
-		}
+	if namesRecord(en.Kind) && !e.slab.at(uint32(en.ID)).names(en) {
+		return // its message has moved on (the entry's own checks follow)
 	}
 	switch en.Kind {
 	case timerDue:
@@ -151,14 +148,20 @@ func (h *housekeeper) notifyDeadLetters() {
 // compaction drops the others).
 func (h *housekeeper) liveTimer(en sched.Entry) bool {
 	e := h.e
-	switch en.Kind {
-	case timerTTL:
+	switch {
+	case en.Kind == timerTTL:
 		_, ok := e.slab.find(en.ID)
 		return ok
-	case timerDue, timerLease, timerMaxHold:
+	case namesRecord(en.Kind):
 		return e.slab.at(uint32(en.ID)).names(en)
 	}
 	return true // the key rechecks and the housekeeper's own entries
+}
+
+// namesRecord reports whether entries of kind name a record by slot,
+// generation and message ID (entryFor) rather than by message or key ID.
+func namesRecord(kind uint8) bool {
+	return kind == timerDue || kind == timerLease || kind == timerMaxHold
 }
 
 func schedTTL(id uint64) sched.Entry { return sched.Entry{ID: id, Kind: timerTTL} }

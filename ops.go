@@ -207,25 +207,21 @@ func (e *Engine) Redrive(id ID) error {
 		// Not a move: Stats need not scan again for it.
 		return fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
 	}
-	// From leaving the store until the record counts as pending (it does
-	// once committing), Stats must know a message is in transit.
-	e.ctr.moves.begin()
-	moved := false
-	defer func() {
-		if !moved {
-			e.ctr.moves.end()
-		}
-	}()
-	d, ok := e.dead.Remove(uint64(id))
-	if !ok {
-		return fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
-	}
 	// From the clock itself: the TTL counts from here, and the cached
 	// clock may lag.
 	now := e.preciseNow()
+	// From leaving the store until the record counts as pending (it does
+	// once committing), Stats must know a message is in transit.
+	e.ctr.moves.begin()
+	d, ok := e.dead.Remove(uint64(id))
+	if !ok {
+		e.ctr.moves.end()
+		return fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
+	}
 	slot, ok := e.slab.claimNear(uint64(id))
 	if !ok {
 		_ = e.dead.Add(d)
+		e.ctr.moves.end()
 		return fmt.Errorf("%w: no free slot near %d to redrive into", ErrFull, id)
 	}
 	r := e.slab.at(slot)
@@ -236,12 +232,12 @@ func (e *Engine) Redrive(id ID) error {
 	ks := e.keyForPlacement(m.Key)
 	r.fill(&m, now, 0, 0, nil, ks)
 	e.ctr.added.Add(1)
+	// Counted as pending from here (a memory-only engine publishes it from
+	// committing as well); a failed write below is a move of its own back
+	// to the store.
+	r.commit(e.counts)
+	e.ctr.moves.end()
 	if e.log != nil {
-		r.commit(e.counts)
-		// Counted as pending from here; a failed write below is a move of
-		// its own back to the store.
-		moved = true
-		e.ctr.moves.end()
 		// Redrive then the whole message: the log alone can rebuild it even
 		// if a checkpoint saw it in neither the slab nor the DLQ.
 		recs := make([]wal.Record, 2)

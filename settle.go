@@ -12,11 +12,18 @@ import (
 
 // acquireLease owns the record a lease names, waiting out a concurrent
 // owner (an Extend of this very lease, a reader).
-func (e *Engine) acquireLease(l Lease) (*rec, error) {
+// It returns the record's slot too.
+func (e *Engine) acquireLease(l Lease) (uint32, *rec, error) {
+	rf, ours := e.leaseKey.ref(l)
+	r, err := e.ownLeased(rf, ours)
+	return rf.slot, r, err
+}
+
+// ownLeased is acquireLease of a lease already decoded (leaseKey.ref).
+func (e *Engine) ownLeased(rf ref, ours bool) (*rec, error) {
 	if err := e.usable(); err != nil {
 		return nil, err
 	}
-	rf, ours := e.leaseKey.ref(l)
 	r := e.slab.lookup(rf.slot)
 	if !ours || r == nil || rf.gen == 0 || !r.own(rf.gen, stLeased) {
 		return nil, ErrStaleLease
@@ -47,7 +54,7 @@ func (e *Engine) ackLater(l Lease) error {
 }
 
 func (e *Engine) ack(l Lease, wait bool) error {
-	r, err := e.acquireLease(l)
+	_, r, err := e.acquireLease(l)
 	if err != nil {
 		return err
 	}
@@ -176,11 +183,12 @@ func (e *Engine) AckBatch(ls []Lease) error {
 	var stale staleLeases
 	closedAt := -1
 	for i, l := range ls {
-		if rf, _ := e.leaseKey.ref(l); b.holds(e.slab.lookup(rf.slot)) {
+		rf, ours := e.leaseKey.ref(l)
+		if b.holds(e.slab.lookup(rf.slot)) {
 			stale.add(i) // a repeat of a lease acked above: ours already
 			continue
 		}
-		r, err := e.acquireLease(l)
+		r, err := e.ownLeased(rf, ours)
 		if err != nil {
 			if errors.Is(err, ErrStaleLease) {
 				stale.add(i)
@@ -325,7 +333,7 @@ func (e *Engine) release(r *rec) {
 // record is as durable as the mode promises; a stale lease gets
 // ErrStaleLease. Safe for concurrent use.
 func (e *Engine) Nack(l Lease, cause error) error {
-	r, err := e.acquireLease(l)
+	slot, r, err := e.acquireLease(l)
 	if err != nil {
 		return err
 	}
@@ -333,8 +341,7 @@ func (e *Engine) Nack(l Lease, cause error) error {
 		cause = errors.New("nack without a cause")
 	}
 	cat := e.opts.Classifier.Classify(cause)
-	rf, _ := e.leaseKey.ref(l)
-	err = e.fail(rf.slot, r, cat, cause, e.now(), true)
+	err = e.fail(slot, r, cat, cause, e.now(), true)
 	// Counted once the message is out of Leased, as every lease's end is
 	// (Stats derives Dequeued from both: never ahead).
 	e.ctr.nacked.Add(1)
@@ -352,7 +359,8 @@ func (e *Engine) Extend(l Lease, d time.Duration) error {
 	if d <= 0 {
 		return invalidf("Extend by %v: must be positive", d)
 	}
-	r, err := e.acquireLease(l)
+	rf, ours := e.leaseKey.ref(l)
+	r, err := e.ownLeased(rf, ours)
 	if err != nil {
 		return err
 	}
@@ -367,7 +375,6 @@ func (e *Engine) Extend(l Lease, d time.Duration) error {
 	rec := extendRecord(id, now, expiry)
 	err = e.appendRecord(&rec, false)
 	r.keep(e.counts, stLeased) // the lease stays valid
-	rf, _ := e.leaseKey.ref(l)
 	e.hk.schedule(expiry, entryFor(rf, id, timerLease))
 	return err
 }
