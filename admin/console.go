@@ -80,7 +80,7 @@ func newConsole(h *handler) *console {
 // a panic an HTML 500 (its stack goes to the log only).
 func (h *handler) serveConsole(w http.ResponseWriter, r *http.Request) {
 	defer h.recoverPanic(w, r)
-	if !h.checkHost(w, r) {
+	if !h.checkHost(w, r, false) {
 		return
 	}
 	if len(r.URL.RawQuery) > MaxQuery {
@@ -196,7 +196,9 @@ func setPageHeaders(hd http.Header) {
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("X-Frame-Options", "DENY")
-	hd.Set("Referrer-Policy", "same-origin")
+	if hd.Get("Referrer-Policy") == "" { // a sign-in URL's answer keeps no-referrer
+		hd.Set("Referrer-Policy", "same-origin")
+	}
 	hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
 		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 }

@@ -105,7 +105,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // authorizeAPI checks an API request's Host and bearer token (the
 // throttle included), and answers it in JSON when either fails.
 func (h *handler) authorizeAPI(w http.ResponseWriter, r *http.Request) bool {
-	if !h.checkHostAPI(w, r) {
+	if !h.checkHost(w, r, true) {
 		return false
 	}
 	if h.opts.Token != "" {
@@ -163,10 +163,15 @@ func (h *handler) recoverPanic(w http.ResponseWriter, r *http.Request) {
 	h.errorPage(w, r, http.StatusInternalServerError, "internal error (the server's log has the details)")
 }
 
-// authorized reports whether r carries the bearer token.
-func (h *handler) authorized(r *http.Request) bool {
+// bearerToken is the token of r's Authorization header; "" for none or
+// another scheme (never the right token: checkBearer runs only when
+// Options.Token is set).
+func bearerToken(r *http.Request) string {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && h.rightToken(strings.TrimSpace(got))
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(got)
 }
 
 // rightToken compares tok with the token in constant time.
@@ -183,15 +188,7 @@ func (h *handler) checkBearer(w http.ResponseWriter, r *http.Request, api bool) 
 	if _, has := r.Header["Authorization"]; !has {
 		return false, false
 	}
-	if h.throttled(w, r, api) {
-		return false, true
-	}
-	if !h.authorized(r) {
-		h.failedCredential(r)
-		return false, false
-	}
-	h.limit.succeed(clientKey(r))
-	return true, false
+	return h.checkCredential(w, r, bearerToken(r), api)
 }
 
 func safeMethod(m string) bool {

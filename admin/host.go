@@ -27,15 +27,11 @@ type hostPolicy struct {
 func newHostPolicy(o Options) hostPolicy {
 	p := hostPolicy{enforce: o.Token == "" || len(o.AllowedHosts) > 0, names: map[string]struct{}{}}
 	for _, h := range o.AllowedHosts {
-		h = strings.ToLower(strings.TrimSpace(h))
-		if h == "*" {
+		if h = strings.TrimSpace(h); h == "*" {
 			p.any = true
 			continue
 		}
-		if name, _, err := net.SplitHostPort(h); err == nil {
-			h = name
-		}
-		p.names[strings.Trim(h, "[]")] = struct{}{}
+		p.names[hostOnly(h)] = struct{}{}
 	}
 	return p
 }
@@ -104,25 +100,16 @@ func quoteHost(h string) string {
 // checkHost answers a request whose Host h does not allow (403, JSON on
 // the API, an HTML page on the console) and returns false; true lets it
 // through.
-func (h *handler) checkHost(w http.ResponseWriter, r *http.Request) bool {
-	if h.hosts.allows(r.Host) {
-		return true
-	}
-	if isAPIPath(r.URL.Path) {
-		return h.checkHostAPI(w, r)
-	}
-	h.refusedHost(r)
-	h.errorPage(w, r, http.StatusForbidden, hostRefusal(r.Host))
-	return false
-}
-
-// checkHostAPI is checkHost with a JSON answer.
-func (h *handler) checkHostAPI(w http.ResponseWriter, r *http.Request) bool {
+func (h *handler) checkHost(w http.ResponseWriter, r *http.Request, api bool) bool {
 	if h.hosts.allows(r.Host) {
 		return true
 	}
 	h.refusedHost(r)
-	replyError(w, http.StatusForbidden, hostRefusal(r.Host))
+	if api {
+		replyError(w, http.StatusForbidden, hostRefusal(r.Host))
+	} else {
+		h.errorPage(w, r, http.StatusForbidden, hostRefusal(r.Host))
+	}
 	return false
 }
 

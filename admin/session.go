@@ -178,16 +178,24 @@ type loginView struct {
 	Next  string // where to go after signing in, relative to the root
 }
 
-// safeNext keeps a post-login destination only if it is a console path
-// (no scheme, no host, no query): anything else is the overview.
+// safeNext matches a console path: no scheme, no host, no query.
 var safeNext = regexp.MustCompile(`^/[A-Za-z0-9/_.-]*$`).MatchString
+
+// consolePath keeps p as a place to go (after signing in, or from a
+// sign-in URL) only if it is a console path other than the login page
+// itself, and no "//" or ".." could make a browser take it elsewhere;
+// anything else is the overview, "/".
+func consolePath(p string) string {
+	if !safeNext(p) || strings.Contains(p, "//") || strings.Contains(p, "..") || p == "/login" {
+		return "/"
+	}
+	return p
+}
 
 // renderLogin answers the login page with status code; next is the
 // console path to return to.
 func (h *handler) renderLogin(w http.ResponseWriter, r *http.Request, code int, msg, next string) {
-	if !safeNext(next) || strings.Contains(next, "//") || strings.Contains(next, "..") || next == "/login" {
-		next = "/"
-	}
+	next = consolePath(next)
 	h.render(w, r, code, "login", page{Title: "Sign in", Data: loginView{Error: msg, Next: next}})
 }
 
@@ -208,21 +216,16 @@ func (h *handler) loginAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := r.PostForm.Get("next")
-	if h.throttled(w, r, false) {
+	ok, answered := h.checkCredential(w, r, strings.TrimSpace(r.PostForm.Get("token")), false)
+	if answered {
 		return
 	}
-	tok := strings.TrimSpace(r.PostForm.Get("token"))
-	if !h.rightToken(tok) {
-		h.failedCredential(r)
+	if !ok {
 		h.renderLogin(w, r, http.StatusUnauthorized, "Wrong token.", next)
 		return
 	}
-	h.limit.succeed(clientKey(r))
 	h.startSession(w, r)
-	if !safeNext(next) || strings.Contains(next, "//") || strings.Contains(next, "..") {
-		next = "/"
-	}
-	seeOther(w, r, strings.TrimPrefix(next, "/"))
+	seeOther(w, r, strings.TrimPrefix(consolePath(next), "/"))
 }
 
 // startSession sets a new session cookie on w.
@@ -233,34 +236,31 @@ func (h *handler) startSession(w http.ResponseWriter, r *http.Request) {
 }
 
 // signInURL answers a console GET whose query has a token (a sign-in URL,
-// such as ringwal serve prints): with the right token it starts a session;
-// either way it redirects to the same page without the token, so that the
-// token leaves the address bar (and is never sent on as a Referer). A
-// wrong token is answered with the login page, and counted as a failure.
-// Without Options.Token there is nothing to sign in to: the parameter is
-// only dropped.
+// such as ringwal serve prints): the right token starts a session and
+// redirects to the same page without the token, so that the token leaves
+// the address bar. A wrong token is counted as a failure and answered
+// with the login page, a client in its penalty with 429: both at the
+// tokened URL, which their Referrer-Policy (no-referrer) keeps from
+// being sent on. Without Options.Token there is nothing to sign in to:
+// the parameter is only dropped.
 func (h *handler) signInURL(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	tok := strings.TrimSpace(q.Get(tokenParam))
 	q.Del(tokenParam)
-	rel := strings.TrimPrefix(r.URL.Path, "/")
-	if !safeNext(r.URL.Path) || strings.Contains(r.URL.Path, "//") || strings.Contains(r.URL.Path, "..") || r.URL.Path == "/login" {
-		rel = ""
-	}
+	rel := strings.TrimPrefix(consolePath(r.URL.Path), "/")
 	if len(q) > 0 {
 		rel += "?" + q.Encode()
 	}
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	if h.opts.Token != "" {
-		if h.throttled(w, r, false) {
+		ok, answered := h.checkCredential(w, r, tok, false)
+		if answered {
 			return
 		}
-		if !h.rightToken(tok) {
-			h.failedCredential(r)
+		if !ok {
 			h.renderLogin(w, r, http.StatusUnauthorized, "Wrong token in the sign-in URL.", r.URL.Path)
 			return
 		}
-		h.limit.succeed(clientKey(r))
 		h.startSession(w, r)
 		h.opts.Logger.Info("ringwal: admin console: signed in with a sign-in URL", "remote", r.RemoteAddr)
 	}

@@ -5,9 +5,10 @@ package admin
 // holds a whole /64) in a penalty for a while: 100ms after the first,
 // doubling with each further failure up to 2s. During its penalty a
 // client's credentials are not checked at all: it is answered 429 with
-// Retry-After. That bounds guessing to one try per penalty per client, no
-// matter how many connections it opens in parallel, and holds no
-// goroutine asleep. A right credential clears the client's record. A
+// Retry-After. Once a client has failed, each credential of its that is
+// checked first moves its penalty on to the next one (admit), so that
+// from its first failure on it gets one guess per penalty, however many
+// connections it opens in parallel; no goroutine is held asleep. A right credential clears the client's record. A
 // request that carries no credential (a session cookie, or none) is never
 // throttled. Behind a reverse proxy every client has the proxy's address
 // (forwarding headers are not trusted: anyone can send them), so one
@@ -16,8 +17,9 @@ package admin
 // The records are bounded: at most maxThrottled clients are tracked; past
 // that, records whose penalty has long ended are dropped and, if none is,
 // new clients share one record, so that an attacker with many addresses
-// throttles itself (and anyone else failing at the same time) together
-// rather than grow the map.
+// throttles itself together rather than grow the map; while that shared
+// penalty runs, every new client that sends a credential (a right one
+// too) is answered 429.
 
 import (
 	"net"
@@ -86,11 +88,10 @@ type throttle struct {
 	now     func() time.Time
 	mu      sync.Mutex
 	clients map[string]*penalty
-	max     int // bound on len(clients); maxThrottled but in tests
 }
 
 func newThrottle(now func() time.Time) *throttle {
-	return &throttle{now: now, clients: map[string]*penalty{}, max: maxThrottled}
+	return &throttle{now: now, clients: map[string]*penalty{}}
 }
 
 // clientKey is r's client: its remote IP, an IPv6 one cut to its /64.
@@ -109,19 +110,32 @@ func clientKey(r *http.Request) string {
 	return ip.String()
 }
 
-// wait returns how long client must still wait before a credential of
-// its is checked; 0 when it may try now.
-func (t *throttle) wait(client string) time.Duration {
+// admit returns how long client must still wait before a credential of
+// its is checked; 0 when it may try now. A client with a record of its
+// own (it failed before) that may try has its penalty moved on to the
+// next one at once, under the same lock, so that requests it sends in
+// parallel wait while this one is checked (fail then sets that penalty,
+// succeed drops the record). tracked reports that record.
+func (t *throttle) admit(client string) (wait time.Duration, tracked bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.clients[client]
-	if p == nil && len(t.clients) >= t.max {
+	tracked = p != nil
+	if !tracked && len(t.clients) >= maxThrottled {
 		p = t.clients[overflowKey]
 	}
 	if p == nil {
-		return 0
+		return 0, false
 	}
-	return max(p.until.Sub(t.now()), 0)
+	now := t.now()
+	if d := p.until.Sub(now); d > 0 {
+		return d, tracked
+	}
+	if tracked {
+		p.forgetIfOld(now)
+		p.until = now.Add(penaltyAfter(p.fails + 1))
+	}
+	return 0, tracked
 }
 
 // fail records a wrong credential of client and returns its penalty.
@@ -130,14 +144,11 @@ func (t *throttle) fail(client string) time.Duration {
 	defer t.mu.Unlock()
 	now := t.now()
 	p := t.clients[client]
-	if p != nil && now.After(p.until.Add(forgetAfter)) {
-		p.fails = 0 // long ago: start again at the first penalty
-	}
 	if p == nil {
-		if len(t.clients) >= t.max {
+		if len(t.clients) >= maxThrottled {
 			t.sweep(now)
 		}
-		if len(t.clients) >= t.max {
+		if len(t.clients) >= maxThrottled {
 			client = overflowKey
 			p = t.clients[client]
 		}
@@ -146,13 +157,27 @@ func (t *throttle) fail(client string) time.Duration {
 			t.clients[client] = p
 		}
 	}
+	p.forgetIfOld(now)
 	p.fails++
-	d := maxPenalty
-	if p.fails <= 5 { // 100ms << 5 is past 2s already
-		d = min(firstPenalty<<(p.fails-1), maxPenalty)
-	}
+	d := penaltyAfter(p.fails)
 	p.until = now.Add(d)
 	return d
+}
+
+// forgetIfOld starts p's count again when its last penalty ended long ago
+// (forgetAfter).
+func (p *penalty) forgetIfOld(now time.Time) {
+	if now.After(p.until.Add(forgetAfter)) {
+		p.fails = 0
+	}
+}
+
+// penaltyAfter is the penalty after the fails-th failure (fails >= 1).
+func penaltyAfter(fails int) time.Duration {
+	if fails > 5 { // 100ms << 5 is past 2s already
+		return maxPenalty
+	}
+	return min(firstPenalty<<(fails-1), maxPenalty)
 }
 
 // succeed forgets client: its credential was right.
@@ -179,13 +204,32 @@ func (t *throttle) size() int {
 	return len(t.clients)
 }
 
-// throttled answers r 429 when its client is in a penalty, and returns
-// true; api picks a JSON answer over an HTML page.
-func (h *handler) throttled(w http.ResponseWriter, r *http.Request, api bool) bool {
-	d := h.limit.wait(clientKey(r))
-	if d <= 0 {
-		return false
+// checkCredential checks tok, a credential r carries (a bearer token, a
+// sign-in form's or URL's token), through the throttle: a client in its
+// penalty is answered 429 (answered true, api picking JSON over an HTML
+// page); a wrong token counts a failure (ok false) and a right one drops
+// the client's record (ok true).
+func (h *handler) checkCredential(w http.ResponseWriter, r *http.Request, tok string, api bool) (ok, answered bool) {
+	client := clientKey(r)
+	wait, tracked := h.limit.admit(client)
+	if wait > 0 {
+		h.throttled(w, r, api, wait)
+		return false, true
 	}
+	if !h.rightToken(tok) {
+		h.auth.failures.Add(1)
+		d := h.limit.fail(client)
+		h.opts.Logger.Info("ringwal: admin: a wrong token", "remote", r.RemoteAddr, "path", r.URL.Path, "penalty", d)
+		return false, false
+	}
+	if tracked {
+		h.limit.succeed(client)
+	}
+	return true, false
+}
+
+// throttled answers r 429: its client is in a penalty for d more.
+func (h *handler) throttled(w http.ResponseWriter, r *http.Request, api bool, d time.Duration) {
 	h.auth.throttled.Add(1)
 	secs := int((d + time.Second - 1) / time.Second)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
@@ -195,15 +239,6 @@ func (h *handler) throttled(w http.ResponseWriter, r *http.Request, api bool) bo
 	} else {
 		h.errorPage(w, r, http.StatusTooManyRequests, "Too many wrong tokens from your address: try again in "+strconv.Itoa(secs)+"s.")
 	}
-	return true
-}
-
-// failedCredential counts a wrong credential of r's client and puts the
-// client in its penalty.
-func (h *handler) failedCredential(r *http.Request) {
-	h.auth.failures.Add(1)
-	d := h.limit.fail(clientKey(r))
-	h.opts.Logger.Info("ringwal: admin: a wrong token", "remote", r.RemoteAddr, "path", r.URL.Path, "penalty", d)
 }
 
 // Protect returns next behind the defences of ah, a handler from
