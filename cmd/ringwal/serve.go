@@ -93,17 +93,13 @@ next is "sign in: URL".`,
 // loopback: 16 characters, 64 bits or more from a hex or base64 source.
 const minToken = 16
 
-// randomToken returns a token of 192 random bits, hex.
+// randomToken returns a token of 192 random bits, hex. (crypto/rand.Read
+// never fails on a supported platform: it panics rather than return
+// short.)
 func randomToken() string {
-	return hex.EncodeToString(randBytes(24))
-}
-
-// randBytes returns n random bytes (crypto/rand.Read never fails on a
-// supported platform: it panics rather than return short).
-func randBytes(n int) []byte {
-	b := make([]byte, n)
+	b := make([]byte, 24)
 	_, _ = rand.Read(b)
-	return b
+	return hex.EncodeToString(b)
 }
 
 // The HTTP server's limits. No answer streams or long-polls (the console
