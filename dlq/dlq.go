@@ -131,7 +131,7 @@ func (o Options) withDefaults() Options {
 // number of categories asked for (one index when Key is set) and s the
 // entries skipped inside the time window (other categories in a Key
 // query, the other review state, removed entries not yet compacted),
-// Count, CountKey, Len and Mark O(1), Evict O(log n) amortised per entry
+// Count and Len O(1), Evict O(log n) amortised per entry
 // it removes, CountQuery O(c) from the kept counts when it filters by
 // categories or one key only.
 type Store[M any] struct {
@@ -144,7 +144,8 @@ type Store[M any] struct {
 	ghosts ghosts
 	// reviewed holds the reviewed entries by dead-letter order, for Evict.
 	reviewed reviewedHeap[M]
-	// seq numbers Adds: Mark reads it, Query.Through bounds by it.
+	// seq numbers Adds: CountQuery's mark is its value then, and
+	// Query.Through bounds by it.
 	seq uint64
 }
 
@@ -278,18 +279,6 @@ func (s *Store[M]) Len() int {
 	return len(s.byID)
 }
 
-// CountKey returns the number of entries with key k (kept per key as
-// entries come and go, not counted): O(1), under the read lock, no
-// allocation.
-func (s *Store[M]) CountKey(k string) int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if x := s.byKey[k]; x != nil {
-		return x.live()
-	}
-	return 0
-}
-
 // KeyCounts returns the number of entries per key, for every key that has
 // some (entries without a key are not listed). O(k) for k such keys, under
 // the read lock: it copies counts, never entries.
@@ -301,15 +290,6 @@ func (s *Store[M]) KeyCounts() map[string]int {
 		m[k] = x.live()
 	}
 	return m
-}
-
-// Mark returns the store's add sequence: every Add takes the next number,
-// so a Query whose Through is this mark matches none of the entries added
-// after this call. O(1), under the read lock.
-func (s *Store[M]) Mark() uint64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.seq
 }
 
 // Sweep applies retention at time now and returns the IDs it removed (the

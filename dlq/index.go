@@ -30,7 +30,7 @@ func (a pos) cmp(b pos) int {
 type record[M any] struct {
 	e    Entry[M]
 	pos  pos
-	seq  uint64 // the store's add sequence when it was added (Store.Mark)
+	seq  uint64 // the store's add sequence when it was added (Store.seq)
 	gone bool
 }
 

@@ -59,10 +59,11 @@ type Query struct {
 	After uint64
 	// Limit caps the number of entries returned; 0 means no cap.
 	Limit int
-	// Through, if not 0, matches only the entries added up to the store's
-	// Mark of that value: an operator who counted what a query matches
-	// (CountQuery returns the mark with the count) then purges exactly
-	// those, never one added since. 0 means no bound.
+	// Through, if not 0, matches only the entries added up to a mark
+	// CountQuery returned with its count: an operator who counted what a
+	// query matches then purges exactly those, never one added since. A
+	// mark is good for the Store that gave it (a reopened engine numbers
+	// its dead letters afresh). 0 means no bound.
 	Through uint64
 }
 
@@ -87,8 +88,9 @@ func (s *Store[M]) Query(q Query) ([]Entry[M], error) {
 // Through set to it removes exactly the entries counted, less those
 // removed since. It fails like Query. It holds the read lock; a query
 // whose only filters are Categories or one Key is O(c) from the kept
-// counts, any other O(c·log n + m + s) for m matching entries (see Store).
-// It does not allocate.
+// counts, and then does not allocate; any other is O(c·log n + m + s)
+// for m matching entries (see Store), with a few small allocations for
+// the walk, never a copy of an entry.
 func (s *Store[M]) CountQuery(q Query) (n int, mark uint64, err error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
