@@ -249,13 +249,7 @@ func (e *Engine) Cancel(id ID) error {
 	if err := e.usable(); err != nil {
 		return err
 	}
-	slot, prev, found, ok := e.slab.ownID(uint64(id), liveStates)
-	if !found {
-		if _, dead := e.dead.Get(uint64(id)); !dead {
-			e.awaitRedrives() // it may have been on its way out of the store
-			slot, prev, found, ok = e.slab.ownID(uint64(id), liveStates)
-		}
-	}
+	slot, prev, found, ok := e.ownIDSettled(uint64(id), liveStates)
 	if !found || !ok {
 		if _, dead := e.dead.Get(uint64(id)); dead {
 			return fmt.Errorf("%w: message %d is dead-lettered; use PurgeDeadLetters", ErrInvalid, id)

@@ -41,6 +41,17 @@ func (e *Engine) awaitRedrives() {
 	e.redriveMu.Unlock()
 }
 
+// ownIDSettled is slab.ownID that, when id is not in the slab, waits out
+// the Redrives under way and looks once more: id may have been on its
+// way out of the dead-letter store (see awaitRedrives).
+func (e *Engine) ownIDSettled(id uint64, allowed uint32) (slot uint32, prev word, found, ok bool) {
+	if slot, prev, found, ok = e.slab.ownID(id, allowed); !found {
+		e.awaitRedrives()
+		slot, prev, found, ok = e.slab.ownID(id, allowed)
+	}
+	return slot, prev, found, ok
+}
+
 // lookup describes id from the slab, else from the dead-letter store.
 func (e *Engine) lookup(id ID) (Info, bool) {
 	if slot, prev, found, ok := e.slab.ownID(uint64(id), liveStates); found && ok {
@@ -75,19 +86,12 @@ func (e *Engine) Requeue(id ID) error {
 	if err := e.usable(); err != nil {
 		return err
 	}
-	const from = 1<<stLeased | 1<<stHeld | 1<<stDelayed
-	slot, prev, found, ok := e.slab.ownID(uint64(id), from)
+	slot, prev, found, ok := e.ownIDSettled(uint64(id), 1<<stLeased|1<<stHeld|1<<stDelayed)
 	if !found {
 		if _, dead := e.dead.Get(uint64(id)); dead {
 			return fmt.Errorf("%w: message %d is dead-lettered; use Redrive", ErrInvalid, id)
 		}
-		e.awaitRedrives() // it may have been on its way out of the store
-		if slot, prev, found, ok = e.slab.ownID(uint64(id), from); !found {
-			if _, dead := e.dead.Get(uint64(id)); dead {
-				return fmt.Errorf("%w: message %d is dead-lettered; use Redrive", ErrInvalid, id)
-			}
-			return fmt.Errorf("%w: %d", ErrNotFound, id)
-		}
+		return fmt.Errorf("%w: %d", ErrNotFound, id)
 	}
 	if !ok {
 		return nil // pending already
@@ -204,7 +208,6 @@ func (e *Engine) Redrive(id ID) error {
 	e.redriveMu.RLock()
 	defer e.redriveMu.RUnlock()
 	if _, ok := e.dead.Get(uint64(id)); !ok {
-		// Not a move: Stats need not scan again for it.
 		return fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
 	}
 	// From the clock itself: the TTL counts from here, and the cached
