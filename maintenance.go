@@ -61,13 +61,21 @@ func (e *Engine) sweepRetention(now int64) {
 	if len(ids) == 0 {
 		return
 	}
-	if e.log != nil {
-		for _, id := range ids {
-			rec := purgeRecord(id, now)
-			_ = e.log.AppendNoWait(&rec)
-		}
+	for _, id := range ids {
+		e.logPurgeNoWait(id, now)
 	}
 	e.opts.Logger.Info("ringwal: dead-letter retention removed entries", "count", len(ids))
+}
+
+// logPurgeNoWait journals dead letter id's removal by the engine itself
+// (retention, the bound) as a purge, without waiting for the log: a crash
+// before the write brings the dead letter back, and the same rule removes
+// it again.
+func (e *Engine) logPurgeNoWait(id uint64, now int64) {
+	if e.log != nil {
+		rec := purgeRecord(id, now)
+		_ = e.log.AppendNoWait(&rec)
+	}
 }
 
 // compactDeadlines drops stale entries from the deadline heap once it is

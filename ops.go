@@ -311,8 +311,8 @@ func (e *Engine) PurgeDeadLetters(q dlq.Query) (int, error) {
 
 // evictDeadLetters removes the oldest dead letters past
 // Options.MaxDeadLetters (reviewed ones first): each is counted
-// (Stats.DeadLettersEvicted), logged at Debug with the first of a run at
-// Warn (the housekeeper's summary says how many since), and journaled
+// (Stats.DeadLettersEvicted), logged at Debug (the first since Open at
+// Warn too; the housekeeper's summary says how many each pass), and journaled
 // with a purge record, as a purge is, so that a reopen does not bring it
 // back. The records do not wait for the log: a crash before they are
 // written brings the evicted letters back, and Open evicts them again
@@ -331,10 +331,7 @@ func (e *Engine) evictDeadLetters(now int64) {
 			"max_dead_letters", e.opts.MaxDeadLetters)
 	}
 	for _, d := range gone {
-		if e.log != nil {
-			rec := purgeRecord(d.ID, now)
-			_ = e.log.AppendNoWait(&rec)
-		}
+		e.logPurgeNoWait(d.ID, now)
 		e.opts.Logger.Debug("ringwal: dead letter evicted", "id", d.ID, "category", d.Category.String(),
 			"key", d.Key, "reviewed", d.Reviewed, "dead_at", d.DeadAt)
 	}
