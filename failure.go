@@ -162,7 +162,11 @@ func (e *Engine) pauseForRetryAfter(key string, cause error, now int64) {
 		return
 	}
 	until := addSat(e.preciseNow(), int64(d))
-	if e.pauseKey(key, until, now) {
+	changed, err := e.pauseKey(key, until, now)
+	if err != nil {
+		e.opts.Logger.Warn("ringwal: key not paused", "key", key, "err", err)
+	}
+	if changed {
 		rec := pauseRecord(key, until, now)
 		_ = e.appendRecord(&rec, false)
 	}

@@ -3,7 +3,6 @@ package ringwal
 import (
 	"fmt"
 	"iter"
-	"math"
 	"slices"
 	"time"
 
@@ -44,7 +43,7 @@ func (e *Engine) PauseKey(key string, until time.Time) error {
 	if end <= now {
 		return invalidf("PauseKey %q until %v: in the past", key, until)
 	}
-	changed, err := e.tryPauseKey(key, end, now)
+	changed, err := e.pauseKey(key, end, now)
 	if err != nil {
 		return err
 	}
@@ -137,63 +136,6 @@ func (e *Engine) endPauseAll(now int64) {
 	e.waiting.signalReady()
 }
 
-// tryPauseKey is pauseKey that reports a pause refused because
-// Options.MaxPausedKeys keys are paused already (ErrFull). The cap is
-// exact: a new pause takes its place in keys.paused by compare-and-swap.
-func (e *Engine) tryPauseKey(key string, until, now int64) (bool, error) {
-	if until <= now {
-		return false, nil
-	}
-	limit := int32(min(e.opts.MaxPausedKeys, math.MaxInt32))
-	if e.keys.paused.Load() >= limit {
-		// At the cap: refuse before the registry learns a new key, unless
-		// this key's pause is in force already (a longer one is fine).
-		if ks := e.keys.lookup(key); ks == nil || !ks.isPaused() {
-			return false, pausedKeysFull(key, limit)
-		}
-	}
-	ks := e.keys.get(key)
-	ks.mu.Lock()
-	for ks.live.Load() == retired { // swept meanwhile: pause the key's new state
-		ks.mu.Unlock()
-		ks = e.keys.get(key)
-		ks.mu.Lock()
-	}
-	defer ks.mu.Unlock()
-	if ks.pausedAt(now) && ks.pausedUntil >= until {
-		return false, nil
-	}
-	if ks.pausedUntil == 0 {
-		for {
-			n := e.keys.paused.Load()
-			if n >= limit {
-				return false, pausedKeysFull(key, limit)
-			}
-			if e.keys.paused.CompareAndSwap(n, n+1) {
-				break
-			}
-		}
-	}
-	ks.pausedUntil = until
-	if until != untilResumed {
-		ks.recheckAt = until
-		e.hk.schedule(until, sched.Entry{ID: ks.id, Kind: timerKey})
-	}
-	return true, nil
-}
-
-func pausedKeysFull(key string, limit int32) error {
-	return fmt.Errorf("%w: pause of key %q: %d keys are paused already (Options.MaxPausedKeys)", ErrFull, key, limit)
-}
-
-// isPaused reports whether a pause of the key is recorded (in force, or
-// ended but not yet cleared by its recheck): one that keys.paused counts.
-func (ks *keyState) isPaused() bool {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	return ks.pausedUntil != 0
-}
-
 // KeyPause reports whether key's delivery is paused now (PauseKey, a
 // Retry-After) and until when (zero: until ResumeKey); key "" asks about
 // a Pause of all delivery. O(1): one registry lookup and the key's lock
@@ -233,7 +175,9 @@ func (e *Engine) restorePauses(pauses map[string]int64, now int64) {
 		case key == "":
 			e.pauseAll(until, now)
 		default:
-			e.pauseKey(key, until, now)
+			if _, err := e.pauseKey(key, until, now); err != nil {
+				e.opts.Logger.Warn("ringwal: key not paused", "key", key, "err", err)
+			}
 		}
 	}
 }

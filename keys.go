@@ -587,14 +587,61 @@ func (e *Engine) keyGate(slot uint32, r *rec, now int64) (ks *keyState, ok bool)
 
 // pauseKey pauses delivery of key's messages until until (unix ns;
 // untilResumed: until ResumeKey); a pause never shortens one in force. It
-// reports whether the pause changed. A pause refused at MaxPausedKeys (a
-// Retry-After's, one the log holds) is logged.
-func (e *Engine) pauseKey(key string, until, now int64) bool {
-	changed, err := e.tryPauseKey(key, until, now)
-	if err != nil {
-		e.opts.Logger.Warn("ringwal: key not paused", "key", key, "err", err)
+// reports whether the pause changed, and refuses a new pause while
+// Options.MaxPausedKeys keys are paused already (ErrFull). The cap is
+// exact: a new pause takes its place in keys.paused by compare-and-swap.
+func (e *Engine) pauseKey(key string, until, now int64) (bool, error) {
+	if until <= now {
+		return false, nil
 	}
-	return changed
+	limit := int32(min(e.opts.MaxPausedKeys, math.MaxInt32))
+	if e.keys.paused.Load() >= limit {
+		// At the cap: refuse before the registry learns a new key, unless
+		// this key's pause is in force already (a longer one is fine).
+		if ks := e.keys.lookup(key); ks == nil || !ks.isPaused() {
+			return false, pausedKeysFull(key, limit)
+		}
+	}
+	ks := e.keys.get(key)
+	ks.mu.Lock()
+	for ks.live.Load() == retired { // swept meanwhile: pause the key's new state
+		ks.mu.Unlock()
+		ks = e.keys.get(key)
+		ks.mu.Lock()
+	}
+	defer ks.mu.Unlock()
+	if ks.pausedAt(now) && ks.pausedUntil >= until {
+		return false, nil
+	}
+	if ks.pausedUntil == 0 {
+		for {
+			n := e.keys.paused.Load()
+			if n >= limit {
+				return false, pausedKeysFull(key, limit)
+			}
+			if e.keys.paused.CompareAndSwap(n, n+1) {
+				break
+			}
+		}
+	}
+	ks.pausedUntil = until
+	if until != untilResumed {
+		ks.recheckAt = until
+		e.hk.schedule(until, sched.Entry{ID: ks.id, Kind: timerKey})
+	}
+	return true, nil
+}
+
+func pausedKeysFull(key string, limit int32) error {
+	return fmt.Errorf("%w: pause of key %q: %d keys are paused already (Options.MaxPausedKeys)", ErrFull, key, limit)
+}
+
+// isPaused reports whether a pause of the key is recorded (in force, or
+// ended but not yet cleared by its recheck): one that keys.paused counts.
+func (ks *keyState) isPaused() bool {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	return ks.pausedUntil != 0
 }
 
 // resumeKey ends key's pause and lets its messages go; false if it was not
