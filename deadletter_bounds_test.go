@@ -2,7 +2,6 @@ package ringwal_test
 
 import (
 	"errors"
-	"runtime"
 	"testing"
 	"time"
 
@@ -10,46 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal"
-	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/internal/enginetest"
 )
-
-// deadLetterN enqueues n messages of key and dead-letters each at once
-// (a Permanent nack), returning their IDs in order.
-func deadLetterN(t testing.TB, e *ringwal.Engine, key string, n int) []ringwal.ID {
-	t.Helper()
-	ids := make([]ringwal.ID, 0, n)
-	for len(ids) < n {
-		batch := make([]ringwal.Message, min(n-len(ids), 512))
-		for i := range batch {
-			batch[i] = ringwal.Message{Key: key, Payload: []byte("x")}
-		}
-		got, err := e.EnqueueBatch(ctxBG, batch)
-		require.NoError(t, err)
-		ds, err := e.DequeueBatch(ctxBG, len(got))
-		require.NoError(t, err)
-		require.Len(t, ds, len(got))
-		for _, d := range ds {
-			require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("rejected"), classify.Permanent)))
-			ids = append(ids, d.ID)
-		}
-	}
-	return ids
-}
-
-// bytesPerRun is the average heap allocation, in bytes, of a call of f
-// (testing.AllocsPerRun counts allocations, not their size).
-func bytesPerRun(runs int, f func()) uint64 {
-	f() // warm up
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range runs {
-		f()
-	}
-	runtime.ReadMemStats(&after)
-	return (after.TotalAlloc - before.TotalAlloc) / uint64(runs)
-}
 
 func deadIDs(t testing.TB, e *ringwal.Engine) []ringwal.ID {
 	t.Helper()
@@ -71,14 +34,14 @@ func TestDeadLettersPastTheBoundAreEvictedOldestReviewedFirst(t *testing.T) {
 		require.NoError(t, err)
 		var ids []ringwal.ID
 		for range 3 {
-			ids = append(ids, deadLetterN(t, e, "k", 1)...)
+			ids = append(ids, enginetest.DeadLetterN(t, e, "k", 1)...)
 			fake.Advance(time.Second)
 		}
 		require.NoError(t, e.MarkReviewed(ids[1], "seen"))
 
-		ids = append(ids, deadLetterN(t, e, "k", 1)...) // evicts the reviewed one
+		ids = append(ids, enginetest.DeadLetterN(t, e, "k", 1)...) // evicts the reviewed one
 		fake.Advance(time.Second)
-		ids = append(ids, deadLetterN(t, e, "k", 1)...) // then the oldest unreviewed
+		ids = append(ids, enginetest.DeadLetterN(t, e, "k", 1)...) // then the oldest unreviewed
 		assert.Equal(t, []ringwal.ID{ids[2], ids[3], ids[4]}, deadIDs(t, e))
 		s := e.Stats()
 		assert.Equal(t, 3, s.Dead)
@@ -112,7 +75,7 @@ func TestDeadLettersPastTheBoundAreEvictedOldestReviewedFirst(t *testing.T) {
 
 func TestUnreviewedRetentionRemovesOldUnreviewedDeadLetters(t *testing.T) {
 	e, fake := memEngine(t, ringwal.Options{UnreviewedRetention: time.Hour})
-	ids := deadLetterN(t, e, "", 1)
+	ids := enginetest.DeadLetterN(t, e, "", 1)
 	fake.Advance(2 * time.Hour) // the maintenance pass runs on the fake clock
 	require.Eventually(t, func() bool {
 		_, err := e.DeadLetter(ids[0])
@@ -164,14 +127,14 @@ func TestDeadLetterReadsDoNotGrowWithTheStore(t *testing.T) {
 		t.Skip("fills 300k dead letters")
 	}
 	e, _ := memEngine(t, ringwal.Options{MaxMessages: 1 << 12})
-	ids := deadLetterN(t, e, "k", 300_000)
+	ids := enginetest.DeadLetterN(t, e, "k", 300_000)
 	allocs := testing.AllocsPerRun(20, func() {
 		if _, err := e.DeadLetter(ids[150_000]); err != nil {
 			t.Fatal(err)
 		}
 	})
 	assert.LessOrEqual(t, allocs, 4.0, "DeadLetter by ID")
-	bytes := bytesPerRun(20, func() { _, _ = e.DeadLetter(ids[150_000]) })
+	bytes := enginetest.BytesPerRun(20, func() { _, _ = e.DeadLetter(ids[150_000]) })
 	assert.Less(t, bytes, uint64(4<<10), "DeadLetter by ID: bytes allocated")
 	allocs = testing.AllocsPerRun(20, func() {
 		if n, _, err := e.CountDeadLetters(dlq.Query{Key: "k"}); err != nil || n != 300_000 {
@@ -206,7 +169,7 @@ func TestPeekCostsWhatItReturns(t *testing.T) {
 		}
 	})
 	assert.LessOrEqual(t, allocs, 10.0, "Peek(1) with %d pending", n)
-	bytes := bytesPerRun(10, func() { e.Peek(1) })
+	bytes := enginetest.BytesPerRun(10, func() { e.Peek(1) })
 	assert.Less(t, bytes, uint64(64<<10), "Peek(1) with %d pending: bytes allocated", n)
 
 	peeked := e.Peek(3)

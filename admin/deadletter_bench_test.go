@@ -15,6 +15,7 @@ import (
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
 // BenchmarkNackDeadLetterWhileConsolePolls measures what an operator's
@@ -41,7 +42,7 @@ func BenchmarkNackDeadLetterWhileConsolePolls(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer e.Close()
-			ids := deadLetterMany(b, e, "k", 300_000)
+			ids := enginetest.DeadLetterN(b, e, "k", 300_000)
 			srv := httptest.NewServer(admin.NewHandler(e, admin.Options{}))
 			defer srv.Close()
 

@@ -5,14 +5,11 @@ package admin_test
 // what its confirmation counted.
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,45 +17,9 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
-	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/internal/enginetest"
 )
-
-// deadLetterMany dead-letters n messages of key at once (Permanent
-// nacks, in batches) and returns their IDs.
-func deadLetterMany(t testing.TB, e *ringwal.Engine, key string, n int) []ringwal.ID {
-	t.Helper()
-	ctx := context.Background()
-	cause := classify.Mark(errors.New("rejected"), classify.Permanent)
-	ids := make([]ringwal.ID, 0, n)
-	for len(ids) < n {
-		batch := make([]ringwal.Message, min(n-len(ids), 512))
-		for i := range batch {
-			batch[i] = ringwal.Message{Key: key, Payload: []byte("x")}
-		}
-		got, err := e.EnqueueBatch(ctx, batch)
-		require.NoError(t, err)
-		ds, err := e.DequeueBatch(ctx, len(got))
-		require.NoError(t, err)
-		for _, d := range ds {
-			require.NoError(t, e.Nack(d.Lease, cause))
-			ids = append(ids, d.ID)
-		}
-	}
-	return ids
-}
-
-// bytesPerRun is the average heap allocation of a call of f, in bytes.
-func bytesPerRun(runs int, f func()) uint64 {
-	f()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range runs {
-		f()
-	}
-	runtime.ReadMemStats(&after)
-	return (after.TotalAlloc - before.TotalAlloc) / uint64(runs)
-}
 
 func getOK(t testing.TB, h http.Handler, path string) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()
@@ -74,7 +35,7 @@ func getOK(t testing.TB, h http.Handler, path string) *httptest.ResponseRecorder
 func TestDeadLetterReadsOfTheConsoleAndAPIDoNotCopyTheStore(t *testing.T) {
 	e, _, _ := adminEngine(t, ringwal.Options{})
 	const n = 20_000
-	ids := deadLetterMany(t, e, "k", n)
+	ids := enginetest.DeadLetterN(t, e, "k", n)
 	h := admin.NewHandler(e, admin.Options{})
 
 	w := getOK(t, h, fmt.Sprintf("/api/messages/%d", ids[n/2]))
@@ -89,7 +50,7 @@ func TestDeadLetterReadsOfTheConsoleAndAPIDoNotCopyTheStore(t *testing.T) {
 		"/purge?key=k",
 	} {
 		// Copying the key's 20k dead letters would take megabytes.
-		assert.Less(t, bytesPerRun(5, func() { getOK(t, h, path) }), uint64(256<<10), path)
+		assert.Less(t, enginetest.BytesPerRun(5, func() { getOK(t, h, path) }), uint64(256<<10), path)
 	}
 }
 
@@ -134,7 +95,7 @@ func TestConsolePurgeTakesExactlyTheDeadLettersItCounted(t *testing.T) {
 
 func TestConsoleShowsHowCloseTheDeadLettersAreToTheirBound(t *testing.T) {
 	e, _, _ := adminEngine(t, ringwal.Options{MaxDeadLetters: 3000})
-	deadLetterMany(t, e, "k", 3002)
+	enginetest.DeadLetterN(t, e, "k", 3002)
 	b := newBrowser(t, e, admin.Options{})
 	p := b.get("dead-letters").html(t, http.StatusOK, "dead letters")
 	assert.Contains(t, p.body, "3,000 of 3,000 dead letters")

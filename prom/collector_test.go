@@ -566,15 +566,8 @@ func (s *lockedWriter) String() string {
 }
 
 func TestCollectorCountsDeadLetterEvictions(t *testing.T) {
-	e, _ := ringwal.Open("", ringwal.Options{MaxDeadLetters: 2})
-	t.Cleanup(func() { _ = e.Close() })
-	for range 5 {
-		_, err := e.Enqueue(context.Background(), ringwal.Message{Payload: []byte("x")})
-		require.NoError(t, err)
-		d, ok := e.TryDequeue()
-		require.True(t, ok)
-		require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("no"), classify.Permanent)))
-	}
+	e := enginetest.Open(t, "", ringwal.Options{MaxDeadLetters: 2})
+	enginetest.DeadLetterN(t, e, "", 5)
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(prom.NewCollector(e)))
 	fams := scrapeMetrics(t, reg)

@@ -1,16 +1,21 @@
 // Package enginetest holds the helpers that the tests of the root package
 // and of the packages built on it (admin, prom) share: opening an engine
-// that closes with the test, and waiting for a delivery. It is imported
+// that closes with the test, waiting for a delivery, filling the
+// dead-letter store, and measuring bytes allocated. It is imported
 // by tests only; nothing in the engine depends on it.
 package enginetest
 
 import (
+	"context"
+	"errors"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/classify"
 )
 
 // WaitFor is how long Dequeue waits, in real time, for a delivery.
@@ -37,4 +42,42 @@ func Dequeue(t testing.TB, e *ringwal.Engine) ringwal.Delivery {
 		return ok
 	}, WaitFor, time.Millisecond, "no delivery became ready")
 	return d
+}
+
+// DeadLetterN enqueues n messages of key and dead-letters each at once (a
+// Permanent nack), in batches, returning their IDs in order.
+func DeadLetterN(t testing.TB, e *ringwal.Engine, key string, n int) []ringwal.ID {
+	t.Helper()
+	ctx := context.Background()
+	cause := classify.Mark(errors.New("rejected"), classify.Permanent)
+	ids := make([]ringwal.ID, 0, n)
+	for len(ids) < n {
+		batch := make([]ringwal.Message, min(n-len(ids), 512))
+		for i := range batch {
+			batch[i] = ringwal.Message{Key: key, Payload: []byte("x")}
+		}
+		got, err := e.EnqueueBatch(ctx, batch)
+		require.NoError(t, err)
+		ds, err := e.DequeueBatch(ctx, len(got))
+		require.NoError(t, err)
+		require.Len(t, ds, len(got))
+		for _, d := range ds {
+			require.NoError(t, e.Nack(d.Lease, cause))
+			ids = append(ids, d.ID)
+		}
+	}
+	return ids
+}
+
+// BytesPerRun is the average heap allocation, in bytes, of a call of f
+// (testing.AllocsPerRun counts allocations, not their size).
+func BytesPerRun(runs int, f func()) uint64 {
+	f() // warm up
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return (after.TotalAlloc - before.TotalAlloc) / uint64(runs)
 }
