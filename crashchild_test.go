@@ -1,6 +1,7 @@
 package ringwal_test
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringwal/ringwal"
 )
 
 // crashChild is a child process of this test binary that runs one test
@@ -48,4 +51,25 @@ func (c *crashChild) kill() { _ = c.cmd.Process.Signal(syscall.SIGKILL) }
 func (c *crashChild) wait() {
 	c.killed = true
 	_ = c.cmd.Wait()
+}
+
+// childEmit writes one line of a child's report with one write(2), so
+// that the lines of its goroutines never interleave.
+func childEmit(format string, args ...any) {
+	_, _ = os.Stdout.WriteString(fmt.Sprintf(format, args...) + "\n")
+}
+
+// childFail reports an error the parent fails on ("X ...") and exits 3.
+func childFail(format string, args ...any) {
+	childEmit("X "+format, args...)
+	os.Exit(3)
+}
+
+// childOpen opens the child's engine on dir, or fails the child.
+func childOpen(dir string, o ringwal.Options) *ringwal.Engine {
+	e, err := ringwal.Open(dir, o)
+	if err != nil {
+		childFail("open: %v", err)
+	}
+	return e
 }

@@ -23,7 +23,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -52,27 +51,20 @@ func TestCrashRedeliveryChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process for TestCrashRedeliveryAfterKill")
 	}
-	emit := func(format string, args ...any) {
-		_, _ = os.Stdout.WriteString(fmt.Sprintf(format, args...) + "\n")
-	}
 	mode := ringwal.Write
 	if os.Getenv(redeliveryModeEnv) == "fsync" {
 		mode = ringwal.Fsync
 	}
-	e, err := ringwal.Open(dir, ringwal.Options{Durability: mode})
-	if err != nil {
-		emit("X open: %v", err)
-		os.Exit(3)
-	}
+	e := childOpen(dir, ringwal.Options{Durability: mode})
 	ctx, cancel := context.WithTimeout(ctxBG, time.Minute)
 	defer cancel()
 	go func() {
 		err := e.Run(ctx, redeliveryWorkers, func(_ context.Context, d ringwal.Delivery) error {
-			emit("H %d", d.ID)
+			childEmit("H %d", d.ID)
 			return nil
 		})
 		if err != nil {
-			emit("X run: %v", err)
+			childEmit("X run: %v", err)
 		}
 	}()
 	var wg sync.WaitGroup
@@ -83,10 +75,10 @@ func TestCrashRedeliveryChild(t *testing.T) {
 			for i := g; i < redeliveryMessages; i += redeliveryWorkers {
 				id, err := e.Enqueue(ctx, ringwal.Message{Payload: []byte("m" + strconv.Itoa(i))})
 				if err != nil {
-					emit("X enqueue: %v", err)
+					childEmit("X enqueue: %v", err)
 					return
 				}
-				emit("E %d", id)
+				childEmit("E %d", id)
 			}
 		}()
 	}

@@ -92,16 +92,6 @@ type richChild struct {
 
 func (c *richChild) lock(id ringwal.ID) *sync.Mutex { return &c.locks[uint64(id)%uint64(len(c.locks))] }
 
-// emit writes one line with one write(2).
-func (c *richChild) emit(format string, args ...any) {
-	_, _ = os.Stdout.WriteString(fmt.Sprintf(format, args...) + "\n")
-}
-
-func (c *richChild) fail(format string, args ...any) {
-	c.emit("X "+format, args...)
-	os.Exit(3)
-}
-
 // TestCrashRichChild is the child half of TestCrashRichRecovery.
 func TestCrashRichChild(t *testing.T) {
 	dir := os.Getenv(richDirEnv)
@@ -112,11 +102,7 @@ func TestCrashRichChild(t *testing.T) {
 	if os.Getenv(richModeEnv) == "fsync" {
 		mode = ringwal.Fsync
 	}
-	e, err := ringwal.Open(dir, richOptions(mode))
-	if err != nil {
-		fmt.Printf("X open: %v\n", err)
-		os.Exit(3)
-	}
+	e := childOpen(dir, richOptions(mode))
 	ctx, cancel := context.WithTimeout(ctxBG, 30*time.Second)
 	defer cancel()
 	c := &richChild{e: e}
@@ -144,7 +130,7 @@ func (c *richChild) produce(ctx context.Context, g int) {
 		if lastDedup != "" && rng.IntN(8) == 0 {
 			id, err := c.e.Enqueue(ctx, ringwal.Message{DedupID: lastDedup, Payload: []byte("repeat")})
 			if !errors.Is(err, ringwal.ErrDuplicate) || id != lastID {
-				c.fail("repeat of dedup %s (first %d): got %d, %v", lastDedup, lastID, id, err)
+				childFail("repeat of dedup %s (first %d): got %d, %v", lastDedup, lastID, id, err)
 			}
 			continue
 		}
@@ -171,9 +157,9 @@ func (c *richChild) produce(ctx context.Context, g int) {
 			if ctx.Err() != nil {
 				return
 			}
-			c.fail("enqueue: %v", err)
+			childFail("enqueue: %v", err)
 		}
-		c.emit("E %d %s %d %s %s", id, dash(m.DedupID), ttl, dash(m.Key), m.Payload)
+		childEmit("E %d %s %d %s %s", id, dash(m.DedupID), ttl, dash(m.Key), m.Payload)
 		if m.DedupID != "" {
 			lastDedup, lastID = m.DedupID, id
 		}
@@ -183,16 +169,16 @@ func (c *richChild) produce(ctx context.Context, g int) {
 // settle reports a settling call: "? line" before, line after nil, "Z id"
 // after ErrStaleLease (the lease had expired: the call did nothing).
 func (c *richChild) settle(id ringwal.ID, line string, call func() error) bool {
-	c.emit("? %s", line)
+	childEmit("? %s", line)
 	switch err := call(); {
 	case err == nil:
-		c.emit("%s", line)
+		childEmit("%s", line)
 		return true
 	case errors.Is(err, ringwal.ErrStaleLease):
-		c.emit("Z %d", id)
+		childEmit("Z %d", id)
 		return false
 	default:
-		c.fail("%s: %v", line, err)
+		childFail("%s: %v", line, err)
 		return false
 	}
 }
@@ -207,7 +193,7 @@ func (c *richChild) consume(ctx context.Context, g int) {
 			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 				continue
 			}
-			c.fail("dequeue: %v", err)
+			childFail("dequeue: %v", err)
 		}
 		id, l := d.ID, d.Lease
 		mu := c.lock(id)
@@ -215,7 +201,7 @@ func (c *richChild) consume(ctx context.Context, g int) {
 		ack := func() error { return c.e.Ack(l) }
 		switch r := rng.IntN(100); {
 		case r < 5: // abandoned: its lease expires, a Timeout failure
-			c.emit("Z %d", id)
+			childEmit("Z %d", id)
 		case r < 14:
 			c.settle(id, fmt.Sprintf("N %d transient %d", id, d.Attempt), func() error {
 				return c.e.Nack(l, classify.Mark(errors.New("flaky"), classify.Transient))
@@ -227,9 +213,9 @@ func (c *richChild) consume(ctx context.Context, g int) {
 		case r < 29:
 			switch err := c.e.Extend(l, 200*time.Millisecond); {
 			case errors.Is(err, ringwal.ErrStaleLease):
-				c.emit("Z %d", id)
+				childEmit("Z %d", id)
 			case err != nil:
-				c.fail("extend %d: %v", id, err)
+				childFail("extend %d: %v", id, err)
 			default:
 				time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
 				c.settle(id, fmt.Sprintf("A %d", id), ack)
@@ -246,11 +232,11 @@ func (c *richChild) operate(ctx context.Context) {
 	for n := 0; ctx.Err() == nil; n++ {
 		time.Sleep(time.Duration(2+rng.IntN(8)) * time.Millisecond)
 		if rng.IntN(3) == 0 {
-			c.emit("? C")
+			childEmit("? C")
 			if err := c.e.Checkpoint(); err != nil {
-				c.fail("checkpoint: %v", err)
+				childFail("checkpoint: %v", err)
 			}
-			c.emit("C")
+			childEmit("C")
 		}
 		q := dlq.Query{Limit: 40}
 		if rng.IntN(2) == 0 {
@@ -258,7 +244,7 @@ func (c *richChild) operate(ctx context.Context) {
 		}
 		dls, err := c.e.DeadLetters(q)
 		if err != nil {
-			c.fail("dead letters: %v", err)
+			childFail("dead letters: %v", err)
 		}
 		for i, d := range dls {
 			if rng.IntN(3) != 0 {
@@ -269,31 +255,31 @@ func (c *richChild) operate(ctx context.Context) {
 			mu.Lock()
 			switch rng.IntN(3) {
 			case 0:
-				c.emit("? R %d", id)
+				childEmit("? R %d", id)
 				switch err := c.e.Redrive(id); {
 				case err == nil:
-					c.emit("R %d", id)
+					childEmit("R %d", id)
 				case errors.Is(err, ringwal.ErrFull):
-					c.emit("F %d", id)
+					childEmit("F %d", id)
 				default:
-					c.fail("redrive %d: %v", id, err)
+					childFail("redrive %d: %v", id, err)
 				}
 			case 1:
 				line := fmt.Sprintf("V %d n%d-%d %s", id, n, i, d.Category)
-				c.emit("? %s", line)
+				childEmit("? %s", line)
 				if err := c.e.MarkReviewed(id, fmt.Sprintf("n%d-%d", n, i)); err != nil {
-					c.fail("review %d: %v", id, err)
+					childFail("review %d: %v", id, err)
 				}
-				c.emit("%s", line)
+				childEmit("%s", line)
 			default:
 				if d.Key == "" {
 					break
 				}
-				c.emit("? P %d", id)
+				childEmit("? P %d", id)
 				if k, err := c.e.PurgeDeadLetters(dlq.Query{Key: d.Key}); err != nil || k != 1 {
-					c.fail("purge %d (key %s): %d, %v", id, d.Key, k, err)
+					childFail("purge %d (key %s): %d, %v", id, d.Key, k, err)
 				}
-				c.emit("P %d", id)
+				childEmit("P %d", id)
 			}
 			mu.Unlock()
 		}

@@ -64,15 +64,6 @@ type historyChild struct {
 	}
 }
 
-func (c *historyChild) emit(format string, args ...any) {
-	_, _ = os.Stdout.WriteString(fmt.Sprintf(format, args...) + "\n")
-}
-
-func (c *historyChild) fail(format string, args ...any) {
-	c.emit("X "+format, args...)
-	os.Exit(3)
-}
-
 func (c *historyChild) lock(id ringwal.ID) *sync.Mutex {
 	return &c.locks[uint64(id)%uint64(len(c.locks))]
 }
@@ -125,15 +116,15 @@ func (c *historyChild) call(id ringwal.ID, line string, fn func() error) {
 	mu := c.lock(id)
 	mu.Lock()
 	defer mu.Unlock()
-	c.emit("? %s", line)
+	childEmit("? %s", line)
 	switch err := fn(); {
 	case err == nil:
-		c.emit("%s", line)
+		childEmit("%s", line)
 	case errors.Is(err, ringwal.ErrStaleLease), errors.Is(err, ringwal.ErrNotFound),
 		errors.Is(err, ringwal.ErrInvalid), errors.Is(err, ringwal.ErrFull):
-		c.emit("Z %d", id)
+		childEmit("Z %d", id)
 	default:
-		c.fail("%s: %v", line, err)
+		childFail("%s: %v", line, err)
 	}
 }
 
@@ -144,13 +135,13 @@ func (c *historyChild) enqueued(id ringwal.ID, m ringwal.Message, first ringwal.
 	switch {
 	case first != 0:
 		if !errors.Is(err, ringwal.ErrDuplicate) || id != first {
-			c.fail("repeat of %s (first %d): %d, %v", m.DedupID, first, id, err)
+			childFail("repeat of %s (first %d): %d, %v", m.DedupID, first, id, err)
 		}
-		c.emit("D %d %s", id, m.DedupID)
+		childEmit("D %d %s", id, m.DedupID)
 	case err != nil && !batchDup:
-		c.fail("enqueue %s: %v", m.Payload, err)
+		childFail("enqueue %s: %v", m.Payload, err)
 	default:
-		c.emit("E %d %s %s", id, dash(m.DedupID), m.Payload)
+		childEmit("E %d %s %s", id, dash(m.DedupID), m.Payload)
 		c.known(id, m.DedupID)
 	}
 }
@@ -182,7 +173,7 @@ func (c *historyChild) work(ctx context.Context, g int, rng *rand.Rand) {
 			ids, err := e.EnqueueBatch(ctx, ms)
 			dup := errors.Is(err, ringwal.ErrDuplicate)
 			if err != nil && !dup {
-				c.fail("enqueue batch: %v", err)
+				childFail("enqueue batch: %v", err)
 			}
 			for i := range ms {
 				c.enqueued(ids[i], ms[i], firsts[i], err, dup)
@@ -225,7 +216,7 @@ func (c *historyChild) work(ctx context.Context, g int, rng *rand.Rand) {
 			time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond)
 		default:
 			if err := e.Checkpoint(); err != nil {
-				c.fail("checkpoint: %v", err)
+				childFail("checkpoint: %v", err)
 			}
 		}
 	}
@@ -239,14 +230,9 @@ func TestHistorySurvivesCrashChild(t *testing.T) {
 	}
 	seed, err := strconv.ParseUint(os.Getenv("RINGWAL_HISTORY_SEED"), 10, 64)
 	if err != nil {
-		fmt.Printf("X seed: %v\n", err)
-		os.Exit(3)
+		childFail("seed: %v", err)
 	}
-	e, err := ringwal.Open(dir, historyOptions(ringwal.Write))
-	if err != nil {
-		fmt.Printf("X open: %v\n", err)
-		os.Exit(3)
-	}
+	e := childOpen(dir, historyOptions(ringwal.Write))
 	ctx, cancel := context.WithTimeout(ctxBG, 30*time.Second)
 	defer cancel()
 	c := &historyChild{e: e}
