@@ -347,19 +347,9 @@ func (r *historyCrashReport) parse(text string) {
 }
 
 func TestHistorySurvivesCrash(t *testing.T) {
-	if os.Getenv(historyCrashDirEnv) != "" {
-		t.Skip("in the child")
-	}
-	seed := historySeed(t)
-	budget := historyBudget(t)
-	end := time.Now().Add(budget)
-	for round := 0; ; round++ {
-		s := seed + uint64(round)
-		t.Run(fmt.Sprintf("seed%d", s), func(t *testing.T) { historyCrashRound(t, s) })
-		if t.Failed() || (budget == 0 && round+1 >= historyRounds(t)) || (budget > 0 && time.Now().After(end)) {
-			return
-		}
-	}
+	historyRuns(t, func(t *testing.T, seed uint64, _ int) {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) { historyCrashRound(t, seed) })
+	})
 }
 
 func historyCrashRound(t *testing.T, seed uint64) {

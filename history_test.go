@@ -479,17 +479,26 @@ func (h *historyRun) drain() {
 }
 
 func TestHistoryLinearizable(t *testing.T) {
+	historyRuns(t, func(t *testing.T, seed uint64, round int) {
+		mode := []ringwal.Durability{ringwal.Write, ringwal.Buffered}[round%2]
+		t.Run(fmt.Sprintf("seed%d-%v", seed, mode), func(t *testing.T) { historyRound(t, seed, mode, historyOpsPerPhase) })
+	})
+}
+
+// historyRuns runs rounds of a history test, round r with seed
+// historySeed+r, until one fails or, with RINGWAL_HISTORY, its budget is
+// spent (else historyRounds of them). It skips in a crash child, where
+// only the child half runs. round runs one round as a subtest.
+func historyRuns(t *testing.T, round func(t *testing.T, seed uint64, round int)) {
 	if os.Getenv(historyCrashDirEnv) != "" {
 		t.Skip("in the crash child")
 	}
 	seed := historySeed(t)
 	budget := historyBudget(t)
 	end := time.Now().Add(budget)
-	for round := 0; ; round++ {
-		s := seed + uint64(round)
-		mode := []ringwal.Durability{ringwal.Write, ringwal.Buffered}[round%2]
-		t.Run(fmt.Sprintf("seed%d-%v", s, mode), func(t *testing.T) { historyRound(t, s, mode, historyOpsPerPhase) })
-		if t.Failed() || (budget == 0 && round+1 >= historyRounds(t)) || (budget > 0 && time.Now().After(end)) {
+	for r := 0; ; r++ {
+		round(t, seed+uint64(r), r)
+		if t.Failed() || (budget == 0 && r+1 >= historyRounds(t)) || (budget > 0 && time.Now().After(end)) {
 			return
 		}
 	}
