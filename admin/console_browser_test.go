@@ -135,24 +135,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Cleanup(srv.Close)
 	base := srv.URL + "/ops/"
 
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 860))
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
-	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(bctx, steps...); err != nil {
-			// Say where the browser is, for the failure message.
-			body, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
-			require.NoError(t, err, "%s; the page:\n%s", what, body)
-		}
-	}
+	bctx, run := newChrome(t, exe, 50*time.Second, chromedp.WindowSize(1280, 860))
 	textOf := func(sel string) string {
 		t.Helper()
 		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
@@ -316,22 +299,7 @@ func TestConsoleSignInURLInBrowser(t *testing.T) {
 	srv := httptest.NewServer(admin.NewHandler(e, admin.Options{Token: token, Clock: hclock}))
 	t.Cleanup(srv.Close)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()))
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
-	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(bctx, steps...); err != nil {
-			body, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
-			require.NoError(t, err, "%s; the page:\n%s", what, body)
-		}
-	}
+	bctx, run := newChrome(t, exe, 40*time.Second)
 	href := func() string {
 		t.Helper()
 		s, err := chromedp.Run(bctx, chromedp.Evaluate[string](`location.href`))
@@ -354,4 +322,29 @@ func TestConsoleSignInURLInBrowser(t *testing.T) {
 	run("sign out", chromedp.Click(chromedp.CSS(`form.logout button`)), chromedp.WaitVisible(chromedp.CSS(`#token`)))
 	run("signed out", chromedp.Navigate(srv.URL+"/dead-letters"), chromedp.WaitVisible(chromedp.CSS(`#token`)))
 	assert.NotContains(t, href(), "token=")
+}
+
+// newChrome starts headless Chromium (exe) for the test, closed when it
+// ends or after timeout, and returns its context and run, which does
+// steps and fails the test with the page the browser is on when one fails.
+func newChrome(t *testing.T, exe string, timeout time.Duration, extra ...chromedp.ExecAllocatorOption) (context.Context, func(what string, steps ...chromedp.Action[chromedp.Void])) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()))
+	actx, acancel := chromedp.NewExecAllocator(ctx, append(opts, extra...)...)
+	t.Cleanup(acancel)
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(bcancel)
+	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(bctx, steps...); err != nil {
+			// Say where the browser is, for the failure message.
+			body, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
+			require.NoError(t, err, "%s; the page:\n%s", what, body)
+		}
+	}
+	return bctx, run
 }
