@@ -46,6 +46,10 @@ type ioEvent struct {
 	to   string
 	off  int64
 	data []byte // owned by the hook once passed (a copy)
+	// prefix (opSync): the fsync covers the first off bytes only. The
+	// writer's fsync runs beside writes made in its place (fsync.go), so
+	// it is known to cover what was written before it began, no more.
+	prefix bool
 }
 
 // ioTrace, when set (tests only), is called synchronously with each step
@@ -82,6 +86,9 @@ func traceWholeFile(path string) {
 //	checkpoint-before-truncate snapshot renamed and durable, log not yet truncated
 //	truncate-front-before-sync tidwall/wal truncated the log front, directory not yet fsynced
 //	segment-switch             a batch write made tidwall/wal switch to a new segment
+//	log-fsync                  the writer is about to fsync the tail segment, its
+//	                           batch written (a test may block here: appenders
+//	                           then write in its place)
 var failpoint atomic.Pointer[func(name string)]
 
 func fail(name string) {

@@ -29,23 +29,30 @@ type Log struct {
 
 	// Hand-off between producers and the writer; see writer.go.
 	mu        sync.Mutex
-	cur       *pending // records accumulating for the next batch
-	spare     *pending // the other buffer, reused (double buffering)
-	inflight  *result  // batch the writer is writing now, nil if none
-	wstate    int      // writer's state, for deciding whether to wake it
-	closing   bool     // Close began: no more appends
-	failed    error    // sticky: the log cannot write any more
-	asyncErr  error    // a write error no waiter has seen yet (Buffered, AppendNoWait)
-	appended  bool     // an Append happened (Replay must come first)
-	closeHint []byte   // what CloseWithHint leaves for the next Open
+	cur       *pending   // records accumulating for the next batch
+	free      []*pending // emptied batches, reused
+	inflight  *result    // batch the writer is writing now, nil if none
+	wstate    int        // writer's state, for deciding whether to wake it
+	closing   bool       // Close began: no more appends
+	failed    error      // sticky: the log cannot write any more
+	asyncErr  error      // a write error no waiter has seen yet (Buffered, AppendNoWait)
+	appended  bool       // an Append happened (Replay must come first)
+	closeHint []byte     // what CloseWithHint leaves for the next Open
 	wake      chan struct{}
 	stopped   chan struct{}
+	// Writing while the writer fsyncs (fsync.go): the writer's batch is to
+	// be fsynced (syncing), its write is not done yet (wwriting), an
+	// appender writes in its place (standingIn). wcond (on mu) signals the
+	// end of the last two.
+	syncing, wwriting, standingIn bool
+	wcond                         sync.Cond
 	// wakeups counts the writer's returns from a wait (set by the writer
 	// under mu). Nothing reads it but a test that checks an idle log
 	// sleeps: the writer has no periodic timer, and must not grow one.
 	wakeups uint64
 
-	// Owned by the writer goroutine (and by Open before it starts).
+	// Owned by the writer goroutine (and by Open before it starts), or by
+	// whoever writes in its place while it fsyncs (fsync.go).
 	tw        *twal.Log
 	last      uint64 // index of the last batch written
 	tailSize  int    // mirror of tidwall/wal's tail segment size, to see segment switches
@@ -55,6 +62,12 @@ type Log struct {
 	claimed   uint64 // highest index some batch in the log claims durable (see writeCloseMarker)
 	scratch   []byte // compression buffer
 	written   int64  // framed bytes written, cumulative (incl. the log found at Open)
+	// The writer's own descriptor of the tail segment, for fsyncs beside
+	// writes; reopened when the tail changed (tailMoved).
+	syncFile    *os.File
+	tailMoved   bool
+	syncWaits   []syncWait // batches written during an fsync, waiting for the next
+	repairCause error      // a write in the writer's place failed; the writer repairs
 
 	// Read by Stats and Size from any goroutine.
 	firstIndex atomic.Uint64
@@ -109,7 +122,8 @@ func Open(dir string, o Options) (*Log, error) {
 		lk.release()
 		return nil, err
 	}
-	l.cur, l.spare = newPending(), newPending()
+	l.cur, l.free = newPending(), []*pending{newPending()}
+	l.wcond.L = &l.mu
 	l.wake = make(chan struct{}, 1)
 	l.stopped = make(chan struct{})
 	go l.run()
@@ -326,6 +340,7 @@ func (l *Log) openTidwall(initial bool) error {
 	// New segment files (including the first) are not durable until their
 	// directory is fsynced; the next fsync does it.
 	l.dirDirty = true
+	l.tailMoved = true
 	return nil
 }
 

@@ -141,8 +141,12 @@ type Options struct {
 	// Logger receives warnings (cuts, skipped snapshots, write failures).
 	// nil discards them.
 	Logger *slog.Logger
-	// OnBatch, if set, is called on the writer goroutine after every batch
-	// (metrics). It must not block and must not call back into the Log.
+	// OnBatch, if set, is called after every batch written and every fsync
+	// (metrics), one call at a time: on the writer goroutine, or on an
+	// appender that writes in its place while it fsyncs. A batch written
+	// and then fsynced is reported twice: its write before the fsync, then
+	// the fsync alone (Records 0). It must not block and must not call back
+	// into the Log.
 	OnBatch func(BatchInfo)
 	// GroupReadable lets the directory's group read the log: files are
 	// created 0640 and directories 0750 instead of 0600 and 0700. The

@@ -89,7 +89,13 @@ func (m *model) apply(t testing.TB, ev ioEvent) {
 		}
 	case opSync:
 		if ino := m.names[ev.path]; ino != nil {
-			ino.durable = bytes.Clone(ino.cache)
+			n := len(ino.cache)
+			if ev.prefix {
+				// An fsync beside later writes: durable up to where the
+				// file was when it began (never less than before).
+				n = min(n, max(int(ev.off), len(ino.durable)))
+			}
+			ino.durable = bytes.Clone(ino.cache[:n])
 		}
 	case opRename:
 		ino := m.names[ev.path]

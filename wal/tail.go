@@ -11,7 +11,8 @@ import (
 // of a checkpoint. tidwall/wal does this I/O itself; the writer mirrors it
 // (segment.go lists what that relies on) so that it knows when a new
 // directory entry needs an fsync, and so that the trace hook sees the
-// steps tidwall/wal took. Everything here runs on the writer goroutine.
+// steps tidwall/wal took. Everything here runs on the writer goroutine, or
+// on an appender writing in its place while it fsyncs (fsync.go).
 
 // noteEntry follows tidwall/wal's segment switching (segmentSwitches) for
 // the entry it just wrote as batch idx, so the writer knows the tail
@@ -45,7 +46,7 @@ func (l *Log) noteEntry(idx uint64, entry []byte) {
 func (l *Log) switchSegment(next uint64) {
 	trace(ioEvent{op: opSync, path: l.tailPath()})
 	l.tailIndex, l.tailSize = next, 0
-	l.dirDirty = true
+	l.dirDirty, l.tailMoved = true, true
 	trace(ioEvent{op: opCreate, path: l.tailPath()})
 	_ = os.Chmod(l.tailPath(), l.opt.perms().file)
 }
@@ -89,7 +90,9 @@ func (l *Log) truncateFront(index uint64) error {
 	// narrowed by the umask (see switchSegment).
 	_ = os.Chmod(filepath.Join(l.logDir, segmentName(index)), l.opt.perms().file)
 	// TruncateFront rewrites the segment holding index; if that is the
-	// tail, its size changed.
+	// tail, its size changed, and it is a new file: the writer's fsync
+	// descriptor must follow.
+	l.tailMoved = true
 	segs, _, err := logView(l.logDir)
 	if err == nil && len(segs) > 0 {
 		tail := segs[len(segs)-1]

@@ -192,9 +192,18 @@ func (c Commit) Wait() error {
 func (l *Log) AppendCommit(r *Record) (Commit, error) { return l.appendCommit(r, false) }
 
 // commitLocked finishes an append into p: wakes the writer as needed,
-// unlocks l.mu, and returns what the appender must wait for as the mode
-// says (noWait: nothing, unless the writer is far behind).
+// unlocks l.mu, writes the batch itself if the writer is in an fsync
+// (standIn), and returns what the appender must wait for as the mode says
+// (noWait: nothing, unless the writer is far behind).
 func (l *Log) commitLocked(p *pending, noWait bool) Commit {
+	c, standIn := l.finishAppendLocked(p, noWait)
+	if standIn {
+		l.standIn()
+	}
+	return c
+}
+
+func (l *Log) finishAppendLocked(p *pending, noWait bool) (Commit, bool) {
 	l.appended = true
 	if noWait || l.opt.Mode == Buffered {
 		p.noWait = true
@@ -209,14 +218,16 @@ func (l *Log) commitLocked(p *pending, noWait bool) Commit {
 		// interval, so any kick is enough.
 		l.kickLocked(big || l.opt.Mode != Buffered)
 		if noWait || len(p.buf) < maxPendingBytes {
+			standIn := l.standInLocked()
 			l.mu.Unlock()
-			return Commit{}
+			return Commit{}, standIn
 		}
 		// Back-pressure: the writer is far behind; wait for this batch.
 		p.waiters++
 		res := p.res
+		standIn := l.standInLocked()
 		l.mu.Unlock()
-		return Commit{res: res}
+		return Commit{res: res}, standIn
 	}
 	if l.opt.Mode == Fsync {
 		p.needSync = true
@@ -225,8 +236,9 @@ func (l *Log) commitLocked(p *pending, noWait bool) Commit {
 	p.waiters++
 	res := p.res
 	l.kickLocked(true)
+	standIn := l.standInLocked()
 	l.mu.Unlock()
-	return Commit{res: res}
+	return Commit{res: res}, standIn
 }
 
 // Flush returns once everything appended before the call reached write(2)
@@ -346,8 +358,11 @@ func (l *Log) run() {
 			break
 		}
 		b := l.cur
-		l.cur, l.spare = l.spare, nil
+		l.cur = l.takePendingLocked()
 		l.inflight = b.res
+		// An fsync follows the write: appenders write in the writer's
+		// place meanwhile (fsync.go), once the writer's write is done.
+		l.syncing, l.wwriting = b.needSync, b.needSync
 		failed := l.failed
 		l.mu.Unlock()
 
@@ -356,8 +371,12 @@ func (l *Log) run() {
 		l.mu.Lock()
 		l.inflight = nil
 		released := b.waiters > 0
-		b.reset()
-		l.spare = b
+		l.putPendingLocked(b)
+		if len(l.syncWaits) > 0 {
+			// Batches written in the writer's place during the fsync wait
+			// for the next one: at once, sharing it with what came since.
+			l.cur.needSync, l.cur.urgent = true, true
+		}
 		l.mu.Unlock()
 		if released {
 			// The producers just released are runnable but not running yet;
@@ -372,25 +391,31 @@ func (l *Log) run() {
 
 // commit writes (and fsyncs, if asked) one batch, releases its waiters and
 // runs its requests. failed, if set, fails the batch without touching disk.
+// A batch that is fsynced is reported to OnBatch twice: its write before
+// the fsync (fsyncBeside), the fsync (Records 0) after.
 func (l *Log) commit(b *pending, failed error) {
 	info := BatchInfo{Records: b.n}
 	err := failed
 	if err == nil && b.n > 0 {
-		err = l.writeBatch(b, &info)
+		err = l.writeBatch(b, &info, true)
 	}
-	if err == nil && b.needSync {
-		err = l.syncLog(&info)
-	}
-	res := b.res
-	res.err, res.index, res.total = err, l.last, l.written
-	if err != nil && b.noWait {
-		l.mu.Lock()
-		if l.asyncErr == nil {
-			l.asyncErr = err
+	b.res.index, b.res.total = l.last, l.written
+	report := b.n > 0
+	if b.needSync {
+		serr := l.fsyncBeside(err, &info)
+		if ferr := l.failedErr(); ferr != nil {
+			l.releaseSynced(0, ferr)
+		} else if serr == nil {
+			l.releaseSynced(l.synced, nil)
 		}
-		l.mu.Unlock()
+		if err == nil {
+			err = serr
+		}
+		info, report = BatchInfo{Sync: info.Sync, Err: serr}, true
+	} else {
+		info.Err = err
 	}
-	close(res.done)
+	l.finish(b, err)
 	for _, rq := range b.reqs {
 		if err := l.failedErr(); err != nil {
 			rq.done <- err
@@ -398,8 +423,7 @@ func (l *Log) commit(b *pending, failed error) {
 		}
 		rq.done <- rq.fn()
 	}
-	if l.opt.OnBatch != nil && (b.n > 0 || b.needSync) {
-		info.Err = err
+	if report && l.opt.OnBatch != nil {
 		l.opt.OnBatch(info)
 	}
 }
@@ -423,7 +447,7 @@ func (l *Log) setFailed(err error) {
 // failure the file may hold part or all of it while tidwall/wal's
 // in-memory tail no longer matches the file, so it repairs before
 // returning: nothing else is written until that is done.
-func (l *Log) writeBatch(b *pending, info *BatchInfo) error {
+func (l *Log) writeBatch(b *pending, info *BatchInfo, repair bool) error {
 	idx := l.last + 1
 	info.Index = idx
 	info.RawBytes = len(b.buf) - batchHeaderSize
@@ -439,7 +463,9 @@ func (l *Log) writeBatch(b *pending, info *BatchInfo) error {
 	if err != nil {
 		err = fmt.Errorf("ringwal/wal: writing batch %d (%d records): %w", idx, b.n, err)
 		l.opt.Logger.Error("ringwal/wal: write failed; repairing", "err", err)
-		l.repairAfterFailure(err)
+		if repair {
+			l.repairAfterFailure(err)
+		}
 		return err
 	}
 	n := framedLen(len(entry))
@@ -538,6 +564,7 @@ func (l *Log) shutdown() {
 		}
 		l.tw = nil
 	}
+	l.closeSyncFile()
 	if failed != nil {
 		err = failed
 	}

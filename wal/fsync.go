@@ -1,0 +1,254 @@
+package wal
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+)
+
+// Writing while the writer fsyncs. The writer writes a batch and then
+// fsyncs it; what is appended during that fsync must not wait for it to
+// reach write(2), or a process kill loses records the OS would have kept
+// (Run's acks above all). A second goroutine for the writing would cost a
+// hand-off per batch, which on a busy machine is a wait in the run queue
+// behind the very producers it serves. So the producer that appends first
+// during an fsync writes the batch itself (it "stands in" for the writer),
+// and goes on writing what others append meanwhile until the fsync ends;
+// the writer then takes over again. The writer's fsync goes through a file
+// descriptor of its own (tidwall/wal holds its lock through its Sync), so
+// the two never wait for each other: fsync of any descriptor of a file
+// makes all of its written data durable.
+//
+// Who owns the writer's state (tidwall/wal and the fields Log marks as the
+// writer's) at any moment, all decided under l.mu:
+//
+//   - the writer, except while l.syncing;
+//   - while l.syncing: the writer until its batch is written (l.wwriting),
+//     then the stand-in if there is one (l.standIn); the writer touches only
+//     its own descriptor until the fsync returned and no stand-in is left.
+//
+// A batch a stand-in writes is not covered by the fsync in progress: its
+// waiters that need an fsync wait for the next one (l.syncWaits), which
+// the writer starts as soon as this one ends.
+
+// syncWait is a result to release once an fsync covers batch index.
+type syncWait struct {
+	index uint64
+	res   *result
+}
+
+// syncJob is one fsync of the tail segment, fixed before it begins: it
+// covers every batch up to target, the segment then holding size bytes.
+type syncJob struct {
+	f      *os.File
+	path   string
+	target uint64
+	size   int64
+	dirty  bool // a segment file was created since the last directory fsync
+}
+
+// standInLocked reports whether the caller, who just appended, must write
+// the batch itself (standIn) because the writer is in an fsync and nobody
+// writes in its place yet. Buffered mode gathers appends on purpose:
+// never. l.mu must be held.
+func (l *Log) standInLocked() bool {
+	if !l.syncing || l.standingIn || l.opt.Mode == Buffered {
+		return false
+	}
+	l.standingIn = true
+	return true
+}
+
+// standInWrites bounds how many batches one stand-in writes: its caller
+// (who may own a message's record while it appends) must not be kept for a
+// whole fsync by others' appends. After it, the next appender stands in.
+const standInWrites = 4
+
+// standIn writes, in the writer's place, the batch the caller appended to
+// and those appended while it writes, until none is left, the fsync ended
+// or it wrote standInWrites batches (a batch that holds a request, which
+// only the writer runs, or a failed log also stop it). The caller won the
+// role in standInLocked.
+func (l *Log) standIn() {
+	l.mu.Lock()
+	for l.wwriting {
+		l.wcond.Wait()
+	}
+	for i := 0; i < standInWrites; i++ {
+		p := l.cur
+		if !l.syncing || p.n == 0 || len(p.reqs) > 0 || l.failed != nil || l.repairCause != nil {
+			break
+		}
+		l.cur = l.takePendingLocked()
+		l.mu.Unlock()
+		l.writeStandIn(p)
+		l.mu.Lock()
+		l.putPendingLocked(p)
+	}
+	l.standingIn = false
+	l.wcond.Broadcast()
+	l.mu.Unlock()
+}
+
+// writeStandIn writes p as the next batch and releases its waiters, or,
+// if they wait for an fsync, queues them for the next one. A failed write
+// is not repaired here (repair replaces files the writer's fsync may be
+// using): the writer repairs once its fsync is over, and nothing is
+// written before.
+func (l *Log) writeStandIn(p *pending) {
+	info := BatchInfo{Records: p.n}
+	err := l.writeBatch(p, &info, false)
+	res := p.res
+	res.index, res.total = l.last, l.written
+	if err != nil {
+		l.repairCause = err
+	}
+	if err == nil && p.needSync {
+		l.syncWaits = append(l.syncWaits, syncWait{index: l.last, res: res})
+	} else {
+		l.finish(p, err)
+	}
+	if l.opt.OnBatch != nil {
+		info.Err = err
+		l.opt.OnBatch(info)
+	}
+}
+
+// finish releases b's waiters with err, keeping err for the next Flush,
+// Sync or Close if nobody waits for some of b's records.
+func (l *Log) finish(b *pending, err error) {
+	if err != nil && b.noWait {
+		l.mu.Lock()
+		if l.asyncErr == nil {
+			l.asyncErr = err
+		}
+		l.mu.Unlock()
+	}
+	b.res.err = err
+	close(b.res.done)
+}
+
+// releaseSynced releases the queued waits an fsync through target covered
+// (all of them, failed, if err is set). Writer only.
+func (l *Log) releaseSynced(target uint64, err error) {
+	n := 0
+	for n < len(l.syncWaits) && (err != nil || l.syncWaits[n].index <= target) {
+		w := l.syncWaits[n].res
+		w.err = err
+		close(w.done)
+		n++
+	}
+	rest := copy(l.syncWaits, l.syncWaits[n:])
+	clear(l.syncWaits[rest:])
+	l.syncWaits = l.syncWaits[:rest]
+}
+
+// fsyncBeside is the fsync of a batch the writer just wrote (or tried to:
+// werr), with l.syncing set: producers write in its place meanwhile. It
+// returns with l.syncing clear and the writer's state its own again, and
+// returns the fsync's error (nil if werr left nothing to fsync).
+func (l *Log) fsyncBeside(werr error, info *BatchInfo) error {
+	var job syncJob
+	var err error
+	attempt := werr == nil || l.failedErr() == nil
+	if attempt {
+		job, err = l.prepareSync()
+	}
+	if info.Records > 0 && l.opt.OnBatch != nil {
+		wi := *info
+		wi.Err = werr
+		l.opt.OnBatch(wi) // before a stand-in may report: one call at a time
+	}
+	l.mu.Lock()
+	l.wwriting = false
+	l.wcond.Broadcast()
+	l.mu.Unlock()
+
+	var d time.Duration
+	if attempt && err == nil {
+		fail("log-fsync")
+		t0 := time.Now()
+		err = job.f.Sync()
+		d = time.Since(t0)
+	}
+
+	l.mu.Lock()
+	l.syncing = false
+	for l.standingIn {
+		l.wcond.Wait()
+	}
+	l.mu.Unlock()
+
+	if cause := l.repairCause; cause != nil {
+		l.repairCause = nil
+		l.repairAfterFailure(cause)
+	}
+	if !attempt {
+		return nil
+	}
+	if err == nil {
+		trace(ioEvent{op: opSync, path: job.path, off: job.size, prefix: true})
+		if job.dirty {
+			// Not beside a stand-in: its segment switch could create an
+			// entry this fsync would seem to cover.
+			err = syncDir(l.logDir)
+		}
+	}
+	info.Sync = d
+	if err != nil {
+		l.dirDirty = l.dirDirty || job.dirty
+		err = fmt.Errorf("ringwal/wal: fsync: %w", err)
+		l.setFailed(err)
+		return err
+	}
+	l.synced = job.target
+	return nil
+}
+
+// prepareSync fixes what the next fsync covers and opens the writer's own
+// descriptor of the tail segment if the tail changed (a segment switch, a
+// front truncation that rewrote it, a repair). Writer only, while it owns
+// its state.
+func (l *Log) prepareSync() (syncJob, error) {
+	if l.tailMoved || l.syncFile == nil {
+		l.closeSyncFile()
+		// Write access: some systems fsync only a descriptor open for
+		// writing. Nothing is written through it.
+		f, err := os.OpenFile(l.tailPath(), os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			return syncJob{}, fmt.Errorf("opening the tail segment to fsync it: %w", err)
+		}
+		l.syncFile, l.tailMoved = f, false
+	}
+	job := syncJob{f: l.syncFile, path: l.tailPath(), target: l.last, size: int64(l.tailSize), dirty: l.dirDirty}
+	l.dirDirty = false
+	return job, nil
+}
+
+func (l *Log) closeSyncFile() {
+	if l.syncFile != nil {
+		_ = l.syncFile.Close()
+		l.syncFile = nil
+	}
+}
+
+// takePendingLocked returns an empty batch to fill, reusing one. l.mu held.
+func (l *Log) takePendingLocked() *pending {
+	if n := len(l.free); n > 0 {
+		p := l.free[n-1]
+		l.free[n-1] = nil
+		l.free = l.free[:n-1]
+		return p
+	}
+	return newPending()
+}
+
+// putPendingLocked keeps p, emptied, for reuse (two or three are ever in
+// use: the one filling, the writer's, a stand-in's). l.mu held.
+func (l *Log) putPendingLocked(p *pending) {
+	p.reset()
+	if len(l.free) < 4 {
+		l.free = append(l.free, p)
+	}
+}
