@@ -24,9 +24,10 @@ import (
 // writer's) at any moment, all decided under l.mu:
 //
 //   - the writer, except while l.syncing;
-//   - while l.syncing: the writer until its batch is written (l.wwriting),
-//     then the stand-in if there is one (l.standIn); the writer touches only
-//     its own descriptor until the fsync returned and no stand-in is left.
+//   - while l.syncing: the writer until its batch (and what was appended
+//     meanwhile: writeMore) is written (l.wwriting), then a stand-in while
+//     it writes a batch (l.standInBusy); the writer touches only its own
+//     descriptor until its fsync returned and no stand-in is writing.
 //
 // A batch a stand-in writes is not covered by the fsync in progress: its
 // waiters that need an fsync wait for the next one (l.syncWaits), which
@@ -49,15 +50,66 @@ type syncJob struct {
 }
 
 // standInLocked reports whether the caller, who just appended, must write
-// the batch itself (standIn) because the writer is in an fsync and nobody
-// writes in its place yet. Buffered mode gathers appends on purpose:
-// never. l.mu must be held.
+// the batch itself (standIn): the writer is in an fsync, nobody stands in
+// for it yet, and the batch gathered enough records (gathered). A batch
+// that has not is written by the gather timer (gatherWait) unless it grows
+// enough first. While the writer is still writing its own batch, it takes
+// what is appended meanwhile itself (writeMore). Buffered mode gathers
+// appends on purpose: never. l.mu must be held.
 func (l *Log) standInLocked() bool {
-	if !l.syncing || l.standingIn || l.opt.Mode == Buffered {
+	if !l.syncing || l.wwriting || l.standingIn || l.opt.Mode == Buffered || l.cur.n == 0 {
+		return false
+	}
+	if !l.cur.gathered() {
+		l.armGatherLocked()
 		return false
 	}
 	l.standingIn = true
 	return true
+}
+
+// A stand-in writes a batch at once if it gathered standInRecords records
+// or standInBytes bytes, otherwise once it waited gatherWait: one write(2)
+// per append would cost more CPU than it saves (a small write costs
+// several µs; an fsync covers tens of appends). So a record appended
+// during an fsync reaches write(2) within gatherWait, not at the fsync's
+// end.
+const (
+	standInRecords = 16
+	standInBytes   = 16 << 10
+	gatherWait     = 50 * time.Microsecond
+)
+
+func (p *pending) gathered() bool {
+	return p.n >= standInRecords || len(p.buf)-batchHeaderSize >= standInBytes
+}
+
+// armGatherLocked starts the gather timer unless it runs. l.mu held.
+func (l *Log) armGatherLocked() {
+	if l.gatherArmed {
+		return
+	}
+	l.gatherArmed = true
+	if l.gatherTimer == nil {
+		l.gatherTimer = time.AfterFunc(gatherWait, l.gatherExpired)
+	} else {
+		l.gatherTimer.Reset(gatherWait)
+	}
+}
+
+// gatherExpired runs on the gather timer's goroutine: what was appended
+// during the fsync waited gatherWait; it stands in and writes it, however
+// little it is, if the fsync still runs and nobody else writes it.
+func (l *Log) gatherExpired() {
+	l.mu.Lock()
+	l.gatherArmed = false
+	if !l.syncing || l.wwriting || l.standingIn || l.cur.n == 0 {
+		l.mu.Unlock()
+		return
+	}
+	l.standingIn = true
+	l.mu.Unlock()
+	l.standIn()
 }
 
 // standInWrites bounds how many batches one stand-in writes: its caller
@@ -65,43 +117,51 @@ func (l *Log) standInLocked() bool {
 // whole fsync by others' appends. After it, the next appender stands in.
 const standInWrites = 4
 
-// standIn writes, in the writer's place, the batch the caller appended to
-// and those appended while it writes, until none is left, the fsync ended
+// standIn writes, in the writer's place, the batch pending now and those
+// that gather enough while it writes, until none is left, the fsync ended
 // or it wrote standInWrites batches (a batch that holds a request, which
-// only the writer runs, or a failed log also stop it). The caller won the
-// role in standInLocked.
+// only the writer runs, or a failed log also stop it); what is left to
+// write waits for the gather timer. The caller won the role (standingIn);
+// it may run only later, in another fsync (it then stands in for that one)
+// or none (it does nothing). The writer never waits for it to start, only
+// for a write it began (standInBusy).
 func (l *Log) standIn() {
 	l.mu.Lock()
-	for l.wwriting {
-		l.wcond.Wait()
-	}
 	for i := 0; i < standInWrites; i++ {
 		p := l.cur
-		if !l.syncing || p.n == 0 || len(p.reqs) > 0 || l.failed != nil || l.repairCause != nil {
+		if !l.syncing || l.wwriting || p.n == 0 || (i > 0 && !p.gathered()) ||
+			len(p.reqs) > 0 || l.failed != nil || l.repairCause != nil {
 			break
 		}
 		l.cur = l.takePendingLocked()
+		l.standInBusy = true
 		l.mu.Unlock()
-		l.writeStandIn(p)
+		l.writeInPlace(p, false)
 		l.mu.Lock()
+		l.standInBusy = false
+		l.wcond.Broadcast()
 		l.putPendingLocked(p)
 	}
 	l.standingIn = false
-	l.wcond.Broadcast()
+	if l.syncing && !l.wwriting && l.cur.n > 0 && l.opt.Mode != Buffered {
+		l.armGatherLocked()
+	}
 	l.mu.Unlock()
 }
 
-// writeStandIn writes p as the next batch and releases its waiters, or,
-// if they wait for an fsync, queues them for the next one. A failed write
-// is not repaired here (repair replaces files the writer's fsync may be
-// using): the writer repairs once its fsync is over, and nothing is
-// written before.
-func (l *Log) writeStandIn(p *pending) {
+// writeInPlace writes p, taken from l.cur outside the writer's own loop
+// (by a stand-in, or by the writer before its fsync: writeMore), as the
+// next batch, and releases its waiters or, if they wait for an fsync,
+// queues them (the fsync about to begin covers them if the writer wrote
+// p; otherwise the next one). A stand-in does not repair a failed write
+// (repair replaces files the writer's fsync may be using): the writer
+// repairs once its fsync is over, and nothing is written before.
+func (l *Log) writeInPlace(p *pending, writer bool) {
 	info := BatchInfo{Records: p.n}
-	err := l.writeBatch(p, &info, false)
+	err := l.writeBatch(p, &info, writer)
 	res := p.res
 	res.index, res.total = l.last, l.written
-	if err != nil {
+	if err != nil && !writer {
 		l.repairCause = err
 	}
 	if err == nil && p.needSync {
@@ -113,6 +173,24 @@ func (l *Log) writeStandIn(p *pending) {
 		info.Err = err
 		l.opt.OnBatch(info)
 	}
+}
+
+// writeMore is the writer, its batch written and its fsync next, writing
+// what was appended meanwhile (nobody stands in while it writes), so that
+// the fsync covers it too.
+func (l *Log) writeMore() {
+	l.mu.Lock()
+	p := l.cur
+	if p.n == 0 || len(p.reqs) > 0 || l.failed != nil {
+		l.mu.Unlock()
+		return
+	}
+	l.cur = l.takePendingLocked()
+	l.mu.Unlock()
+	l.writeInPlace(p, true)
+	l.mu.Lock()
+	l.putPendingLocked(p)
+	l.mu.Unlock()
 }
 
 // finish releases b's waiters with err, keeping err for the next Flush,
@@ -130,8 +208,9 @@ func (l *Log) finish(b *pending, err error) {
 }
 
 // releaseSynced releases the queued waits an fsync through target covered
-// (all of them, failed, if err is set). Writer only.
-func (l *Log) releaseSynced(target uint64, err error) {
+// (all of them, failed, if err is set), and reports whether there were
+// any. Writer only.
+func (l *Log) releaseSynced(target uint64, err error) bool {
 	n := 0
 	for n < len(l.syncWaits) && (err != nil || l.syncWaits[n].index <= target) {
 		w := l.syncWaits[n].res
@@ -142,6 +221,7 @@ func (l *Log) releaseSynced(target uint64, err error) {
 	rest := copy(l.syncWaits, l.syncWaits[n:])
 	clear(l.syncWaits[rest:])
 	l.syncWaits = l.syncWaits[:rest]
+	return n > 0
 }
 
 // fsyncBeside is the fsync of a batch the writer just wrote (or tried to:
@@ -152,17 +232,17 @@ func (l *Log) fsyncBeside(werr error, info *BatchInfo) error {
 	var job syncJob
 	var err error
 	attempt := werr == nil || l.failedErr() == nil
-	if attempt {
-		job, err = l.prepareSync()
-	}
 	if info.Records > 0 && l.opt.OnBatch != nil {
 		wi := *info
 		wi.Err = werr
 		l.opt.OnBatch(wi) // before a stand-in may report: one call at a time
 	}
+	if attempt {
+		l.writeMore()
+		job, err = l.prepareSync()
+	}
 	l.mu.Lock()
 	l.wwriting = false
-	l.wcond.Broadcast()
 	l.mu.Unlock()
 
 	var d time.Duration
@@ -175,13 +255,14 @@ func (l *Log) fsyncBeside(werr error, info *BatchInfo) error {
 
 	l.mu.Lock()
 	l.syncing = false
-	for l.standingIn {
+	for l.standInBusy {
 		l.wcond.Wait()
 	}
+	cause := l.repairCause
+	l.repairCause = nil
 	l.mu.Unlock()
 
-	if cause := l.repairCause; cause != nil {
-		l.repairCause = nil
+	if cause != nil {
 		l.repairAfterFailure(cause)
 	}
 	if !attempt {

@@ -16,7 +16,9 @@ import (
 // with Close.
 //
 // Goroutines: Open starts exactly one, the writer, which owns the
-// tidwall/wal log; Close stops it. Every method is safe for concurrent use
+// tidwall/wal log; Close stops it. While the writer fsyncs, appenders
+// write in its place, and a timer (fsync.go) writes what they leave for
+// longer than a moment; Close stops the timer. Every method is safe for concurrent use
 // unless its comment says otherwise.
 type Log struct {
 	dir    string
@@ -42,10 +44,13 @@ type Log struct {
 	stopped   chan struct{}
 	// Writing while the writer fsyncs (fsync.go): the writer's batch is to
 	// be fsynced (syncing), its write is not done yet (wwriting), an
-	// appender writes in its place (standingIn). wcond (on mu) signals the
-	// end of the last two.
-	syncing, wwriting, standingIn bool
-	wcond                         sync.Cond
+	// appender won the role of writing in its place (standingIn) and is
+	// writing a batch (standInBusy). wcond (on mu) signals the end of a
+	// stand-in's write.
+	syncing, wwriting, standingIn, standInBusy bool
+	wcond                                      sync.Cond
+	gatherTimer                                *time.Timer // writes what gathers during an fsync (fsync.go)
+	gatherArmed                                bool
 	// wakeups counts the writer's returns from a wait (set by the writer
 	// under mu). Nothing reads it but a test that checks an idle log
 	// sleeps: the writer has no periodic timer, and must not grow one.

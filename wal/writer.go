@@ -366,11 +366,11 @@ func (l *Log) run() {
 		failed := l.failed
 		l.mu.Unlock()
 
-		l.commit(b, failed)
+		others := l.commit(b, failed)
 
 		l.mu.Lock()
 		l.inflight = nil
-		released := b.waiters > 0
+		released := b.waiters > 0 || others
 		l.putPendingLocked(b)
 		if len(l.syncWaits) > 0 {
 			// Batches written in the writer's place during the fsync wait
@@ -392,8 +392,9 @@ func (l *Log) run() {
 // commit writes (and fsyncs, if asked) one batch, releases its waiters and
 // runs its requests. failed, if set, fails the batch without touching disk.
 // A batch that is fsynced is reported to OnBatch twice: its write before
-// the fsync (fsyncBeside), the fsync (Records 0) after.
-func (l *Log) commit(b *pending, failed error) {
+// the fsync (fsyncBeside), the fsync (Records 0) after. It reports whether
+// it released batches written in its place (l.syncWaits).
+func (l *Log) commit(b *pending, failed error) (others bool) {
 	info := BatchInfo{Records: b.n}
 	err := failed
 	if err == nil && b.n > 0 {
@@ -404,9 +405,9 @@ func (l *Log) commit(b *pending, failed error) {
 	if b.needSync {
 		serr := l.fsyncBeside(err, &info)
 		if ferr := l.failedErr(); ferr != nil {
-			l.releaseSynced(0, ferr)
+			others = l.releaseSynced(0, ferr)
 		} else if serr == nil {
-			l.releaseSynced(l.synced, nil)
+			others = l.releaseSynced(l.synced, nil)
 		}
 		if err == nil {
 			err = serr
@@ -426,6 +427,7 @@ func (l *Log) commit(b *pending, failed error) {
 	if report && l.opt.OnBatch != nil {
 		l.opt.OnBatch(info)
 	}
+	return others
 }
 
 func (l *Log) failedErr() error {
@@ -565,6 +567,11 @@ func (l *Log) shutdown() {
 		l.tw = nil
 	}
 	l.closeSyncFile()
+	l.mu.Lock()
+	if l.gatherTimer != nil {
+		l.gatherTimer.Stop() // nothing to write any more: a late firing finds l.syncing clear
+	}
+	l.mu.Unlock()
 	if failed != nil {
 		err = failed
 	}
