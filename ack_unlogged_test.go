@@ -13,6 +13,12 @@ package ringwal_test
 // when it reports the ack's failed write (before the ack's caller hears
 // of it). The parent reopens the directory without a limit after the
 // child's clean Close and looks for the message.
+//
+// Space returns before the put-back is logged in the cases that run. In
+// the skipped case the disk stays full until the checkpoint's truncation
+// makes room, the put-back's write fails too, and the message is lost
+// (in memory only until a checkpoint that no one runs before the Close);
+// RINGWAL_TEST_KNOWN_LOSS=1 runs it.
 
 import (
 	"bytes"
@@ -43,15 +49,33 @@ func TestAckThatCannotBeLoggedKeepsTheMessageAcrossACheckpoint(t *testing.T) {
 		t.Skip("RLIMIT_FSIZE and SIGXFSZ as on Linux")
 	}
 	if v := os.Getenv(ackUnloggedEnv); v != "" {
-		how, dir, _ := strings.Cut(v, ":")
-		ackUnloggedChild(t, how, dir)
+		f := strings.SplitN(v, ":", 3)
+		ackUnloggedChild(t, f[0], f[1] == "full", f[2])
 		return
 	}
-	for _, how := range []string{"Ack", "AckBatch"} {
-		t.Run(how, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, how string
+		// full: the disk stays full until the checkpoint's truncation
+		// makes room, so the put-back's write fails too.
+		full  bool
+		known string // why the case is skipped: a loss not fixed yet
+	}{
+		{name: "Ack", how: "Ack"},
+		{name: "AckBatch", how: "AckBatch"},
+		{name: "AckWithTheDiskFullUntilTheCheckpointTruncates", how: "Ack", full: true,
+			known: "the put-back's record is written (and fails) before the truncation that makes room; see issue #24"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.known != "" && os.Getenv("RINGWAL_TEST_KNOWN_LOSS") == "" {
+				t.Skip(tc.known)
+			}
+			how, space := tc.how, "back"
+			if tc.full {
+				space = "full"
+			}
 			dir := t.TempDir()
 			out := runChild(t, "TestAckThatCannotBeLoggedKeepsTheMessageAcrossACheckpoint",
-				ackUnloggedEnv+"="+how+":"+dir)
+				ackUnloggedEnv+"="+how+":"+space+":"+dir)
 			ids := childIDs(t, out)
 			unlogged := ids["ACKFAILED"]
 			require.NotEmpty(t, unlogged, "child output:\n%s", out)
@@ -83,7 +107,7 @@ func TestAckThatCannotBeLoggedKeepsTheMessageAcrossACheckpoint(t *testing.T) {
 // ackUnloggedChild is the child's side for how ("Ack" or "AckBatch"). It
 // prints ENQUEUED <id> for each Enqueue that returned nil, ACKED <id> for
 // each message whose ack did, ACKFAILED <id> for each whose ack failed.
-func ackUnloggedChild(t *testing.T, how, dir string) {
+func ackUnloggedChild(t *testing.T, how string, full bool, dir string) {
 	setLimit, unlimited := fileSizeLimit(t)
 	snap, writeFail := newGate(), newGate()
 	e, err := ringwal.Open(dir, ringwal.Options{
@@ -152,13 +176,32 @@ func ackUnloggedChild(t *testing.T, how, dir string) {
 	}()
 	writeFail.waitHeld(t, "the ack's write did not fail")
 
-	// Meanwhile the snapshot walks the messages and is written.
-	snap.open()
-	waitForSnapshot(t, dir)
-
-	// Space returns before the ack hears its write failed.
-	setLimit(unlimited)
-	writeFail.open()
+	if full {
+		// An enqueue commits a message after the acked one (a slot
+		// follows its ID) and waits for
+		// the held writer; the snapshot, let go, passes the acked message
+		// (free) and waits for that commit. Then the writer goes on: the
+		// enqueue fails, and so does the ack's put-back, written before
+		// the checkpoint can ask for its truncation.
+		pending := e.Stats().Pending
+		enqDone := make(chan error, 1)
+		go func() {
+			_, err := e.Enqueue(ctxBG, ringwal.Message{Payload: []byte("after")})
+			enqDone <- err
+		}()
+		require.Eventually(t, func() bool { return e.Stats().Pending > pending }, waitFor, tick)
+		snap.open()
+		require.Eventually(t, snapshotWaitsForACommit, waitFor, tick)
+		writeFail.open()
+		require.Error(t, <-enqDone, "an enqueue on a full disk")
+	} else {
+		// Meanwhile the snapshot walks the messages and is written.
+		snap.open()
+		waitForSnapshot(t, dir)
+		// Space returns before the ack hears its write failed.
+		setLimit(unlimited)
+		writeFail.open()
+	}
 	ackErr := <-ackDone
 	require.Error(t, ackErr, "the ack whose write failed")
 	childEmit("REPORT %s on a full disk: %v", how, ackErr)
@@ -170,6 +213,7 @@ func ackUnloggedChild(t *testing.T, how, dir string) {
 	}
 	ckErr := <-ckDone
 	require.NoError(t, ckErr, "the checkpoint")
+	setLimit(unlimited)
 	require.NoError(t, e.Close())
 }
 
@@ -268,4 +312,16 @@ func waitForSnapshot(t *testing.T, dir string) {
 		})
 		return found
 	}, waitFor, tick, "no snapshot was written")
+}
+
+// snapshotWaitsForACommit reports whether a checkpoint's snapshot waits
+// for a record being committed (an enqueue waiting for the log).
+func snapshotWaitsForACommit() bool {
+	buf := make([]byte, 1<<20)
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, ".(*rec).ownAny(") && strings.Contains(g, ".(*Engine).snapshot(") {
+			return true
+		}
+	}
+	return false
 }
