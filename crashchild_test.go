@@ -1,10 +1,17 @@
 package ringwal_test
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -72,4 +79,69 @@ func childOpen(dir string, o ringwal.Options) *ringwal.Engine {
 		childFail("open: %v", err)
 	}
 	return e
+}
+
+// runChild runs test in a child process of this test binary with env
+// added to this process's environment, lets it finish, and returns what
+// it printed (stdout and stderr together); the test fails if the child
+// does.
+func runChild(t *testing.T, test string, env ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "child:\n%s", out)
+	return out
+}
+
+// childIDs collects the IDs of a child's "TAG <id>" lines by tag, and
+// logs its "REPORT ..." lines.
+func childIDs(t *testing.T, out []byte) map[string][]ringwal.ID {
+	t.Helper()
+	ids := map[string][]ringwal.ID{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) > 0 && f[0] == "REPORT" {
+			t.Log(sc.Text())
+			continue
+		}
+		if len(f) != 2 || strings.ToUpper(f[0]) != f[0] {
+			continue
+		}
+		if id, err := strconv.ParseUint(f[1], 10, 64); err == nil {
+			ids[f[0]] = append(ids[f[0]], ringwal.ID(id))
+		}
+	}
+	return ids
+}
+
+// fileSizeLimit lets a child make its log's writes fail with EFBIG as on
+// a full disk: set(n) sets RLIMIT_FSIZE to n bytes (a write that would
+// take a file past n fails; SIGXFSZ, which would kill the process, is
+// ignored from now on), and set(unlimited) gives the space back.
+func fileSizeLimit(t *testing.T) (set func(n uint64), unlimited uint64) {
+	signal.Ignore(syscall.SIGXFSZ)
+	var old syscall.Rlimit
+	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old))
+	return func(n uint64) {
+		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: n, Max: old.Max}))
+	}, old.Cur
+}
+
+// largestFile is the size of the largest file under dir.
+func largestFile(t *testing.T, dir string) int64 {
+	var max int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err == nil && fi.Size() > max {
+			max = fi.Size()
+		}
+		return err
+	})
+	require.NoError(t, err)
+	return max
 }

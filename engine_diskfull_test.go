@@ -9,20 +9,13 @@ package ringwal_test
 // returned nil.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"os/signal"
-	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -48,29 +41,13 @@ func TestDiskFull(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestDiskFull$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), diskFullEnv+"="+dir)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "child:\n%s", out)
-
+	out := runChild(t, "TestDiskFull", diskFullEnv+"="+dir)
+	ids := childIDs(t, out)
 	acked := map[ringwal.ID]bool{}
-	var settled []ringwal.ID
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 2 && (f[0] == "ENQUEUED" || f[0] == "ACKED") {
-			id, err := strconv.ParseUint(f[1], 10, 64)
-			require.NoError(t, err)
-			if f[0] == "ENQUEUED" {
-				acked[ringwal.ID(id)] = true
-			} else {
-				settled = append(settled, ringwal.ID(id))
-			}
-		}
-		if len(f) > 0 && f[0] == "REPORT" {
-			t.Log(sc.Text())
-		}
+	for _, id := range ids["ENQUEUED"] {
+		acked[id] = true
 	}
+	settled := ids["ACKED"]
 	require.NotEmpty(t, acked, "child output:\n%s", out)
 	for _, id := range settled {
 		delete(acked, id)
@@ -96,12 +73,7 @@ func TestDiskFull(t *testing.T) {
 // Enqueue that returned nil, ACKED <id> for each Ack that did, and
 // REPORT lines.
 func diskFullChild(t *testing.T, dir string) {
-	signal.Ignore(syscall.SIGXFSZ)
-	var old syscall.Rlimit
-	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old))
-	setLimit := func(cur uint64) {
-		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: cur, Max: old.Max}))
-	}
+	setLimit, unlimited := fileSizeLimit(t)
 	setLimit(diskFullLimit)
 
 	e, err := ringwal.Open(dir, ringwal.Options{Durability: ringwal.Write})
@@ -178,7 +150,7 @@ func diskFullChild(t *testing.T, dir string) {
 	fmt.Printf("REPORT checkpoint on a full disk: %v\n", ckErr)
 
 	// Space returns: the engine takes writes again without a restart.
-	setLimit(old.Cur)
+	setLimit(unlimited)
 	var after error
 	for i := 0; i < 10; i++ {
 		if _, after = enq(); after == nil {
@@ -198,21 +170,4 @@ func diskFullChild(t *testing.T, dir string) {
 		t.Errorf("Close: %v", err)
 	}
 	fmt.Printf("REPORT close: %v\n", err)
-}
-
-// largestFile is the size of the largest file under dir.
-func largestFile(t *testing.T, dir string) int64 {
-	var max int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		fi, err := d.Info()
-		if err == nil && fi.Size() > max {
-			max = fi.Size()
-		}
-		return err
-	})
-	require.NoError(t, err)
-	return max
 }
