@@ -14,11 +14,11 @@ package ringwal_test
 // of it). The parent reopens the directory without a limit after the
 // child's clean Close and looks for the message.
 //
-// Space returns before the put-back is logged in the cases that run. In
-// the skipped case the disk stays full until the checkpoint's truncation
-// makes room, the put-back's write fails too, and the message is lost
-// (in memory only until a checkpoint that no one runs before the Close);
-// RINGWAL_TEST_KNOWN_LOSS=1 runs it.
+// In the first two cases space returns before the put-back is logged. In
+// the third the disk stays full until the checkpoint would truncate the
+// log, so the put-back's write fails too: the message is then in memory
+// and in the log's enqueue record only, and the checkpoint must fail
+// rather than put in place a snapshot without it and drop that record.
 
 import (
 	"bytes"
@@ -57,18 +57,13 @@ func TestAckThatCannotBeLoggedKeepsTheMessageAcrossACheckpoint(t *testing.T) {
 		name, how string
 		// full: the disk stays full until the checkpoint's truncation
 		// makes room, so the put-back's write fails too.
-		full  bool
-		known string // why the case is skipped: a loss not fixed yet
+		full bool
 	}{
 		{name: "Ack", how: "Ack"},
 		{name: "AckBatch", how: "AckBatch"},
-		{name: "AckWithTheDiskFullUntilTheCheckpointTruncates", how: "Ack", full: true,
-			known: "the put-back's record is written (and fails) before the truncation that makes room; see issue #24"},
+		{name: "AckWithTheDiskFullUntilTheCheckpointTruncates", how: "Ack", full: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.known != "" && os.Getenv("RINGWAL_TEST_KNOWN_LOSS") == "" {
-				t.Skip(tc.known)
-			}
 			how, space := tc.how, "back"
 			if tc.full {
 				space = "full"
@@ -195,9 +190,12 @@ func ackUnloggedChild(t *testing.T, how string, full bool, dir string) {
 		writeFail.open()
 		require.Error(t, <-enqDone, "an enqueue on a full disk")
 	} else {
-		// Meanwhile the snapshot walks the messages and is written.
+		// Meanwhile the snapshot walks the messages (and is written, or
+		// waits for the log to say whether every write it reflects
+		// succeeded).
 		snap.open()
-		waitForSnapshot(t, dir)
+		require.Eventually(t, func() bool { return snapshotInPlace(dir) || checkpointWaitsForTheLog() }, waitFor, tick,
+			"the snapshot neither was written nor waits for the log")
 		// Space returns before the ack hears its write failed.
 		setLimit(unlimited)
 		writeFail.open()
@@ -211,8 +209,12 @@ func ackUnloggedChild(t *testing.T, how string, full bool, dir string) {
 		require.NoError(t, err, "a message whose ack failed is still there")
 		assert.Equal(t, ringwal.Pending, info.State)
 	}
-	ckErr := <-ckDone
-	require.NoError(t, ckErr, "the checkpoint")
+	// A checkpoint that ran while a write failed may fail (it cannot tell
+	// whether its snapshot holds a change the log lost); what matters is
+	// that no message is lost.
+	if ckErr := <-ckDone; ckErr != nil {
+		childEmit("REPORT the checkpoint: %v", ckErr)
+	}
 	setLimit(unlimited)
 	require.NoError(t, e.Close())
 }
@@ -300,26 +302,40 @@ func (h writeFailHandler) Handle(_ context.Context, r slog.Record) error {
 func (h writeFailHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h writeFailHandler) WithGroup(string) slog.Handler      { return h }
 
-// waitForSnapshot waits until a snapshot file is in place under dir.
-func waitForSnapshot(t *testing.T, dir string) {
-	require.Eventually(t, func() bool {
-		found := false
-		_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "snap-") && strings.HasSuffix(d.Name(), ".zst") {
-				found = true
-			}
-			return nil
-		})
-		return found
-	}, waitFor, tick, "no snapshot was written")
+// snapshotInPlace reports whether a snapshot file is in place under dir.
+func snapshotInPlace(dir string) bool {
+	found := false
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "snap-") && strings.HasSuffix(d.Name(), ".zst") {
+			found = true
+		}
+		return nil
+	})
+	return found
+}
+
+// checkpointWaitsForTheLog reports whether a checkpoint whose snapshot
+// walked the messages waits for the log to write what was appended.
+func checkpointWaitsForTheLog() bool {
+	return anyGoroutine(".(*Log).syncResult(", ".(*Log).Checkpoint.func")
 }
 
 // snapshotWaitsForACommit reports whether a checkpoint's snapshot waits
 // for a record being committed (an enqueue waiting for the log).
 func snapshotWaitsForACommit() bool {
+	return anyGoroutine(".(*rec).ownAny(", ".(*Engine).snapshot(")
+}
+
+// anyGoroutine reports whether some goroutine's stack holds every one of
+// frames.
+func anyGoroutine(frames ...string) bool {
 	buf := make([]byte, 1<<20)
 	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-		if strings.Contains(g, ".(*rec).ownAny(") && strings.Contains(g, ".(*Engine).snapshot(") {
+		all := true
+		for _, f := range frames {
+			all = all && strings.Contains(g, f)
+		}
+		if all {
 			return true
 		}
 	}

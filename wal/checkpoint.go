@@ -21,13 +21,17 @@ import (
 // Appends may continue while fn runs: their records land after I and are
 // replayed on top of the snapshot, so the state fn emits must include the
 // effect of every record appended before Checkpoint was called, and may
-// include later ones (records must be absolute and idempotent). If fn
-// fails, nothing changes on disk. Only one Checkpoint runs at a time; Close
+// include later ones (records must be absolute and idempotent). Once fn
+// returned, Checkpoint waits until every record appended so far is written
+// and fsynced, and fails if a batch write failed since the call: fn's
+// state may then hold a change the log lost. If fn or that wait fails,
+// nothing changes on disk. Only one Checkpoint runs at a time; Close
 // waits for it. Safe for concurrent use with everything but Replay.
 func (l *Log) Checkpoint(fn func(emit func(*Record) error) error) (CheckpointInfo, error) {
 	l.ckMu.Lock()
 	defer l.ckMu.Unlock()
 	start := time.Now()
+	fails := l.writeFails.Load() // see walked below
 	// I is the last batch the writer took before this call: every record in
 	// it or before was appended before the call, so fn's state covers them.
 	// The batch being filled now may also receive records appended after
@@ -46,7 +50,26 @@ func (l *Log) Checkpoint(fn func(emit func(*Record) error) error) (CheckpointInf
 		<-before.done // written before the sync above completed
 		index, total = before.index, before.total
 	}
-	info, err := writeSnapshot(l.dir, l.opt.perms().file, index, fn)
+	// fn's state reflects every record appended before it returns,
+	// written or not ("log, then make visible"). If one of those writes
+	// fails, the state holds a change the log does not: the caller puts
+	// it back, but if that cannot be logged either, only this snapshot
+	// would say what happened, wrongly. So before the snapshot is put in
+	// place, every record appended so far must be written: any failed
+	// batch write since the cut fails the checkpoint.
+	walked := func(emit func(*Record) error) error {
+		if err := fn(emit); err != nil {
+			return err
+		}
+		if _, err := l.syncResult(); err != nil {
+			return err
+		}
+		if n := l.writeFails.Load() - fails; n > 0 {
+			return fmt.Errorf("ringwal/wal: %d log writes failed while the snapshot was taken; it may hold changes the log lost", n)
+		}
+		return nil
+	}
+	info, err := writeSnapshot(l.dir, l.opt.perms().file, index, walked)
 	if err != nil {
 		return info, fmt.Errorf("ringwal/wal: checkpoint at batch %d: %w", index, err)
 	}

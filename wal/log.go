@@ -84,6 +84,7 @@ type Log struct {
 	ckBase     atomic.Int64 // total at the last checkpoint's index
 	ckIndex    atomic.Uint64
 	ckTime     atomic.Int64
+	writeFails atomic.Uint64 // batch writes that failed (Checkpoint checks none did while it ran)
 
 	ckMu      sync.Mutex // one Checkpoint at a time; Close waits for it
 	closeOnce sync.Once

@@ -463,6 +463,7 @@ func (l *Log) writeBatch(b *pending, info *BatchInfo, repair bool) error {
 	err := l.tw.Write(idx, entry)
 	info.Write = time.Since(t0)
 	if err != nil {
+		l.writeFails.Add(1)
 		err = fmt.Errorf("ringwal/wal: writing batch %d (%d records): %w", idx, b.n, err)
 		l.opt.Logger.Error("ringwal/wal: write failed; repairing", "err", err)
 		if repair {
