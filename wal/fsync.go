@@ -12,13 +12,14 @@ import (
 // reach write(2), or a process kill loses records the OS would have kept
 // (Run's acks above all). A second goroutine for the writing would cost a
 // hand-off per batch, which on a busy machine is a wait in the run queue
-// behind the very producers it serves. So the producer that appends first
-// during an fsync writes the batch itself (it "stands in" for the writer),
-// and goes on writing what others append meanwhile until the fsync ends;
-// the writer then takes over again. The writer's fsync goes through a file
-// descriptor of its own (tidwall/wal holds its lock through its Sync), so
-// the two never wait for each other: fsync of any descriptor of a file
-// makes all of its written data durable.
+// behind the very producers it serves. So, during an fsync, an appender
+// whose append made the pending batch big enough writes it itself (it
+// "stands in" for the writer), and a timer writes a smaller one once it
+// waited a moment (gatherWait): a write(2) per append would cost more CPU
+// than the fsync takes. The writer's fsync goes through a file descriptor
+// of its own (tidwall/wal holds its lock through its Sync), so the two
+// never wait for each other: fsync of any descriptor of a file makes all
+// of its written data durable.
 //
 // Who owns the writer's state (tidwall/wal and the fields Log marks as the
 // writer's) at any moment, all decided under l.mu:
