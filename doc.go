@@ -28,7 +28,10 @@
 //     millisecond for the hot path while the engine is used, and parks
 //     when nobody read it for 16-32 ms (an idle engine costs no CPU),
 //     unless Options.Clock is set;
-//   - the WAL writer (package wal), unless the engine is memory-only;
+//   - the WAL writer (package wal), unless the engine is memory-only, and
+//     the WAL's gather timer, which writes in the writer's place what was
+//     appended during an fsync (its function runs on a goroutine of its
+//     own for a moment; Close stops the timer);
 //   - Run's workers and one watcher per Run call that ends the handlers'
 //     contexts when Close's grace runs out, while Run is running (Run owns
 //     and waits for them).

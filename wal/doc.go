@@ -14,8 +14,11 @@
 //     threshold; Close appends an empty batch recording its final fsync;
 //   - the writer (writer.go): one goroutine that owns the tidwall/wal log
 //     (opened with NoSync, so the writer decides when to fsync), collects
-//     whatever producers handed over while the previous write or fsync ran
-//     (group commit), and releases them as the durability Mode promises;
+//     whatever producers handed over while the previous write ran (group
+//     commit), and releases them as the durability Mode promises; while it
+//     fsyncs (through a descriptor of its own), what is appended is
+//     written in its place by an appender or, after a moment, a timer
+//     (fsync.go), and waits for the next fsync, which one covers all of it;
 //   - replay (replay.go): the snapshot, then the log's batches decoded on up
 //     to four goroutines at once (Replay), each record handed to the
 //     caller's hook on the goroutine that decoded it (ReplayPrepared) and
