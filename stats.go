@@ -208,12 +208,20 @@ func (e *Engine) oldestReady() int64 {
 // countWithDead reads the kept counts and the dead-letter counts into s
 // while no message is moving between the slab and the dead-letter store
 // (counters.go, moveWindow), so that each is counted once. It waits for
-// the moves in flight, each a few instructions, and no longer.
+// the moves in flight, each a few instructions, and no longer. Both reads
+// are lock-free (the store's counts are atomics), so that a Stats call
+// never parks inside the read on the store's lock, to be woken by a
+// dead-lettering's unlock onto the dead-lettering's processor; Dead is
+// the sum of DeadByCategory, so the two always agree.
 func (e *Engine) countWithDead(s *Stats) (c stateCounts) {
 	e.ctr.moves.read(func() {
 		c = e.counts.stateCounts()
-		s.Dead, s.DeadByCategory = e.dead.Len(), e.dead.Counts()
+		s.DeadByCategory = e.dead.Counts()
 	})
+	s.Dead = 0
+	for _, n := range s.DeadByCategory {
+		s.Dead += n
+	}
 	return c
 }
 

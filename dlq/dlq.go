@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ringwal/ringwal/classify"
@@ -147,6 +148,14 @@ type Store[M any] struct {
 	// seq numbers Adds: CountQuery's mark is its value then, and
 	// Query.Through bounds by it.
 	seq uint64
+	// n and perCat mirror len(byID) and each category's live entries,
+	// changed under mu by Add and drop and read without it (Len, Count,
+	// Counts), so that a monitoring read of the counts never waits for a
+	// writer nor makes one wait: the engine reads them while dead-letterings
+	// are under way, and a reader parked on mu is woken by the
+	// dead-lettering's unlock, onto its processor.
+	n      atomic.Int64
+	perCat []atomic.Int64 // indexed by classify.Category
 }
 
 // New returns an empty Store.
@@ -156,6 +165,7 @@ func New[M any](o Options) *Store[M] {
 		opt:    o,
 		byID:   make(map[uint64]*record[M]),
 		byCat:  make([]index[M], len(classify.Categories())),
+		perCat: make([]atomic.Int64, len(classify.Categories())),
 		byKey:  make(map[string]*index[M]),
 		ghosts: newGhosts(o.CursorMemory),
 	}
@@ -193,6 +203,8 @@ func (s *Store[M]) Add(e Entry[M]) error {
 	r.seq = s.seq
 	s.byID[e.ID] = r
 	s.byCat[e.Category].insert(r)
+	s.n.Add(1)
+	s.perCat[e.Category].Add(1)
 	if e.Reviewed {
 		s.reviewed.push(r)
 	}
@@ -249,34 +261,33 @@ func (s *Store[M]) Remove(id uint64) (Entry[M], bool) {
 	return r.e, true
 }
 
-// Count returns the number of entries of category c. O(1), under the read
-// lock; it does not allocate.
+// Count returns the number of entries of category c. O(1) and without the
+// lock (it neither waits for a write nor delays one); it does not
+// allocate. A removal of many entries under way (Sweep, Purge, Evict) may
+// be seen part-done.
 func (s *Store[M]) Count(c classify.Category) int {
-	if int(c) >= len(s.byCat) {
+	if int(c) >= len(s.perCat) {
 		return 0
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.byCat[c].live()
+	return int(s.perCat[c].Load())
 }
 
 // Counts returns the number of entries per category, with every declared
 // category present (zero included), so a metrics scrape can reset gauges.
+// Without the lock, as Count: each category's count is one a write left
+// (a removal of many entries under way may be seen part-done), and their
+// sum is what Len returns when no write is under way.
 func (s *Store[M]) Counts() map[classify.Category]int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	m := make(map[classify.Category]int, len(s.byCat))
-	for c := range s.byCat {
-		m[classify.Category(c)] = s.byCat[c].live()
+	m := make(map[classify.Category]int, len(s.perCat))
+	for c := range s.perCat {
+		m[classify.Category(c)] = int(s.perCat[c].Load())
 	}
 	return m
 }
 
-// Len returns the number of entries. O(1), under the read lock.
+// Len returns the number of entries. O(1) and without the lock, as Count.
 func (s *Store[M]) Len() int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return len(s.byID)
+	return int(s.n.Load())
 }
 
 // KeyCounts returns the number of entries per key, for every key that has
@@ -356,6 +367,8 @@ func (s *Store[M]) drop(r *record[M]) {
 	r.gone = true
 	delete(s.byID, r.e.ID)
 	s.byCat[r.e.Category].gone++
+	s.n.Add(-1)
+	s.perCat[r.e.Category].Add(-1)
 	if r.e.Key != "" {
 		s.byKey[r.e.Key].gone++
 	}

@@ -17,5 +17,6 @@
 // starts no goroutines: retention runs when the caller calls Sweep.
 //
 // Every Store method is safe for concurrent use: reads share a
-// sync.RWMutex, writes hold it exclusively.
+// sync.RWMutex, writes hold it exclusively; Len, Count and Counts read
+// counts the writes keep, without the lock.
 package dlq

@@ -97,6 +97,23 @@ func TestCounts(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = s.Count(classify.Transient) }))
 }
 
+// The counts are read while a writer holds the lock (a dead-lettering
+// under way): a monitoring read must neither wait for it nor delay it.
+func TestCountsDoNotWaitForTheLock(t *testing.T) {
+	s := New[string](Options{})
+	require.NoError(t, s.Add(entry(1, classify.Poison, "k", 1)))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	done := make(chan [3]int, 1)
+	go func() { done <- [3]int{s.Len(), s.Count(classify.Poison), s.Counts()[classify.Poison]} }()
+	select {
+	case got := <-done:
+		assert.Equal(t, [3]int{1, 1, 1}, got)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Len, Count or Counts waited for the store's lock")
+	}
+}
+
 func TestFailuresKeptAndIsolated(t *testing.T) {
 	s := New[string](Options{MaxFailures: 3})
 	e := entry(1, classify.Transient, "", 100)
