@@ -17,7 +17,7 @@
 //     whatever producers handed over while the previous write ran (group
 //     commit), and releases them as the durability Mode promises; while it
 //     fsyncs (through a descriptor of its own), what is appended is
-//     written in its place by an appender or, after a moment, a timer
+//     written in its place by an appender or, after a quarter of an fsync, a timer
 //     (fsync.go), and waits for the next fsync, which one covers all of it;
 //   - replay (replay.go): the snapshot, then the log's batches decoded on up
 //     to four goroutines at once (Replay), each record handed to the

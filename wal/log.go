@@ -18,8 +18,8 @@ import (
 // Goroutines: Open starts exactly one, the writer, which owns the
 // tidwall/wal log; Close stops it. While the writer fsyncs, appenders
 // write in its place, and a timer (fsync.go) writes what they leave for
-// longer than a moment; Close stops the timer. Every method is safe for concurrent use
-// unless its comment says otherwise.
+// longer than a quarter of an fsync; Close stops the timer. Every method
+// is safe for concurrent use unless its comment says otherwise.
 type Log struct {
 	dir    string
 	logDir string
@@ -51,6 +51,7 @@ type Log struct {
 	wcond                                      sync.Cond
 	gatherTimer                                *time.Timer // writes what gathers during an fsync (fsync.go)
 	gatherArmed                                bool
+	lastSync                                   time.Duration // the last fsync's duration, for the gather timer
 	// wakeups counts the writer's returns from a wait (set by the writer
 	// under mu). Nothing reads it but a test that checks an idle log
 	// sleeps: the writer has no periodic timer, and must not grow one.
