@@ -16,13 +16,18 @@ import (
 // Options.LeaseTimeout unless extended; settle it with Ack or Nack. A nil
 // ctx is ErrInvalid. Safe for concurrent use.
 func (e *Engine) Dequeue(ctx context.Context) (Delivery, error) {
+	return e.dequeue(ctx, &e.rt0)
+}
+
+// dequeue is Dequeue from rt's queue.
+func (e *Engine) dequeue(ctx context.Context, rt *qrun) (Delivery, error) {
 	if err := e.intake(); err != nil {
 		return Delivery{}, err
 	}
 	if ctx == nil {
 		return Delivery{}, invalidf("Dequeue with a nil ctx")
 	}
-	if d, ok := e.TryDequeue(); ok {
+	if d, ok := e.tryDequeue(rt); ok {
 		return d, nil
 	}
 	// Yield a few times before parking: a message that is on its way is
@@ -30,7 +35,7 @@ func (e *Engine) Dequeue(ctx context.Context) (Delivery, error) {
 	// a wake-up, which is what a consumer waiting on a trickle mostly sees.
 	for i := 0; i < dequeueSpins; i++ {
 		runtime.Gosched()
-		if d, ok := e.TryDequeue(); ok {
+		if d, ok := e.tryDequeue(rt); ok {
 			return d, nil
 		}
 		if ctx.Err() != nil || e.intake() != nil {
@@ -40,23 +45,23 @@ func (e *Engine) Dequeue(ctx context.Context) (Delivery, error) {
 	timer := timerPool.Get().(*time.Timer)
 	defer timerPool.Put(timer)
 	for {
-		e.waiting.ready.Add(1)
-		d, ok := e.TryDequeue()
+		rt.ready.n.Add(1)
+		d, ok := e.tryDequeue(rt)
 		if ok {
-			e.waiting.ready.Add(-1)
-			e.passBaton()
+			rt.ready.n.Add(-1)
+			rt.passBaton()
 			return d, nil
 		}
-		err := sleep(ctx, e.waiting.readyC, e.done, timer)
-		e.waiting.ready.Add(-1)
+		err := sleep(ctx, rt.ready.c, e.done, timer)
+		rt.ready.n.Add(-1)
 		if err != nil {
 			return Delivery{}, err
 		}
 		if err := e.intake(); err != nil {
 			return Delivery{}, err
 		}
-		if d, ok := e.TryDequeue(); ok {
-			e.passBaton()
+		if d, ok := e.tryDequeue(rt); ok {
+			rt.passBaton()
 			return d, nil
 		}
 	}
@@ -77,9 +82,9 @@ var timerPool = sync.Pool{New: func() any {
 
 // passBaton wakes another sleeping consumer when more is ready, so that a
 // signal dropped on a full channel is not lost.
-func (e *Engine) passBaton() {
-	if e.waiting.ready.Load() > 0 && e.tiers.NonEmpty()|uint8(e.spilled.Load()) != 0 {
-		e.waiting.signalReady()
+func (rt *qrun) passBaton() {
+	if rt.ready.n.Load() > 0 && rt.tiers.NonEmpty()|uint8(rt.spilled.Load()) != 0 {
+		rt.ready.signal()
 	}
 }
 
@@ -88,6 +93,11 @@ func (e *Engine) passBaton() {
 // contention it may also return false after losing many races to other
 // consumers (Dequeue keeps trying). Safe for concurrent use.
 func (e *Engine) TryDequeue() (Delivery, bool) {
+	return e.tryDequeue(&e.rt0)
+}
+
+// tryDequeue is TryDequeue from rt's queue.
+func (e *Engine) tryDequeue(rt *qrun) (Delivery, bool) {
 	if e.closing.Load() {
 		return Delivery{}, false
 	}
@@ -96,7 +106,7 @@ func (e *Engine) TryDequeue() (Delivery, bool) {
 	// message that went elsewhere (held, expired), is progress, and a
 	// ready message may wait behind any number of them.
 	for spins := 0; spins < 64; {
-		slot, r, ok, retry := e.take()
+		slot, r, ok, retry := e.take(rt)
 		if !ok {
 			switch retry {
 			case takeContended:
@@ -126,20 +136,25 @@ const (
 // ends or Close starts, then takes what else is ready without waiting.
 // Safe for concurrent use.
 func (e *Engine) DequeueBatch(ctx context.Context, max int) ([]Delivery, error) {
+	return e.dequeueBatch(ctx, &e.rt0, max)
+}
+
+// dequeueBatch is DequeueBatch from rt's queue.
+func (e *Engine) dequeueBatch(ctx context.Context, rt *qrun, max int) ([]Delivery, error) {
 	if err := e.intake(); err != nil {
 		return nil, err
 	}
 	if max <= 0 {
 		return nil, invalidf("DequeueBatch max %d must be positive", max)
 	}
-	first, err := e.Dequeue(ctx)
+	first, err := e.dequeue(ctx, rt)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Delivery, 1, min(max, 64))
 	out[0] = first
 	for len(out) < max {
-		d, ok := e.TryDequeue()
+		d, ok := e.tryDequeue(rt)
 		if !ok {
 			break
 		}
@@ -148,18 +163,18 @@ func (e *Engine) DequeueBatch(ctx context.Context, max int) ([]Delivery, error) 
 	return out, nil
 }
 
-// take picks the next pending record and owns it. When it
+// take picks the next pending record of rt's queue and owns it. When it
 // finds none, retry tells why (takeEmpty, takeContended, takeStale).
-func (e *Engine) take() (slot uint32, r *rec, ok bool, retry int) {
-	nonEmpty := e.tiers.NonEmpty() | uint8(e.spilled.Load())
-	if nonEmpty == 0 && e.sched.Deadlines().Len() == 0 {
+func (e *Engine) take(rt *qrun) (slot uint32, r *rec, ok bool, retry int) {
+	nonEmpty := rt.tiers.NonEmpty() | uint8(rt.spilled.Load())
+	if nonEmpty == 0 && rt.sched.Deadlines().Len() == 0 {
 		return 0, nil, false, takeEmpty
 	}
 	now := e.now()
 	if e.keys.allUntil.Load() != 0 && e.deliveryPaused(now) {
 		return 0, nil, false, takeEmpty
 	}
-	pick, ok := e.sched.Next(nonEmpty, now, e.validEntry)
+	pick, ok := rt.sched.Next(nonEmpty, now, e.validEntry)
 	if !ok {
 		return 0, nil, false, takeEmpty
 	}
@@ -168,18 +183,18 @@ func (e *Engine) take() (slot uint32, r *rec, ok bool, retry int) {
 		rf = ref{slot: uint32(pick.Entry.ID), gen: pick.Entry.Gen}
 	} else {
 		var popped bool
-		rf, popped = e.tiers.TryPop(pick.Tier)
+		rf, popped = rt.tiers.TryPop(pick.Tier)
 		if !popped {
-			if e.spilled.Load()&(1<<pick.Tier) != 0 {
-				e.refill(pick.Tier)
+			if rt.spilled.Load()&(1<<pick.Tier) != 0 {
+				rt.refill(pick.Tier)
 			}
 			return 0, nil, false, takeContended
 		}
-		e.sched.Picker().Served(pick.Tier, now)
-		if e.spilled.Load()&(1<<pick.Tier) != 0 {
-			e.refill(pick.Tier)
+		rt.sched.Picker().Served(pick.Tier, now)
+		if rt.spilled.Load()&(1<<pick.Tier) != 0 {
+			rt.refill(pick.Tier)
 		}
-		e.waiting.signalSpace()
+		e.space.signal()
 	}
 	r = e.slab.at(rf.slot)
 	if !r.own(rf.gen, stPending) {

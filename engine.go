@@ -27,10 +27,7 @@ type Engine struct {
 
 	slab     *slab
 	counts   *liveCounts // by state, kept as records move (counts.go)
-	tiers    *ring.Tiers[ref]
-	spill    [ring.NumTiers]spillQueue
-	spilled  atomic.Uint32 // bit i: spill[i] is not empty
-	sched    *sched.Scheduler
+	rt0      qrun        // the default queue's delivery machinery (queue.go)
 	breakers *breaker.Set
 	dead     *dlq.Store[Message]
 	dedup    dedupIndex
@@ -41,11 +38,11 @@ type Engine struct {
 	// dead-letter store to the slab; Get takes it after missing in both.
 	redriveMu sync.RWMutex
 
-	_       pad.Line
-	nextID  atomic.Uint64
-	_       [pad.CacheLine - 8]byte
-	ctr     counters
-	waiting waiters
+	_      pad.Line
+	nextID atomic.Uint64
+	_      [pad.CacheLine - 8]byte
+	ctr    counters
+	space  sleepers // producers waiting for room (MaxMessages, a tier)
 
 	closing  atomic.Bool   // intake stopped (Close started)
 	closed   atomic.Bool   // everything stopped
@@ -86,7 +83,7 @@ func Open(dir string, o Options) (*Engine, error) {
 		graceEnd: make(chan struct{}),
 		leaseKey: newLeaseKey(),
 	}
-	e.waiting.init()
+	e.space.init()
 	if o.Clock == clock.Real() {
 		e.coarse = newCoarseClock()
 	}
@@ -97,15 +94,13 @@ func Open(dir string, o Options) (*Engine, error) {
 	for i := range tierCap {
 		tierCap[i] = min(o.TierCapacity, o.MaxMessages)
 	}
-	e.tiers = ring.NewTiers[ref](tierCap)
 	e.counts = new(liveCounts)
 	policy := sched.Weighted
 	if o.Strict {
 		policy = sched.Strict
 	}
-	aging := o.AgingAfter
-	e.sched = sched.NewScheduler(sched.SchedulerOptions{
-		Picker:        sched.PickerOptions{Policy: policy, Weights: o.Weights, AgingAfter: aging},
+	e.rt0.init(tierCap, sched.SchedulerOptions{
+		Picker:        sched.PickerOptions{Policy: policy, Weights: o.Weights, AgingAfter: o.AgingAfter},
 		DeadlineSlack: o.DeadlineSlack,
 	})
 	bo := o.Breaker

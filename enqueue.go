@@ -234,16 +234,16 @@ func (e *Engine) awaitSpace(ctx context.Context, tier, n int, wait bool) error {
 		if timer == nil {
 			timer = time.NewTimer(time.Hour)
 		}
-		e.waiting.space.Add(1)
+		e.space.n.Add(1)
 		if e.hasSpace(tier, n) {
-			e.waiting.space.Add(-1)
+			e.space.n.Add(-1)
 			return nil
 		}
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		err := sleep(ctx, e.waiting.spaceC, e.done, timer)
-		e.waiting.space.Add(-1)
+		err := sleep(ctx, e.space.c, e.done, timer)
+		e.space.n.Add(-1)
 		if err != nil {
 			return err
 		}
@@ -256,8 +256,8 @@ func (e *Engine) hasSpace(tier, n int) bool {
 		return false
 	}
 	if tier >= 0 {
-		capacity := e.tiers.Cap(tier)
-		if e.tiers.LenOf(tier)+n <= capacity {
+		capacity := e.rt0.tiers.Cap(tier)
+		if e.rt0.tiers.LenOf(tier)+n <= capacity {
 			return true
 		}
 		// The ring is full of entries, but entries are dropped lazily: a
@@ -304,7 +304,7 @@ func (e *Engine) unclaim(slot uint32) {
 	r := e.slab.at(slot)
 	r.ks.unenter()
 	r.free(e.counts)
-	e.waiting.signalSpace()
+	e.space.signal()
 }
 
 // abortClaim undoes a claim whose enqueue record could not be written:

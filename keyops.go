@@ -105,7 +105,7 @@ func (e *Engine) Resume() error {
 	if e.keys.allUntil.Swap(0) == 0 {
 		return nil
 	}
-	e.waiting.signalReady()
+	e.signalAllReady()
 	rec := resumeRecord("", e.preciseNow())
 	return e.appendRecord(&rec, true)
 }
@@ -133,7 +133,7 @@ func (e *Engine) endPauseAll(now int64) {
 	if until := e.keys.allUntil.Load(); until != 0 && now >= until {
 		e.keys.allUntil.CompareAndSwap(until, 0)
 	}
-	e.waiting.signalReady()
+	e.signalAllReady()
 }
 
 // KeyPause reports whether key's delivery is paused now (PauseKey, a

@@ -81,9 +81,11 @@ func (e *Engine) logPurgeNoWait(id uint64, now int64) {
 // compactDeadlines drops stale entries from the deadline heap once it is
 // large (entries are dropped lazily as consumers meet them otherwise).
 func (e *Engine) compactDeadlines() {
-	if dl := e.sched.Deadlines(); dl.Len() > sched.DefaultCompactAbove {
-		dl.Compact(e.validEntry)
-	}
+	e.eachRun(func(rt *qrun) {
+		if dl := rt.sched.Deadlines(); dl.Len() > sched.DefaultCompactAbove {
+			dl.Compact(e.validEntry)
+		}
+	})
 }
 
 // checkpointIfDue runs a checkpoint once the log has grown past

@@ -357,6 +357,11 @@ func (e *Engine) evictDeadLetters(now int64) {
 // record for a moment, as Get does. What moves while it reads may be
 // missed or seen out of place: a moment's view. Safe for concurrent use.
 func (e *Engine) Peek(n int) []Info {
+	return e.peek(&e.rt0, n)
+}
+
+// peek is Peek in rt's queue.
+func (e *Engine) peek(rt *qrun, n int) []Info {
 	if n <= 0 || e.usable() != nil {
 		return nil
 	}
@@ -364,7 +369,7 @@ func (e *Engine) Peek(n int) []Info {
 	now := e.now()
 	var out []Info
 	var listed map[ID]bool // the urgent ones, which their tiers also hold
-	if dl := e.sched.Deadlines(); dl.Len() > 0 {
+	if dl := rt.sched.Deadlines(); dl.Len() > 0 {
 		slack := addSat(now, int64(e.opts.DeadlineSlack))
 		for _, en := range dl.Due(slack, n+peekLimit, e.validEntry, nil) {
 			if len(out) == n {
@@ -386,8 +391,8 @@ func (e *Engine) Peek(n int) []Info {
 	var tiers [ring.NumTiers][]Info
 	var backlog [ring.NumTiers]int
 	for t := range tiers {
-		spilled := e.spilled.Load()&(1<<t) != 0
-		if e.tiers.LenOf(t) == 0 && !spilled {
+		spilled := rt.spilled.Load()&(1<<t) != 0
+		if rt.tiers.LenOf(t) == 0 && !spilled {
 			continue
 		}
 		budget := need + peekLimit // entries this tier may look at
@@ -398,12 +403,12 @@ func (e *Engine) Peek(n int) []Info {
 			}
 			return len(tiers[t]) < need && budget > 0
 		}
-		e.tiers.Peek(t, budget, take)
+		rt.tiers.Peek(t, budget, take)
 		if spilled && len(tiers[t]) < need && budget > 0 {
 			// Behind the ring in line. Copied under the queue's lock and
 			// read after it: a record is owned before that lock is taken
 			// (pushTier), never after.
-			q := &e.spill[t]
+			q := &rt.spill[t]
 			q.mu.Lock()
 			refs := slices.Clone(q.refs[q.head:min(len(q.refs), q.head+budget)])
 			q.mu.Unlock()
@@ -415,7 +420,7 @@ func (e *Engine) Peek(n int) []Info {
 		}
 		backlog[t] = len(tiers[t])
 	}
-	for _, t := range e.sched.Picker().Preview(backlog, need) {
+	for _, t := range rt.sched.Picker().Preview(backlog, need) {
 		out = append(out, tiers[t][0])
 		tiers[t] = tiers[t][1:]
 	}

@@ -65,12 +65,13 @@ func (e *Engine) makeReadyAt(slot uint32, r *rec, readyAt int64) {
 	if dl != 0 {
 		id = r.id.Load()
 	}
-	e.pushTier(tier, rf)
+	rt := e.runOf(r)
+	rt.pushTier(tier, rf)
 	r.publish(e.counts, slot, stPending)
 	if dl != 0 {
-		e.sched.Deadlines().Push(dl, entryFor(rf, id, 0))
+		rt.sched.Deadlines().Push(dl, entryFor(rf, id, 0))
 	}
-	e.waiting.signalReady()
+	rt.ready.signal()
 }
 
 // publishReady is makeReadyAt but for the push: it moves a busy record to
@@ -86,20 +87,20 @@ func (e *Engine) publishReady(slot uint32, r *rec, readyAt int64) (tier int, rf 
 	tier, dl, id := r.tierIndex(), r.deadline(), r.id.Load()
 	rf = r.publish(e.counts, slot, stPending)
 	if dl != 0 {
-		e.sched.Deadlines().Push(dl, entryFor(rf, id, 0))
+		e.runOf(r).sched.Deadlines().Push(dl, entryFor(rf, id, 0))
 	}
 	return tier, rf
 }
 
 // pushTier appends rf to its tier's ring, or to the tier's spill queue when
 // the ring is full or the spill queue already holds older messages.
-func (e *Engine) pushTier(tier int, rf ref) {
-	if e.spilled.Load()&(1<<tier) == 0 && e.tiers.TryPush(tier, rf) {
+func (rt *qrun) pushTier(tier int, rf ref) {
+	if rt.spilled.Load()&(1<<tier) == 0 && rt.tiers.TryPush(tier, rf) {
 		return
 	}
-	q := &e.spill[tier]
+	q := &rt.spill[tier]
 	q.mu.Lock()
-	if q.head == len(q.refs) && e.tiers.TryPush(tier, rf) {
+	if q.head == len(q.refs) && rt.tiers.TryPush(tier, rf) {
 		q.mu.Unlock()
 		return
 	}
@@ -107,51 +108,51 @@ func (e *Engine) pushTier(tier int, rf ref) {
 		q.refs, q.head = q.refs[:0], 0
 	}
 	q.refs = append(q.refs, rf)
-	e.setSpilled(tier, true)
+	rt.setSpilled(tier, true)
 	q.mu.Unlock()
 }
 
 // pushTierBatch is pushTier for refs, in order: as many as fit go into the
 // ring in one step (restore pushes a backlog).
-func (e *Engine) pushTierBatch(tier int, refs []ref) {
-	if e.spilled.Load()&(1<<tier) == 0 {
-		refs = refs[e.tiers.Tier(tier).PushBatch(refs):]
+func (rt *qrun) pushTierBatch(tier int, refs []ref) {
+	if rt.spilled.Load()&(1<<tier) == 0 {
+		refs = refs[rt.tiers.Tier(tier).PushBatch(refs):]
 	}
 	for _, rf := range refs {
-		e.pushTier(tier, rf)
+		rt.pushTier(tier, rf)
 	}
 }
 
-func (e *Engine) setSpilled(tier int, on bool) {
+func (rt *qrun) setSpilled(tier int, on bool) {
 	for {
-		old := e.spilled.Load()
+		old := rt.spilled.Load()
 		nw := old &^ (1 << tier)
 		if on {
 			nw = old | 1<<tier
 		}
-		if old == nw || e.spilled.CompareAndSwap(old, nw) {
+		if old == nw || rt.spilled.CompareAndSwap(old, nw) {
 			return
 		}
 	}
 }
 
 // refill moves spilled refs of tier into its ring while there is room.
-func (e *Engine) refill(tier int) {
-	q := &e.spill[tier]
+func (rt *qrun) refill(tier int) {
+	q := &rt.spill[tier]
 	if !q.mu.TryLock() {
 		return // someone else is refilling
 	}
 	// Advance a head index rather than shift the slice: a refill runs after
 	// every pop from a spilled tier, and shifting would make draining a
 	// large spill quadratic.
-	for q.head < len(q.refs) && e.tiers.TryPush(tier, q.refs[q.head]) {
+	for q.head < len(q.refs) && rt.tiers.TryPush(tier, q.refs[q.head]) {
 		q.refs[q.head] = ref{}
 		q.head++
 	}
 	switch {
 	case q.head == len(q.refs):
 		q.refs, q.head = nil, 0
-		e.setSpilled(tier, false)
+		rt.setSpilled(tier, false)
 	case q.head > len(q.refs)/2 && q.head >= 1024:
 		// Reclaim the consumed half now and then.
 		q.refs = append(q.refs[:0], q.refs[q.head:]...)

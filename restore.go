@@ -29,7 +29,7 @@ func (e *Engine) restore(rs *replayState) error {
 		defer close(grown)
 		for t := range ring.NumTiers {
 			if rs.tiers&(1<<t) != 0 {
-				e.tiers.Tier(t)
+				e.rt0.tiers.Tier(t)
 			}
 		}
 	}()
@@ -67,7 +67,7 @@ func (e *Engine) restore(rs *replayState) error {
 			}
 		}
 	}
-	e.waiting.signalReady()
+	e.signalAllReady()
 	e.restorePauses(rs.pauses, now)
 	if rs.maxID > e.nextID.Load() {
 		e.nextID.Store(rs.maxID)
@@ -186,7 +186,7 @@ func (e *Engine) pushRefs(refs []ref, tiers []uint8) {
 		for j < len(refs) && tiers[j] == tiers[i] {
 			j++
 		}
-		e.pushTierBatch(int(tiers[i]), refs[i:j])
+		e.rt0.pushTierBatch(int(tiers[i]), refs[i:j])
 		i = j
 	}
 }

@@ -320,7 +320,7 @@ func (s *staleLeases) err(of int) error {
 func (e *Engine) release(r *rec) {
 	r.free(e.counts)
 	e.ctr.freed.Add(1)
-	e.waiting.signalSpace()
+	e.space.signal()
 }
 
 // Nack settles a delivery as failed with cause: the cause is classified,

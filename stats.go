@@ -174,20 +174,22 @@ func (e *Engine) oldestReady() int64 {
 		}
 		return true
 	}
-	for t := 0; t < ring.NumTiers; t++ {
-		e.tiers.Peek(t, peekLimit, func(rf ref) bool { return !consider(rf, stPending) })
-		q := &e.spill[t]
-		q.mu.Lock()
-		var rf ref
-		spilled := q.head < len(q.refs)
-		if spilled {
-			rf = q.refs[q.head]
+	e.eachRun(func(rt *qrun) {
+		for t := 0; t < ring.NumTiers; t++ {
+			rt.tiers.Peek(t, peekLimit, func(rf ref) bool { return !consider(rf, stPending) })
+			q := &rt.spill[t]
+			q.mu.Lock()
+			var rf ref
+			spilled := q.head < len(q.refs)
+			if spilled {
+				rf = q.refs[q.head]
+			}
+			q.mu.Unlock()
+			if spilled {
+				consider(rf, stPending)
+			}
 		}
-		q.mu.Unlock()
-		if spilled {
-			consider(rf, stPending)
-		}
-	}
+	})
 	e.keys.m.Range(func(_, v any) bool {
 		ks := v.(*keyState)
 		ks.mu.Lock()
@@ -324,7 +326,7 @@ func (e *Engine) Stats() Stats {
 		}
 	}
 	for t := 0; t < ring.NumTiers; t++ {
-		s.TierUtilization[t] = float64(e.tiers.LenOf(t)) / float64(e.tiers.Cap(t))
+		s.TierUtilization[t] = float64(e.rt0.tiers.LenOf(t)) / float64(e.rt0.tiers.Cap(t))
 	}
 	return s
 }

@@ -8,46 +8,33 @@ import (
 	"github.com/ringwal/ringwal/internal/pad"
 )
 
-// waiters lets consumers sleep while nothing is ready and producers sleep
-// while the engine is full, without a lock on the fast path: a producer only
-// touches a channel when the atomic count of sleeping consumers is non-zero.
+// sleepers lets consumers sleep while nothing is ready (one set per
+// queue) and producers sleep while the engine is full (the engine's),
+// without a lock on the fast path: the other side only touches the
+// channel when the atomic count of sleepers is non-zero.
 //
-// A sleeper increments its count, re-checks, then blocks; the other side
+// A sleeper increments the count, re-checks, then blocks; the other side
 // publishes, then reads the count. Sequentially consistent atomics make one
 // of them see the other. A signal lost to a full channel is covered by the
 // baton: a woken consumer that finds more work wakes the next one. A short
 // real-time fallback bounds the damage of any wake-up this reasoning misses.
-type waiters struct {
-	_      pad.Line
-	ready  atomic.Int32
-	_      [pad.CacheLine - 4]byte
-	space  atomic.Int32
-	_      [pad.CacheLine - 4]byte
-	readyC chan struct{}
-	spaceC chan struct{}
+type sleepers struct {
+	_ pad.Line
+	n atomic.Int32
+	_ [pad.CacheLine - 4]byte
+	c chan struct{}
 }
 
 // fallbackWake bounds how long a sleeper can miss a wake-up.
 const fallbackWake = 20 * time.Millisecond
 
-func (w *waiters) init() {
-	w.readyC = make(chan struct{}, 1)
-	w.spaceC = make(chan struct{}, 1)
-}
+func (w *sleepers) init() { w.c = make(chan struct{}, 1) }
 
-func (w *waiters) signalReady() {
-	if w.ready.Load() > 0 {
+// signal wakes one sleeper, if any sleeps.
+func (w *sleepers) signal() {
+	if w.n.Load() > 0 {
 		select {
-		case w.readyC <- struct{}{}:
-		default:
-		}
-	}
-}
-
-func (w *waiters) signalSpace() {
-	if w.space.Load() > 0 {
-		select {
-		case w.spaceC <- struct{}{}:
+		case w.c <- struct{}{}:
 		default:
 		}
 	}
