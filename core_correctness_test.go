@@ -118,7 +118,7 @@ func TestDuplicateAnswerWaitsForFirstToBeDurable(t *testing.T) {
 	// DedupID as an enqueue does, and hold the write.
 	mine := newDedupLogging()
 	m := Message{DedupID: "pay-7", Payload: []byte("first")}
-	now, slot, id, err := e.claimWaiting(context.Background(), &m, nil, true)
+	now, slot, id, err := e.claimWaiting(context.Background(), &m, &e.q0, nil, true)
 	require.NoError(t, err)
 	_, dup, busy := e.dedup.reserve(m.DedupID, id, now, int64(time.Hour), mine)
 	require.False(t, dup)

@@ -117,7 +117,7 @@ func (e *Engine) tryDequeue(rt *qrun) (Delivery, bool) {
 			}
 			return Delivery{}, false
 		}
-		if e.lease(slot, r, &d) {
+		if e.lease(rt, slot, r, &d) {
 			return d, true
 		}
 	}
@@ -222,7 +222,7 @@ func (e *Engine) validEntry(en sched.Entry) bool {
 // lease hands out a busy record taken from its tier: it checks TTL and the
 // key's breaker, counts the attempt and fills d. It returns false when the
 // record went elsewhere instead (expired, held).
-func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
+func (e *Engine) lease(rt *qrun, slot uint32, r *rec, d *Delivery) bool {
 	now := e.now()
 	if r.expired(now) {
 		e.deadLetter(slot, r, classify.Expired, "ttl expired before delivery", now, false)
@@ -251,7 +251,8 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 		e.metrics.observeWait(leasedAt - r.at) // at: when it became ready
 		r.setExtended(false)
 	}
-	expiry := addSat(addSat(leasedAt, int64(e.opts.LeaseTimeout)), e.leaseSlop())
+	f := rt.q.eff.Load()
+	expiry := addSat(addSat(leasedAt, f.leaseTimeout), f.leaseSlop)
 	r.at = expiry
 	// Fill d while the record is still ours: once published, a lease
 	// expiry or a Requeue may move it on.
@@ -261,6 +262,7 @@ func (e *Engine) lease(slot uint32, r *rec, d *Delivery) bool {
 		EnqueuedAt: time.Unix(0, r.enqueuedAt),
 	}
 	r.messageInto(&d.Message)
+	d.Message.Queue = rt.q.name
 	// Logged while the record is still ours, so that whatever settles
 	// this lease is logged after it (see logRecord).
 	if e.log != nil {

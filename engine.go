@@ -27,7 +27,10 @@ type Engine struct {
 
 	slab     *slab
 	counts   *liveCounts // by state, kept as records move (counts.go)
-	rt0      qrun        // the default queue's delivery machinery (queue.go)
+	q0       queue       // the default queue (queue.go)
+	rt0      qrun        // its delivery machinery
+	queues   queueTable  // the named queues
+	minLease atomic.Int64 // the shortest lease timeout of any queue (scanLeases)
 	breakers *breaker.Set
 	dead     *dlq.Store[Message]
 	dedup    dedupIndex
@@ -99,7 +102,11 @@ func Open(dir string, o Options) (*Engine, error) {
 	if o.Strict {
 		policy = sched.Strict
 	}
-	e.rt0.init(tierCap, sched.SchedulerOptions{
+	e.q0 = queue{e: e}
+	e.q0.rt.Store(&e.rt0)
+	e.q0.eff.Store(e.effective(QueueOptions{}))
+	e.minLease.Store(int64(o.LeaseTimeout))
+	e.rt0.init(&e.q0, tierCap, sched.SchedulerOptions{
 		Picker:        sched.PickerOptions{Policy: policy, Weights: o.Weights, AgingAfter: o.AgingAfter},
 		DeadlineSlack: o.DeadlineSlack,
 	})
@@ -155,6 +162,10 @@ func Open(dir string, o Options) (*Engine, error) {
 	}
 	// A log written under a larger MaxDeadLetters (or before the bound).
 	e.evictDeadLetters(e.preciseNow())
+	if err := e.declareOptionsQueues(); err != nil {
+		e.openFailed()
+		return nil, err
+	}
 	e.recovered.duration = o.Clock.Now().Sub(start)
 	e.hk.start()
 	if e.log != nil {
@@ -267,18 +278,6 @@ func (e *Engine) now() int64 {
 // preciseNow reads the clock itself, for the sampled latency histograms.
 func (e *Engine) preciseNow() int64 { return e.clock.Now().UnixNano() }
 
-// leaseSlop is added to lease expiries, which the hot path computes from
-// the cached clock: that clock can lag by more than a tick when the
-// machine is busy (its goroutine waits to be scheduled), so a lease also
-// gets a thousandth of its length, 30 ms of the default 30 s, which covers
-// the lags seen in practice. A lease may end that much late, never early.
-func (e *Engine) leaseSlop() int64 {
-	if e.coarse == nil {
-		return 0
-	}
-	return int64(coarseTick) + int64(e.opts.LeaseTimeout)>>10
-}
-
 // observeHandling records a sampled delivery's handling time as its
 // lease ends; the lease's start is derived from its end (rec.at), unless
 // Extend moved it.
@@ -286,14 +285,15 @@ func (e *Engine) observeHandling(r *rec) {
 	if !sampled(r.id.Load()) || r.extended() {
 		return
 	}
-	start := r.at - int64(e.opts.LeaseTimeout) - e.leaseSlop()
+	f := e.queueOf(r).eff.Load()
+	start := r.at - f.leaseTimeout - f.leaseSlop
 	e.metrics.observeHandling(e.preciseNow() - start)
 }
 
 // categoryPolicy returns the effective policy for a message that failed
 // with category c, the message's MaxAttempts replacing the policy's.
-func (e *Engine) categoryPolicy(c classify.Category, maxAttempts int) classify.RetryPolicy {
-	p := e.opts.policy(c)
+func (e *Engine) categoryPolicy(q *queue, c classify.Category, maxAttempts int) classify.RetryPolicy {
+	p := q.eff.Load().policies[categoryIndex(c)]
 	// A message's MaxAttempts changes how often a retryable failure is
 	// retried; it does not make retryable what its category's policy
 	// never retries (Permanent, Poison, Expired by default).

@@ -69,8 +69,16 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 	if err := e.validate(&m); err != nil {
 		return 0, err
 	}
+	q := &e.q0
+	if m.Queue != "" {
+		var err error
+		if q, err = e.queueNamed(m.Queue, true); err != nil {
+			return 0, err
+		}
+		q.run() // set up before a record of its queue exists (runOf)
+	}
 	for {
-		id, again, err := e.enqueueOnce(ctx, &m, wait)
+		id, again, err := e.enqueueOnce(ctx, &m, q, wait)
 		if !again {
 			return id, err
 		}
@@ -80,7 +88,7 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 // enqueueOnce is one try of enqueue. again reports that m's DedupID was
 // being logged by another enqueue when m reserved it: the claim is given
 // back, and the next try waits for that enqueue before it claims again.
-func (e *Engine) enqueueOnce(ctx context.Context, m *Message, wait bool) (_ ID, again bool, _ error) {
+func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait bool) (_ ID, again bool, _ error) {
 	dedup := e.dedups(m)
 	if dedup && e.log != nil {
 		// Nothing is held yet: wait here for a first enqueue of this
@@ -96,19 +104,19 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, wait bool) (_ ID, 
 			return 0, false, err
 		}
 	}
-	if tier := m.Priority.tier(); !e.hasSpace(tier, 1) {
+	if tier := m.Priority.tier(); !e.hasSpace(q, tier, 1) {
 		// A repeat needs no room: answer it rather than wait or refuse.
 		if first, dup := e.knownDuplicate(m); dup {
 			ks.unenter()
 			e.ctr.duplicates.Add(1)
 			return first, false, ErrDuplicate
 		}
-		if err := e.awaitSpace(ctx, tier, 1, wait); err != nil {
+		if err := e.awaitSpace(ctx, q, tier, 1, wait); err != nil {
 			ks.unenter()
 			return 0, false, err
 		}
 	}
-	now, slot, id, err := e.claimWaiting(ctx, m, ks, wait)
+	now, slot, id, err := e.claimWaiting(ctx, m, q, ks, wait)
 	if err != nil {
 		ks.unenter()
 		return 0, false, err
@@ -144,10 +152,10 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, wait bool) (_ ID, 
 // claimWaiting claims a slot for m at the engine's current time, which it
 // returns; when wait is set it waits, until ctx ends, while no slot is free
 // (see claim), else it reports ErrFull.
-func (e *Engine) claimWaiting(ctx context.Context, m *Message, ks *keyState, wait bool) (now int64, slot uint32, id uint64, err error) {
+func (e *Engine) claimWaiting(ctx context.Context, m *Message, q *queue, ks *keyState, wait bool) (now int64, slot uint32, id uint64, err error) {
 	for {
 		now = e.now()
-		slot, id, err = e.claim(now, m, ks)
+		slot, id, err = e.claim(now, m, q, ks)
 		if err == nil || !wait {
 			return now, slot, id, err
 		}
@@ -213,13 +221,14 @@ func (e *Engine) pause(ctx context.Context) error {
 	}
 }
 
-// awaitSpace waits until n more messages fit (in tier, when tier >= 0, and
-// in MaxMessages), or reports ErrFull when wait is false.
-func (e *Engine) awaitSpace(ctx context.Context, tier, n int, wait bool) error {
+// awaitSpace waits until n more messages fit (in tier, when tier >= 0,
+// in q's MaxMessages and in the engine's), or reports ErrFull (naming q
+// when q is the one full) when wait is false.
+func (e *Engine) awaitSpace(ctx context.Context, q *queue, tier, n int, wait bool) error {
 	var timer *time.Timer
 	counted := false
 	for {
-		if e.hasSpace(tier, n) {
+		if e.hasSpace(q, tier, n) {
 			return nil
 		}
 		// Both a wait and an ErrFull count: each is an enqueue that found
@@ -228,32 +237,44 @@ func (e *Engine) awaitSpace(ctx context.Context, tier, n int, wait bool) error {
 			e.ctr.backpressure.Add(1)
 			counted = true
 		}
+		w := &e.space
+		if q.full(n) {
+			w = &q.space
+		}
 		if !wait {
+			if w == &q.space {
+				return fmt.Errorf("%w: queue %q at MaxMessages %d", ErrFull, q.name, q.eff.Load().maxMessages)
+			}
 			return ErrFull
 		}
 		if timer == nil {
 			timer = time.NewTimer(time.Hour)
 		}
-		e.space.n.Add(1)
-		if e.hasSpace(tier, n) {
-			e.space.n.Add(-1)
+		w.n.Add(1)
+		if e.hasSpace(q, tier, n) {
+			w.n.Add(-1)
 			return nil
 		}
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		err := sleep(ctx, e.space.c, e.done, timer)
-		e.space.n.Add(-1)
+		err := sleep(ctx, w.c, e.done, timer)
+		w.n.Add(-1)
 		if err != nil {
 			return err
 		}
 	}
 }
 
-func (e *Engine) hasSpace(tier, n int) bool {
+func (e *Engine) hasSpace(q *queue, tier, n int) bool {
 	live := e.liveCount()
 	if live+int64(n) > int64(e.opts.MaxMessages) {
 		return false
+	}
+	if q != &e.q0 {
+		// A named queue's rings are small and spill (queue.go): only its
+		// cap makes it wait.
+		return !q.full(n)
 	}
 	if tier >= 0 {
 		capacity := e.rt0.tiers.Cap(tier)
@@ -270,9 +291,9 @@ func (e *Engine) hasSpace(tier, n int) bool {
 	return true
 }
 
-// claim takes a slot for a new message, fills it and counts it live; the
-// record is left owned (unpublished).
-func (e *Engine) claim(now int64, m *Message, ks *keyState) (uint32, uint64, error) {
+// claim takes a slot for a new message of queue q, fills it and counts
+// it live; the record is left owned (unpublished).
+func (e *Engine) claim(now int64, m *Message, q *queue, ks *keyState) (uint32, uint64, error) {
 	skip := uint64(probeLimit)
 	for i := 0; i < claimAttempts; i++ {
 		id := e.nextID.Add(1)
@@ -292,7 +313,8 @@ func (e *Engine) claim(now int64, m *Message, ks *keyState) (uint32, uint64, err
 			// read the clock rather than the cache, which may lag.
 			now = e.preciseNow()
 		}
-		e.slab.at(slot).fill(m, now, 0, 0, nil, ks)
+		e.slab.at(slot).fill(m, q.num, now, 0, 0, nil, ks)
+		q.enter()
 		return slot, id, nil
 	}
 	return 0, 0, errNoSlot
@@ -303,7 +325,9 @@ func (e *Engine) unclaim(slot uint32) {
 	e.ctr.unused.Add(1)
 	r := e.slab.at(slot)
 	r.ks.unenter()
+	q := e.queueOf(r)
 	r.free(e.counts)
+	q.leave()
 	e.space.signal()
 }
 

@@ -39,7 +39,11 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 	}
-	b := batchIntake{e: e, ms: ms, ids: make([]ID, len(ms)), slots: make([]uint32, 0, len(ms))}
+	qs, err := e.batchQueues(ms)
+	if err != nil {
+		return nil, err
+	}
+	b := batchIntake{e: e, ms: ms, qs: qs, ids: make([]ID, len(ms)), slots: make([]uint32, 0, len(ms))}
 	for {
 		ids, again, err := b.try(ctx)
 		if !again {
@@ -52,6 +56,7 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 type batchIntake struct {
 	e     *Engine
 	ms    []Message
+	qs    []*queue // ms[i]'s queue; nil when every message goes to the default queue
 	ids   []ID
 	slots []uint32      // claimed records of messages to add, in order
 	kss   []*keyState   // keys admitted for messages not yet claimed
@@ -67,7 +72,10 @@ func (b *batchIntake) try(ctx context.Context) (_ []ID, again bool, _ error) {
 	if err := b.awaitFirsts(ctx); err != nil {
 		return nil, false, err
 	}
-	if need := len(b.ms); !e.hasSpace(-1, need) {
+	if err := b.awaitQueueRoom(ctx); err != nil {
+		return nil, false, err
+	}
+	if need := len(b.ms); !e.hasSpace(&e.q0, -1, need) {
 		// Repeats need no room (see enqueue); reserve still decides.
 		known := make([]ID, len(b.ms))
 		for i := range b.ms {
@@ -80,7 +88,7 @@ func (b *batchIntake) try(ctx context.Context) (_ []ID, again bool, _ error) {
 			e.ctr.duplicates.Add(uint64(len(b.ms)))
 			return known, false, fmt.Errorf("%d of %d messages: %w", len(b.ms), len(b.ms), ErrDuplicate)
 		}
-		if err := e.awaitSpace(ctx, -1, need, true); err != nil {
+		if err := e.awaitSpace(ctx, &e.q0, -1, need, true); err != nil {
 			return nil, false, err
 		}
 	}
@@ -122,6 +130,60 @@ func (b *batchIntake) try(ctx context.Context) (_ []ID, again bool, _ error) {
 		return b.ids, false, fmt.Errorf("%d of %d messages: %w", dups, len(b.ms), ErrDuplicate)
 	}
 	return b.ids, false, nil
+}
+
+// batchQueues resolves each message's queue (declaring those not declared
+// yet), or returns nil when all go to the default queue.
+func (e *Engine) batchQueues(ms []Message) ([]*queue, error) {
+	var qs []*queue
+	for i := range ms {
+		if ms[i].Queue == "" {
+			continue
+		}
+		if qs == nil {
+			qs = make([]*queue, len(ms))
+			for j := range qs {
+				qs[j] = &e.q0
+			}
+		}
+		q, err := e.queueNamed(ms[i].Queue, true)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		q.run()
+		qs[i] = q
+	}
+	return qs, nil
+}
+
+func (b *batchIntake) queue(i int) *queue {
+	if b.qs == nil {
+		return &b.e.q0
+	}
+	return b.qs[i]
+}
+
+// awaitQueueRoom waits, holding nothing, until each named queue's cap
+// has room for the batch's messages of that queue.
+func (b *batchIntake) awaitQueueRoom(ctx context.Context) error {
+	if b.qs == nil {
+		return nil
+	}
+	need := make(map[*queue]int)
+	for _, q := range b.qs {
+		if q.num != 0 {
+			need[q]++
+		}
+	}
+	for q, n := range need {
+		if c := q.eff.Load().maxMessages; c > 0 && int64(n) > c {
+			return invalidf("batch of %d messages for queue %q exceeds its MaxMessages %d", n, q.name, c)
+		}
+		if err := b.e.awaitSpace(ctx, q, -1, n, true); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // awaitFirsts waits, holding nothing, until no first enqueue of the
@@ -192,7 +254,7 @@ func (b *batchIntake) claim(ctx context.Context) (again bool, err error) {
 		m := &b.ms[i]
 		ks := b.kss[i]
 		now := e.now()
-		slot, id, err := e.claim(now, m, ks)
+		slot, id, err := e.claim(now, m, b.queue(i), ks)
 		b.kss[i] = nil // the record carries it from here (unclaim unenters it)
 		if err != nil {
 			ks.unenter()

@@ -34,7 +34,7 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 	r.hist.Store(h)
 	r.crashes.Store(0)
 	attempts := int(r.attempts())
-	p := e.categoryPolicy(cat, r.maxAttempts())
+	p := e.categoryPolicy(e.queueOf(r), cat, r.maxAttempts())
 	id := r.id.Load()
 	if !p.ShouldRetry(attempts, time.Duration(now-r.enqueuedAt)) {
 		// The history already ends with f; the dead-letter record logs it.
@@ -91,7 +91,9 @@ func (e *Engine) bury(slot uint32, r *rec, f dlq.Failure, wait bool) error {
 	h := r.hist.Load()
 	id, ks := r.id.Load(), r.ks
 	wait = wait || (ks != nil && ks.policy.Ordered)
-	entry := h.deadLetter(id, cat, r.message(), int(r.attempts()), now)
+	m := r.message()
+	m.Queue = e.queueOf(r).name
+	entry := h.deadLetter(id, cat, m, int(r.attempts()), now)
 	// Logged before the dead letter is visible: an operator's Review,
 	// Purge or Redrive of it must follow it in the log.
 	rec := deadLetterRecord(id, f, entry.Attempts, "")
@@ -243,7 +245,7 @@ func (e *Engine) expireBusyLease(slot uint32, r *rec, now int64) {
 	if c := r.cancel.Load(); c != nil {
 		(*c)()
 	}
-	cause := fmt.Errorf("lease expired (LeaseTimeout %v)", e.opts.LeaseTimeout)
+	cause := fmt.Errorf("lease expired (LeaseTimeout %v)", time.Duration(e.queueOf(r).eff.Load().leaseTimeout))
 	err := e.fail(slot, r, classify.Timeout, cause, now, false)
 	e.ctr.leaseExpiries.Add(1) // once out of Leased (see Nack)
 	if err != nil {

@@ -256,10 +256,10 @@ func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, slot uint32, m *re
 		if len(r.Payload) > 0 {
 			payload = r.Payload
 		}
-		m.fillFields(payload, r.Key, Priority(r.Priority), nil, r.Time, uint32(r.Attempt), r.Crashes, nil, nil)
+		m.fillFields(payload, r.Key, Priority(r.Priority), nil, 0, r.Time, uint32(r.Attempt), r.Crashes, nil, nil)
 	} else {
 		msg := messageOf(r)
-		m.fill(&msg, r.Time, uint32(r.Attempt), r.Crashes, nil, nil)
+		m.fill(&msg, 0, r.Time, uint32(r.Attempt), r.Crashes, nil, nil)
 	}
 	// at follows the state, as a published record's does: stDelayed, when
 	// due; stPending, since when it is ready (Stats.OldestPending, Peek

@@ -57,7 +57,7 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 	enqueue := func() wal.Record {
 		var r rec
 		r.id.Store(id)
-		r.fill(&m, t0, 0, 0, nil, nil)
+		r.fill(&m, 0, t0, 0, 0, nil, nil)
 		var out wal.Record
 		enqueueRecord(&out, &r, id)
 		return out

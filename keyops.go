@@ -286,6 +286,7 @@ func (e *Engine) describe(r *rec, is func(w word, id uint64) bool) (Info, bool) 
 		return Info{}, false
 	}
 	info := r.info(prev.state())
+	info.Message.Queue = e.queueOf(r).name
 	r.putBack(prev)
 	e.notePause(&info)
 	return info, true

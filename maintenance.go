@@ -109,7 +109,7 @@ func (e *Engine) checkpointIfDue() {
 // are spaced at least LeaseTimeout/64 apart, bounding both their cost and
 // how late an expiry can be. Extend schedules a timer of its own.
 func (e *Engine) scanLeases(now int64) int64 {
-	lt := int64(e.opts.LeaseTimeout)
+	lt := e.minLease.Load() // the shortest of any queue
 	earliest := now + lt
 	e.slab.each(func(slot uint32, r *rec) {
 		// A reader (Get, Peek, Stats) may own the record for a moment:

@@ -81,6 +81,11 @@ type Message struct {
 	// It replaces the limit of categories whose policy retries, not of
 	// those it never retries (Permanent, Poison, Expired by default).
 	MaxAttempts int
+	// Queue names the queue the message goes to; "" is the default queue
+	// (Engine.Dequeue and Run serve it). A name not declared yet is
+	// declared with zero QueueOptions (see Engine.DeclareQueue for the
+	// names allowed). A delivery's Message says its queue.
+	Queue string
 }
 
 // Lease identifies one delivery of a message. It is an opaque, comparable

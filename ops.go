@@ -57,6 +57,7 @@ func (e *Engine) lookup(id ID) (Info, bool) {
 	if slot, prev, found, ok := e.slab.ownID(uint64(id), liveStates); found && ok {
 		r := e.slab.at(slot)
 		info := r.info(prev.state())
+		info.Message.Queue = e.queueOf(r).name
 		r.putBack(prev) // a read leaves the generation alone
 		e.notePause(&info)
 		return info, true
@@ -207,9 +208,16 @@ func (e *Engine) Redrive(id ID) error {
 	// (or back in the store): Get's miss path waits on it.
 	e.redriveMu.RLock()
 	defer e.redriveMu.RUnlock()
-	if _, ok := e.dead.Get(uint64(id)); !ok {
+	got, ok := e.dead.Get(uint64(id))
+	if !ok {
 		return fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
 	}
+	// Back to its queue, declared again if it was deleted meanwhile.
+	q, err := e.queueNamed(got.Message.Queue, true)
+	if err != nil {
+		return err
+	}
+	q.run()
 	// From the clock itself: the TTL counts from here, and the cached
 	// clock may lag.
 	now := e.preciseNow()
@@ -233,7 +241,8 @@ func (e *Engine) Redrive(id ID) error {
 	m := d.Message
 	m.Delay = 0
 	ks := e.keyForPlacement(m.Key)
-	r.fill(&m, now, 0, 0, nil, ks)
+	r.fill(&m, q.num, now, 0, 0, nil, ks)
+	q.enter()
 	e.ctr.added.Add(1)
 	// Counted as pending from here (a memory-only engine publishes it from
 	// committing as well); a failed write below is a move of its own back
@@ -252,6 +261,7 @@ func (e *Engine) Redrive(id ID) error {
 			r.uncommit()
 			ks.unenter()
 			r.free(e.counts)
+			q.leave()
 			e.ctr.added.Add(-1)
 			e.ctr.moves.end()
 			return fmt.Errorf("ringwal: redrive %d: %w", id, mapWALError(err))
@@ -435,6 +445,7 @@ func (e *Engine) peekRef(rf ref) (Info, bool) {
 		return Info{}, false
 	}
 	info := r.info(stPending)
+	info.Message.Queue = e.queueOf(r).name
 	r.keep(e.counts, stPending)
 	e.notePause(&info)
 	return info, true

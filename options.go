@@ -179,6 +179,14 @@ type Options struct {
 	// wrapping ErrFull (a Retry-After pause is then skipped and logged).
 	// Default 10,000; must not be negative.
 	MaxPausedKeys int
+	// Queues declares named queues at Open, as DeclareQueue would (a
+	// queue the log already knows takes these options).
+	Queues map[string]QueueOptions
+	// MaxQueues bounds how many named queues can be declared (an
+	// unbounded stream of names must not grow memory without limit):
+	// one more is refused with an error wrapping ErrFull. Default 10,000;
+	// at most 60,000; must not be negative.
+	MaxQueues int
 	// CloseGrace: how long Close lets Run handlers finish before it ends
 	// their contexts; it then waits up to one more CloseGrace for them
 	// (see Close), so Close can take twice this. Default 5s; must not be
@@ -333,6 +341,25 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxPausedKeys == 0 {
 		o.MaxPausedKeys = defaultMaxPausedKeys
+	}
+	if o.MaxQueues < 0 || o.MaxQueues > maxMaxQueues {
+		return o, invalidf("MaxQueues %d outside [0, %d]", o.MaxQueues, maxMaxQueues)
+	}
+	if o.MaxQueues == 0 {
+		o.MaxQueues = defaultMaxQueues
+	}
+	if len(o.Queues) > o.MaxQueues {
+		return o, invalidf("%d Queues exceed MaxQueues %d", len(o.Queues), o.MaxQueues)
+	}
+	for name, q := range o.Queues {
+		if name != "" {
+			if err := validQueueName(name); err != nil {
+				return o, err
+			}
+		}
+		if err := validateQueueOptions(name, q); err != nil {
+			return o, err
+		}
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real()

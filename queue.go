@@ -1,22 +1,87 @@
 package ringwal
 
 import (
+	"fmt"
+	"sort"
+	"sync"
 	"sync/atomic"
 
+	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/ring"
 	"github.com/ringwal/ringwal/sched"
 )
 
-// A queue's delivery machinery: what a consumer of that queue takes from
-// and sleeps on. Each queue owns its tier rings (one per priority), their
+// This file owns queues: the registry of named queues, what each queue
+// owns, and how a record finds its queue. The engine is a set of queues
+// over one log: each queue owns its tier rings (one per priority), their
 // spill queues, its scheduler (weighted or strict picks with aging, and
-// the deadline heap) and its sleeping consumers. Everything else (the log,
-// the slab, keys and breakers, dedup, dead letters, the housekeeper) is
-// the engine's, shared by every queue.
+// the deadline heap), its sleeping consumers, its lease timeout and retry
+// policies, and its cap; the log, the slab, keys and breakers, dedup, the
+// dead-letter store and the housekeeper are the engine's, shared by every
+// queue. A record names its queue by number (rec.queue), fixed from its
+// claim to its free.
 //
-// The default queue's is embedded in the Engine (rt0), so that its hot
-// path reaches it with no load more than before queues existed.
+// The default queue ("", number 0) is embedded in the Engine (q0, rt0),
+// so that its hot path reaches it with no load more than before queues
+// existed.
+
+// queue is one declared queue.
+type queue struct {
+	e    *Engine
+	name string
+	num  uint16
+	decl QueueOptions // as declared, for QueueInfo
+	eff  atomic.Pointer[qeff]
+	rt   atomic.Pointer[qrun] // nil until first used; the default queue's is rt0
+	// live counts the queue's messages in the slab, for MaxMessages
+	// (named queues only: the engine's own count caps the default one);
+	// producers waiting for room under that cap sleep on space.
+	live  atomic.Int64
+	space sleepers
+}
+
+// enter counts a message claimed for q; leave one freed.
+func (q *queue) enter() {
+	if q.num != 0 {
+		q.live.Add(1)
+	}
+}
+
+func (q *queue) leave() {
+	if q.num != 0 {
+		q.live.Add(-1)
+		q.space.signal()
+	}
+}
+
+// full reports whether n more messages would pass q's cap.
+func (q *queue) full(n int) bool {
+	if q.num == 0 {
+		return false
+	}
+	c := q.eff.Load().maxMessages
+	return c > 0 && q.live.Load()+int64(n) > c
+}
+
+// qeff is a queue's effective options, resolved once per declaration so
+// that the hot path and the failure path read fields, not maps.
+type qeff struct {
+	leaseTimeout int64 // ns
+	// leaseSlop is added to lease expiries, which the hot path computes
+	// from the cached clock: that clock can lag by more than a tick when
+	// the machine is busy (its goroutine waits to be scheduled), so a
+	// lease also gets a thousandth of its length, 30 ms of the default
+	// 30 s, which covers the lags seen in practice. A lease may end that
+	// much late, never early.
+	leaseSlop int64 // ns
+	maxMessages  int64 // 0: no cap of its own
+	policies     [numCategories]classify.RetryPolicy
+}
+
+// qrun is a queue's delivery machinery: what its consumers take from and
+// sleep on.
 type qrun struct {
+	q       *queue
 	tiers   *ring.Tiers[ref]
 	spill   [ring.NumTiers]spillQueue
 	spilled atomic.Uint32 // bit i: spill[i] is not empty
@@ -24,19 +89,281 @@ type qrun struct {
 	ready   sleepers // consumers waiting for a message of this queue
 }
 
+// namedTierCapacity bounds a named queue's rings by default: a ring is
+// allocated on the first message of its priority, and many queues must
+// not cost many full-size rings. A burst beyond it spills, in order.
+const namedTierCapacity = 1024
+
 // init sets up rt with rings of tierCap and a scheduler of so.
-func (rt *qrun) init(tierCap [ring.NumTiers]int, so sched.SchedulerOptions) {
+func (rt *qrun) init(q *queue, tierCap [ring.NumTiers]int, so sched.SchedulerOptions) {
+	rt.q = q
 	rt.tiers = ring.NewTiers[ref](tierCap)
 	rt.sched = sched.NewScheduler(so)
 	rt.ready.init()
 }
 
-// runOf returns the delivery machinery of r's queue. The caller owns r.
-func (e *Engine) runOf(*rec) *qrun { return &e.rt0 }
+// schedulerOptions are a queue's scheduler's: the engine's weights, aging
+// and slack, and strict order if the engine or the queue asks for it.
+func (e *Engine) schedulerOptions(strict bool) sched.SchedulerOptions {
+	policy := sched.Weighted
+	if e.opts.Strict || strict {
+		policy = sched.Strict
+	}
+	return sched.SchedulerOptions{
+		Picker:        sched.PickerOptions{Policy: policy, Weights: e.opts.Weights, AgingAfter: e.opts.AgingAfter},
+		DeadlineSlack: e.opts.DeadlineSlack,
+	}
+}
 
-// eachRun calls fn with every queue's delivery machinery.
-func (e *Engine) eachRun(fn func(*qrun)) { fn(&e.rt0) }
+// effective resolves o over the engine's options.
+func (e *Engine) effective(o QueueOptions) *qeff {
+	lt := o.LeaseTimeout
+	if lt == 0 {
+		lt = e.opts.LeaseTimeout
+	}
+	f := &qeff{leaseTimeout: int64(lt), maxMessages: int64(o.MaxMessages)}
+	if e.coarse != nil {
+		f.leaseSlop = int64(coarseTick) + int64(lt)>>10
+	}
+	for c := range f.policies {
+		cat := classify.Category(c)
+		if p, ok := o.Policies[cat]; ok {
+			f.policies[c] = p
+		} else {
+			f.policies[c] = e.opts.policy(cat)
+		}
+	}
+	return f
+}
+
+// run returns the queue's delivery machinery, setting it up on first use.
+func (q *queue) run() *qrun {
+	if rt := q.rt.Load(); rt != nil {
+		return rt
+	}
+	rt := new(qrun)
+	var tierCap [ring.NumTiers]int
+	for i := range tierCap {
+		tierCap[i] = min(namedTierCapacity, q.e.opts.TierCapacity, q.e.opts.MaxMessages)
+	}
+	rt.init(q, tierCap, q.e.schedulerOptions(q.decl.Strict))
+	if q.rt.CompareAndSwap(nil, rt) {
+		return rt
+	}
+	return q.rt.Load()
+}
+
+// queueTable holds the named queues: by number (chunks of 256, allocated
+// as numbers are used, so that a lookup is two loads) and by name.
+type queueTable struct {
+	mu     sync.Mutex // declarations; readers take no lock
+	chunks [256]atomic.Pointer[[256]atomic.Pointer[queue]]
+	byName sync.Map // string -> *queue
+	next   uint16   // the last number given
+	n      int      // declared named queues
+}
+
+// at returns queue number n (n > 0), nil if none.
+func (t *queueTable) at(n uint16) *queue {
+	c := t.chunks[n>>8].Load()
+	if c == nil {
+		return nil
+	}
+	return c[n&0xff].Load()
+}
+
+func (t *queueTable) put(q *queue) {
+	c := t.chunks[q.num>>8].Load()
+	if c == nil {
+		c = new([256]atomic.Pointer[queue])
+		t.chunks[q.num>>8].Store(c)
+	}
+	c[q.num&0xff].Store(q)
+	t.byName.Store(q.name, q)
+}
+
+// runOf returns the delivery machinery of r's queue. The caller owns r.
+func (e *Engine) runOf(r *rec) *qrun {
+	if r.queue == 0 {
+		return &e.rt0
+	}
+	return e.queues.at(r.queue).run()
+}
+
+// queueOf returns r's queue. The caller owns r.
+func (e *Engine) queueOf(r *rec) *queue {
+	if r.queue == 0 {
+		return &e.q0
+	}
+	return e.queues.at(r.queue)
+}
+
+// queueNamed returns the queue called name, declaring it with zero
+// options if declare is set and it is not declared yet.
+func (e *Engine) queueNamed(name string, declare bool) (*queue, error) {
+	if name == "" {
+		return &e.q0, nil
+	}
+	if v, ok := e.queues.byName.Load(name); ok {
+		return v.(*queue), nil
+	}
+	if !declare {
+		return nil, notFoundQueue(name)
+	}
+	return e.declare(name, QueueOptions{}, false)
+}
+
+func notFoundQueue(name string) error {
+	return fmt.Errorf("%w: queue %q is not declared", ErrNotFound, name)
+}
+
+// DeclareQueue creates the queue called name with o, or updates it: its
+// lease timeout, policies and cap apply to deliveries and failures from
+// then on (a queue's Strict is fixed once it is first used). Name "" is
+// the default queue, which takes LeaseTimeout, Policies and Topics but no
+// MaxMessages. Other names are 1 to 128 bytes of UTF-8 without spaces or
+// control characters, not starting with "_"; at most Options.MaxQueues
+// are declared (ErrFull beyond). Bad names or options are ErrInvalid.
+// Safe for concurrent use.
+func (e *Engine) DeclareQueue(name string, o QueueOptions) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	_, err := e.declare(name, o, true)
+	return err
+}
+
+// declare creates or (update) updates the queue called name.
+func (e *Engine) declare(name string, o QueueOptions, update bool) (*queue, error) {
+	if name != "" {
+		if err := validQueueName(name); err != nil {
+			return nil, err
+		}
+	}
+	if err := validateQueueOptions(name, o); err != nil {
+		return nil, err
+	}
+	o = cloneQueueOptions(o)
+	t := &e.queues
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var q *queue
+	if name == "" {
+		q = &e.q0
+	} else if v, ok := t.byName.Load(name); ok {
+		q = v.(*queue)
+	}
+	if q != nil {
+		if update {
+			q.decl = o
+			q.eff.Store(e.effective(o))
+			e.noteLeaseTimeout(q)
+		}
+		return q, nil
+	}
+	if t.n >= e.opts.MaxQueues {
+		return nil, fmt.Errorf("%w: queue %q: MaxQueues %d declared", ErrFull, name, e.opts.MaxQueues)
+	}
+	num := t.next + 1
+	for t.at(num) != nil || num == 0 {
+		num++ // numbers wrap only after 65,535 declarations; MaxQueues keeps some free
+	}
+	q = &queue{e: e, name: name, num: num, decl: o}
+	q.space.init()
+	q.eff.Store(e.effective(o))
+	t.put(q)
+	t.next, t.n = num, t.n+1
+	e.noteLeaseTimeout(q)
+	return q, nil
+}
+
+// noteLeaseTimeout lowers the lease scan's period if q's leases are
+// shorter than any before (scanLeases): the scan must not wait longer
+// than a lease lasts.
+func (e *Engine) noteLeaseTimeout(q *queue) {
+	lt := q.eff.Load().leaseTimeout
+	for {
+		old := e.minLease.Load()
+		if old != 0 && old <= lt {
+			return
+		}
+		if e.minLease.CompareAndSwap(old, lt) {
+			break
+		}
+	}
+	if e.hk != nil {
+		e.hk.schedule(e.now()+lt, sched.Entry{Kind: timerLeaseScan})
+	}
+}
+
+func cloneQueueOptions(o QueueOptions) QueueOptions {
+	if o.Policies != nil {
+		p := make(map[classify.Category]classify.RetryPolicy, len(o.Policies))
+		for k, v := range o.Policies {
+			p[k] = v
+		}
+		o.Policies = p
+	}
+	o.Topics = append([]string(nil), o.Topics...)
+	return o
+}
+
+// Queues lists the declared queues, the default queue ("") first, then
+// by name. Safe for concurrent use.
+func (e *Engine) Queues() []QueueInfo {
+	var out []QueueInfo
+	e.eachQueue(func(q *queue) { out = append(out, q.info()) })
+	return out
+}
+
+func (q *queue) info() QueueInfo {
+	q.e.queues.mu.Lock()
+	o := cloneQueueOptions(q.decl)
+	q.e.queues.mu.Unlock()
+	return QueueInfo{Name: q.name, Options: o}
+}
+
+// eachQueue calls fn with every declared queue, the default first, then
+// by name.
+func (e *Engine) eachQueue(fn func(*queue)) {
+	var named []*queue
+	e.queues.byName.Range(func(_, v any) bool {
+		named = append(named, v.(*queue))
+		return true
+	})
+	sort.Slice(named, func(i, j int) bool { return named[i].name < named[j].name })
+	fn(&e.q0)
+	for _, q := range named {
+		fn(q)
+	}
+}
+
+// eachRun calls fn with every queue's delivery machinery that is set up.
+func (e *Engine) eachRun(fn func(*qrun)) {
+	fn(&e.rt0)
+	e.queues.byName.Range(func(_, v any) bool {
+		if rt := v.(*queue).rt.Load(); rt != nil {
+			fn(rt)
+		}
+		return true
+	})
+}
 
 // signalAllReady wakes a sleeping consumer of every queue (a pause of all
 // delivery ended, restore placed a backlog).
 func (e *Engine) signalAllReady() { e.eachRun(func(rt *qrun) { rt.ready.signal() }) }
+
+// declareOptionsQueues declares Options.Queues at Open, in name order.
+func (e *Engine) declareOptionsQueues() error {
+	names := make([]string, 0, len(e.opts.Queues))
+	for name := range e.opts.Queues {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if _, err := e.declare(name, e.opts.Queues[name], true); err != nil {
+			return err
+		}
+	}
+	return nil
+}

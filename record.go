@@ -129,6 +129,7 @@ type rec struct {
 	payPtr     *byte
 	payLen     int32      // a record body is at most 1 GiB
 	counted    countClass // where counts.go counts it; only its owner reads or writes it
+	queue      uint16     // the queue's number (queue.go), fixed from fill to free; read by its owner
 	key        string
 	more       *msgMore
 	enqueuedAt int64 // unix ns
@@ -419,7 +420,7 @@ func (r *rec) free(c *liveCounts) {
 		c.move(r, r.counted, 0)
 		r.counted = 0
 	}
-	r.payPtr, r.payLen, r.key, r.more, r.ks = nil, 0, "", nil, nil
+	r.payPtr, r.payLen, r.key, r.more, r.ks, r.queue = nil, 0, "", nil, nil, 0
 	// Most records never fail or run under Run: a load is cheaper than an
 	// atomic pointer store with its write barrier.
 	if r.hist.Load() != nil {
@@ -436,23 +437,23 @@ func (r *rec) free(c *liveCounts) {
 // fill sets every field of an owned record for a message entering the
 // slab: a new enqueue (enqueuedAt now, no attempts), a redrive, or a
 // message recovered from the log. A TTL counts from enqueuedAt; ks is the
-// key's state when the key has a policy.
-func (r *rec) fill(m *Message, enqueuedAt int64, attempts uint32, crashes int32, hist *history, ks *keyState) {
+// key's state when the key has a policy, q the number of its queue.
+func (r *rec) fill(m *Message, q uint16, enqueuedAt int64, attempts uint32, crashes int32, hist *history, ks *keyState) {
 	var more *msgMore
 	if needsMore(m) {
 		more = &msgMore{dedupID: m.DedupID, headers: m.Headers, delay: m.Delay, ttl: m.TTL,
 			deadline: m.Deadline, maxAttempts: m.MaxAttempts}
 	}
-	r.fillFields(m.Payload, m.Key, m.Priority, more, enqueuedAt, attempts, crashes, hist, ks)
+	r.fillFields(m.Payload, m.Key, m.Priority, more, q, enqueuedAt, attempts, crashes, hist, ks)
 }
 
 // fillFields is fill with the Message taken apart: replay fills a record
 // whose message sets none of the rarely set options straight from its
 // log record.
-func (r *rec) fillFields(payload []byte, key string, p Priority, more *msgMore, enqueuedAt int64, attempts uint32, crashes int32, hist *history, ks *keyState) {
+func (r *rec) fillFields(payload []byte, key string, p Priority, more *msgMore, q uint16, enqueuedAt int64, attempts uint32, crashes int32, hist *history, ks *keyState) {
 	// SliceData keeps nil and empty apart: nil for a nil Payload, a
 	// non-nil pointer for an empty one.
-	r.payPtr, r.payLen, r.key, r.ks = unsafe.SliceData(payload), int32(len(payload)), key, ks
+	r.payPtr, r.payLen, r.key, r.ks, r.queue = unsafe.SliceData(payload), int32(len(payload)), key, ks, q
 	r.more = more
 	r.enqueuedAt = enqueuedAt
 	r.at = 0
@@ -475,6 +476,7 @@ func (r *rec) fillFields(payload []byte, key string, p Priority, more *msgMore, 
 type unacked struct {
 	payPtr     *byte
 	payLen     int32
+	queue      uint16
 	key        string
 	more       *msgMore
 	meta       uint32
@@ -487,7 +489,7 @@ type unacked struct {
 // keepFor copies into u what putting the message back takes; the caller
 // owns the record.
 func (r *rec) keepFor(u *unacked) {
-	*u = unacked{payPtr: r.payPtr, payLen: r.payLen, key: r.key, more: r.more, meta: r.meta.Load(),
+	*u = unacked{payPtr: r.payPtr, payLen: r.payLen, queue: r.queue, key: r.key, more: r.more, meta: r.meta.Load(),
 		enqueuedAt: r.enqueuedAt, attempts: r.attempts(), crashes: r.crashes.Load(), hist: r.hist.Load()}
 }
 

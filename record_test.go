@@ -23,7 +23,7 @@ func TestRecordKeepsEveryMessageField(t *testing.T) {
 			Delay: time.Second, Deadline: time.Unix(0, 42), TTL: time.Minute, MaxAttempts: 3},
 	} {
 		var r rec
-		r.fill(&m, 1000, 0, 0, nil, nil)
+		r.fill(&m, 0, 1000, 0, 0, nil, nil)
 		got := r.message()
 		assert.Equal(t, m, got)
 		assert.Equal(t, m.Payload == nil, got.Payload == nil, "nil and empty payloads stay apart")

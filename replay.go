@@ -300,7 +300,7 @@ func (rs *replayState) grow(b uint) {
 			id := from.id.Load()
 			slot, r := rs.add(id)
 			msg := from.message()
-			r.fill(&msg, from.enqueuedAt, from.attempts(), from.crashes.Load(), from.hist.Load(), nil)
+			r.fill(&msg, from.queue, from.enqueuedAt, from.attempts(), from.crashes.Load(), from.hist.Load(), nil)
 			r.at = from.at
 			rs.setState(slot, uint32(st))
 		}

@@ -48,6 +48,11 @@ const maxRunWorkers = 1 << 16
 // consumer that needs each ack durable before it proceeds calls Dequeue
 // and Ack (or AckBatch) itself.
 func (e *Engine) Run(ctx context.Context, workers int, h Handler) error {
+	return e.run(ctx, &e.rt0, workers, h)
+}
+
+// run is Run on rt's queue.
+func (e *Engine) run(ctx context.Context, rt *qrun, workers int, h Handler) error {
 	if err := e.intake(); err != nil {
 		return err // closed wins over bad arguments, as for every method
 	}
@@ -85,7 +90,7 @@ func (e *Engine) Run(ctx context.Context, workers int, h Handler) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.work(ctx, handlerBase, h)
+			e.work(ctx, handlerBase, rt, h)
 		}()
 	}
 	wg.Wait()
@@ -94,14 +99,14 @@ func (e *Engine) Run(ctx context.Context, workers int, h Handler) error {
 
 // work is one Run worker: dequeue, handle, settle, until ctx ends or the
 // engine closes.
-func (e *Engine) work(ctx, handlerBase context.Context, h Handler) {
+func (e *Engine) work(ctx, handlerBase context.Context, rt *qrun, h Handler) {
 	for {
 		// Dequeue hands out a ready message even when ctx has ended: look
 		// first, or a steady backlog would keep Run from returning.
 		if ctx.Err() != nil {
 			return
 		}
-		d, err := e.Dequeue(ctx)
+		d, err := e.dequeue(ctx, rt)
 		if err != nil {
 			return // ctx ended or the engine is closing
 		}

@@ -135,7 +135,7 @@ func (e *Engine) unack(id uint64, u *unacked, ks *keyState) {
 	}
 	r := e.slab.at(slot)
 	m := u.message()
-	r.fill(&m, u.enqueuedAt, u.attempts, u.crashes, u.hist, ks)
+	r.fill(&m, u.queue, u.enqueuedAt, u.attempts, u.crashes, u.hist, ks)
 	e.ctr.added.Add(1)
 	now := e.now()
 	r.at = now // as makeReady sets it: the requeue record says so
@@ -318,7 +318,9 @@ func (s *staleLeases) err(of int) error {
 
 // release frees a busy record's slot for reuse.
 func (e *Engine) release(r *rec) {
+	q := e.queueOf(r)
 	r.free(e.counts)
+	q.leave()
 	e.ctr.freed.Add(1)
 	e.space.signal()
 }
