@@ -26,10 +26,10 @@ type Engine struct {
 	log   *wal.Log // nil when memory-only
 
 	slab     *slab
-	counts   *liveCounts // by state, kept as records move (counts.go)
-	q0       queue       // the default queue (queue.go)
-	rt0      qrun        // its delivery machinery
-	queues   queueTable  // the named queues
+	counts   *liveCounts  // by state, kept as records move (counts.go)
+	q0       queue        // the default queue (queue.go)
+	rt0      qrun         // its delivery machinery
+	queues   queueTable   // the named queues
 	minLease atomic.Int64 // the shortest lease timeout of any queue (scanLeases)
 	breakers *breaker.Set
 	dead     *dlq.Store[Message]

@@ -73,9 +73,9 @@ type qeff struct {
 	// lease also gets a thousandth of its length, 30 ms of the default
 	// 30 s, which covers the lags seen in practice. A lease may end that
 	// much late, never early.
-	leaseSlop int64 // ns
-	maxMessages  int64 // 0: no cap of its own
-	policies     [numCategories]classify.RetryPolicy
+	leaseSlop   int64 // ns
+	maxMessages int64 // 0: no cap of its own
+	policies    [numCategories]classify.RetryPolicy
 }
 
 // qrun is a queue's delivery machinery: what its consumers take from and
