@@ -35,7 +35,15 @@ const (
 	KindResume // Key's pause (Key "" = the pause of all delivery) ended, Time
 	KindCancel // ID cancelled: removed for good (forget it), Time
 
-	kindMax = KindCancel
+	// Named queues (issue #26). A log holding any of these, or a record
+	// with Queue or Copies, needs format version 2 (Log.RequireFormat).
+	KindQueue       // queue declared or updated (the last one per number wins): Queue = its number (absent for the default queue), Key = its name, Time, Text = its options as JSON
+	KindQueuePause  // Queue's delivery paused until Until (0: until resumed), Key = its name, Time
+	KindQueueResume // Queue's pause ended: Queue, Key = its name, Time
+	KindQueueDelete // Queue deleted, its number retired: Queue, Key = its name, Time
+	KindPublish     // one message into several queues: its fields as KindEnqueue's, once; ID = the first copy's ID; Copies = every copy's queue and ID
+
+	kindMax = KindPublish
 )
 
 var kindNames = [...]string{
@@ -44,6 +52,8 @@ var kindNames = [...]string{
 	KindReview: "review", KindPurge: "purge", KindRequeue: "requeue",
 	KindFailure: "failure", KindDedup: "dedup", KindCheckpoint: "checkpoint",
 	KindPause: "pause", KindResume: "resume", KindCancel: "cancel",
+	KindQueue: "queue", KindQueuePause: "queuepause", KindQueueResume: "queueresume",
+	KindQueueDelete: "queuedelete", KindPublish: "publish",
 }
 
 // String returns the kind's lower-case name.
@@ -81,6 +91,10 @@ type Record struct {
 	Category uint8  // classify.Category
 	Text     string // Nack/DeadLetter/Failure: error text; Review: note
 	Crashes  int32  // Requeue and snapshot Enqueue: consecutive crashes the message was leased at
+
+	// Named queues (format version 2):
+	Queue  uint32 // Enqueue and the queue kinds: the queue's number, 0 = the default queue; at most MaxQueue
+	Copies []Copy // Publish: each copy's queue and ID, in order of ID (none below the one before it)
 }
 
 // CheckpointRecord returns the KindCheckpoint record that opens a snapshot:
@@ -128,8 +142,10 @@ const (
 	fCategory
 	fText
 	fCrashes
+	fQueue  // format version 2
+	fCopies // format version 2
 
-	fAll = fCrashes<<1 - 1
+	fAll = fCopies<<1 - 1
 )
 
 // maxRecordBody bounds one record's encoded size; anything larger in a log
@@ -200,6 +216,12 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	}
 	if mask&fCrashes != 0 {
 		dst = appendVarint(dst, int64(r.Crashes))
+	}
+	if mask&fQueue != 0 {
+		dst = appendUvarint(dst, uint64(r.Queue))
+	}
+	if mask&fCopies != 0 {
+		dst = appendCopies(dst, r.ID, r.Copies)
 	}
 	return dst
 }
@@ -275,6 +297,14 @@ func recordShape(r *Record) (mask uint32, size int) {
 		mask |= fCrashes
 		size += varintLen(int64(r.Crashes))
 	}
+	if r.Queue != 0 {
+		mask |= fQueue
+		size += uvarintLen(uint64(r.Queue))
+	}
+	if len(r.Copies) != 0 {
+		mask |= fCopies
+		size += copiesLen(r.ID, r.Copies)
+	}
 	size += uvarintLen(uint64(mask))
 	return mask, size
 }
@@ -287,7 +317,8 @@ func recordShape(r *Record) (mask uint32, size int) {
 // the one already in r is kept, which saves an allocation per record when
 // replaying many records of one key). r.Payload aliases b and r.Headers
 // reuses r's previous Headers storage: both are valid only until the next
-// call that reuses r or b; copy them to keep them.
+// call that reuses r or b; copy them to keep them. r.Copies, like
+// r.Headers, reuses r's previous Copies storage.
 func DecodeRecord(b []byte, r *Record) (n int, err error) {
 	size, k := uvarint(b)
 	if k <= 0 {
@@ -330,9 +361,11 @@ func decodeRecordBody(b []byte, r *Record) error {
 		priority                           int8
 		category                           uint8
 		maxAttempts, attempt, crashes      int32
+		queue                              uint32
 		key, dedupID, text                 string
 		headers                            []string
 		payload                            []byte
+		copies                             []Copy
 	)
 	if mask&fID != 0 {
 		id = d.uvarint()
@@ -397,9 +430,16 @@ func decodeRecordBody(b []byte, r *Record) error {
 	if mask&fCrashes != 0 {
 		crashes = d.int32()
 	}
+	if mask&fQueue != 0 {
+		queue = d.queue()
+	}
+	if mask&fCopies != 0 {
+		copies = d.copies(r.Copies, id)
+	}
 	r.Kind, r.ID, r.Time, r.Priority = kind, id, at, priority
 	r.NotBefore, r.Deadline, r.ExpiresAt, r.Until = notBefore, deadline, expiresAt, until
 	r.MaxAttempts, r.Attempt, r.Category, r.Crashes = maxAttempts, attempt, category, crashes
+	r.Queue = queue
 	setString(&r.Key, key)
 	setString(&r.DedupID, dedupID)
 	setString(&r.Text, text)
@@ -408,6 +448,9 @@ func decodeRecordBody(b []byte, r *Record) error {
 	}
 	if payload != nil || r.Payload != nil {
 		r.Payload = payload
+	}
+	if copies != nil || r.Copies != nil {
+		r.Copies = copies
 	}
 	if d.err != nil {
 		return fmt.Errorf("%s record: %w", kind, d.err)

@@ -125,6 +125,11 @@ func (l *Log) AppendBatchCommit(rs []Record) (Commit, error) {
 		if !rs[i].Kind.Valid() {
 			return Commit{}, fmt.Errorf("ringwal/wal: append: record %d of unknown kind %d", i, rs[i].Kind)
 		}
+		if rs[i].Queue != 0 || len(rs[i].Copies) != 0 {
+			if err := checkQueues(&rs[i]); err != nil {
+				return Commit{}, fmt.Errorf("ringwal/wal: append: record %d: %w", i, err)
+			}
+		}
 	}
 	if len(rs) == 0 {
 		return Commit{}, nil
@@ -161,6 +166,11 @@ func (l *Log) appendOne(r *Record, noWait bool) error {
 func (l *Log) appendCommit(r *Record, noWait bool) (Commit, error) {
 	if !r.Kind.Valid() {
 		return Commit{}, fmt.Errorf("ringwal/wal: append: record of unknown kind %d", r.Kind)
+	}
+	if r.Queue != 0 || len(r.Copies) != 0 {
+		if err := checkQueues(r); err != nil {
+			return Commit{}, fmt.Errorf("ringwal/wal: append: %w", err)
+		}
 	}
 	p, err := l.lockUsable()
 	if err != nil {
