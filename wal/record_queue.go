@@ -32,10 +32,15 @@ type Copy struct {
 // lastV1Kind is the last kind format version 1 knows.
 const lastV1Kind = KindCancel
 
-// formatOf returns the format version a log holding r needs: 2 if r uses a
-// named queue (a queue kind, a Queue or Copies), else 1.
+// usesQueues reports whether r uses a named queue: a queue kind, a Queue
+// or Copies. A log holding such a record needs format version 2.
+func usesQueues(r *Record) bool {
+	return r.Kind > lastV1Kind || r.Queue != 0 || len(r.Copies) != 0
+}
+
+// formatOf returns the format version a log holding r needs.
 func formatOf(r *Record) int {
-	if r.Kind > lastV1Kind || r.Queue != 0 || len(r.Copies) != 0 {
+	if usesQueues(r) {
 		return 2
 	}
 	return 1
