@@ -217,11 +217,8 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	if mask&fCrashes != 0 {
 		dst = appendVarint(dst, int64(r.Crashes))
 	}
-	if mask&fQueue != 0 {
-		dst = appendUvarint(dst, uint64(r.Queue))
-	}
-	if mask&fCopies != 0 {
-		dst = appendCopies(dst, r.ID, r.Copies)
+	if mask&(fQueue|fCopies) != 0 {
+		dst = appendQueueFields(dst, r, mask)
 	}
 	return dst
 }
@@ -297,13 +294,10 @@ func recordShape(r *Record) (mask uint32, size int) {
 		mask |= fCrashes
 		size += varintLen(int64(r.Crashes))
 	}
-	if r.Queue != 0 {
-		mask |= fQueue
-		size += uvarintLen(uint64(r.Queue))
-	}
-	if len(r.Copies) != 0 {
-		mask |= fCopies
-		size += copiesLen(r.ID, r.Copies)
+	if r.Queue != 0 || len(r.Copies) != 0 {
+		m, n := queueShape(r)
+		mask |= m
+		size += n
 	}
 	size += uvarintLen(uint64(mask))
 	return mask, size

@@ -67,29 +67,46 @@ func checkQueues(r *Record) error {
 	return nil
 }
 
-// appendCopies appends the Copies field: a uvarint count, then each copy's
-// queue number and its ID's distance from the ID before it (the first
-// copy's from the record's ID, which is the first copy's own: 0), both
-// uvarints. IDs are claimed in order, so a copy's ID is never below the
-// one before it (checkQueues).
-func appendCopies(dst []byte, id uint64, cs []Copy) []byte {
-	dst = appendUvarint(dst, uint64(len(cs)))
-	for _, c := range cs {
-		dst = appendUvarint(dst, uint64(c.Queue))
-		dst = appendUvarint(dst, c.ID-id)
-		id = c.ID
+// appendQueueFields appends the queue fields mask says r has (out of
+// AppendRecord's line: most records have none): the queue number, a
+// uvarint; then the copies, a uvarint count, then each copy's queue number
+// and its ID's distance from the ID before it (the first copy's from the
+// record's ID, which is the first copy's own: 0), both uvarints. IDs are
+// claimed in order, so a copy's ID is never below the one before it
+// (checkQueues).
+func appendQueueFields(dst []byte, r *Record, mask uint32) []byte {
+	if mask&fQueue != 0 {
+		dst = appendUvarint(dst, uint64(r.Queue))
+	}
+	if mask&fCopies != 0 {
+		dst = appendUvarint(dst, uint64(len(r.Copies)))
+		id := r.ID
+		for _, c := range r.Copies {
+			dst = appendUvarint(dst, uint64(c.Queue))
+			dst = appendUvarint(dst, c.ID-id)
+			id = c.ID
+		}
 	}
 	return dst
 }
 
-// copiesLen is the length of appendCopies' encoding.
-func copiesLen(id uint64, cs []Copy) int {
-	n := uvarintLen(uint64(len(cs)))
-	for _, c := range cs {
-		n += uvarintLen(uint64(c.Queue)) + uvarintLen(c.ID-id)
-		id = c.ID
+// queueShape returns the presence bits and the encoded size of r's queue
+// fields (appendQueueFields).
+func queueShape(r *Record) (mask uint32, size int) {
+	if r.Queue != 0 {
+		mask |= fQueue
+		size += uvarintLen(uint64(r.Queue))
 	}
-	return n
+	if len(r.Copies) != 0 {
+		mask |= fCopies
+		size += uvarintLen(uint64(len(r.Copies)))
+		id := r.ID
+		for _, c := range r.Copies {
+			size += uvarintLen(uint64(c.Queue)) + uvarintLen(c.ID-id)
+			id = c.ID
+		}
+	}
+	return mask, size
 }
 
 // queue reads a queue number.
