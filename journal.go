@@ -104,6 +104,10 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 	slot, m := rs.get(r.ID)
 	switch r.Kind {
 	case wal.KindEnqueue:
+		if r.Queue != 0 {
+			rs.refuse(r)
+			return
+		}
 		e.applyEnqueue(rs, r, slot, m)
 	case wal.KindLease:
 		rs.moved(m, r.ID)
@@ -140,6 +144,17 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 	case wal.KindCancel:
 		rs.remove(r.ID)
 		delete(rs.late, r.ID)
+	default:
+		rs.refuse(r)
+	}
+}
+
+// refuse stops the replay at a record this engine cannot apply (a named
+// queue's, written by a newer one): replaying around it would put
+// messages where they do not belong.
+func (rs *replayState) refuse(r *wal.Record) {
+	if rs.err == nil {
+		rs.err = fmt.Errorf("%w: a %v record (queue %d) needs a newer ringwal", ErrVersion, r.Kind, r.Queue)
 	}
 }
 

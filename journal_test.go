@@ -208,7 +208,16 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 			c.check(t, e, rs)
 		})
 	}
+	// The queue kinds (issue #26) exist in the log format; the engine
+	// neither writes nor replays them yet (stage 1b of the queues design
+	// adds them to wal only). Each must gain a case here when it does.
+	notYet := map[wal.Kind]bool{wal.KindQueue: true, wal.KindQueuePause: true, wal.KindQueueResume: true,
+		wal.KindQueueDelete: true, wal.KindPublish: true}
 	for k := wal.KindEnqueue; k.Valid(); k++ {
+		if notYet[k] {
+			assert.False(t, covered[k], "record kind %v has a case now: take it out of notYet", k)
+			continue
+		}
 		assert.True(t, covered[k], "record kind %v has no round-trip case", k)
 	}
 }

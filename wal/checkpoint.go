@@ -25,8 +25,11 @@ import (
 // returned, Checkpoint waits until every record appended so far is written
 // and fsynced, and fails if a batch write failed since the call: fn's
 // state may then hold a change the log lost. If fn or that wait fails,
-// nothing changes on disk. Only one Checkpoint runs at a time; Close
-// waits for it. Safe for concurrent use with everything but Replay.
+// nothing changes on disk. emit refuses what Append would (a record that
+// needs a newer format version than the directory says, among others),
+// since a snapshot is read by older builds too. Only one Checkpoint runs
+// at a time; Close waits for it. Safe for concurrent use with everything
+// but Replay.
 func (l *Log) Checkpoint(fn func(emit func(*Record) error) error) (CheckpointInfo, error) {
 	l.ckMu.Lock()
 	defer l.ckMu.Unlock()
@@ -58,7 +61,15 @@ func (l *Log) Checkpoint(fn func(emit func(*Record) error) error) (CheckpointInf
 	// place, every record appended so far must be written: any failed
 	// batch write since the cut fails the checkpoint.
 	walked := func(emit func(*Record) error) error {
-		if err := fn(emit); err != nil {
+		if err := fn(func(r *Record) error {
+			if usesQueues(r) {
+				// As Append: a snapshot is read by older builds too.
+				if err := l.checkFormat(r); err != nil {
+					return fmt.Errorf("ringwal/wal: checkpoint: %w", err)
+				}
+			}
+			return emit(r)
+		}); err != nil {
 			return err
 		}
 		if _, err := l.syncResult(); err != nil {

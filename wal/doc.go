@@ -34,7 +34,8 @@
 //   - what it relies on in tidwall/wal's private behaviour (segment.go,
 //     checked by tidwall_compat_test.go);
 //   - the directory lock (lock.go) and the on-disk format version
-//     (format.go);
+//     (format.go: 1, raised to 2 by RequireFormat before the first
+//     record of a named queue, record_queue.go);
 //   - every directory change and fsync (fsops.go): a create, rename or
 //     remove is followed by an fsync of its parent directory before the
 //     operation that made it returns (a new data directory and log/

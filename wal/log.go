@@ -86,6 +86,9 @@ type Log struct {
 	ckIndex    atomic.Uint64
 	ckTime     atomic.Int64
 	writeFails atomic.Uint64 // batch writes that failed (Checkpoint checks none did while it ran)
+	// format is the version the directory's FORMAT file says: set by Open,
+	// raised by RequireFormat on the writer once the new file is durable.
+	format atomic.Int32
 
 	ckMu      sync.Mutex // one Checkpoint at a time; Close waits for it
 	closeOnce sync.Once
@@ -141,9 +144,11 @@ func Open(dir string, o Options) (*Log, error) {
 // recovery can trust, then opens it. Runs before the writer starts.
 func (l *Log) recover() error {
 	p := l.opt.perms()
-	if err := ensureFormat(l.dir, p.file); err != nil {
+	v, err := ensureFormat(l.dir, p.file)
+	if err != nil {
 		return err
 	}
+	l.format.Store(int32(v))
 	if err := mkdirAll(l.logDir, p.dir); err != nil {
 		return err
 	}

@@ -259,7 +259,7 @@ func TestNewerFormatVersion(t *testing.T) {
 	_, err := wal.Open(dir, wal.Options{})
 	require.ErrorIs(t, err, wal.ErrVersion)
 	assert.Contains(t, err.Error(), "version 7")
-	assert.Contains(t, err.Error(), "up to 1")
+	assert.Contains(t, err.Error(), "up to 2")
 	_, err = wal.Verify(dir, false)
 	require.ErrorIs(t, err, wal.ErrVersion)
 	require.ErrorIs(t, wal.Dump(dir, func(uint64, *wal.Record) error { return nil }), wal.ErrVersion)

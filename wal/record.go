@@ -1,10 +1,8 @@
 package wal
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
-	"math/bits"
 )
 
 // Kind says which engine mutation a Record is.
@@ -37,7 +35,15 @@ const (
 	KindResume // Key's pause (Key "" = the pause of all delivery) ended, Time
 	KindCancel // ID cancelled: removed for good (forget it), Time
 
-	kindMax = KindCancel
+	// Named queues (issue #26). A log holding any of these, or a record
+	// with Queue or Copies, needs format version 2 (Log.RequireFormat).
+	KindQueue       // queue declared or updated (the last one per number wins): Queue = its number (absent for the default queue), Key = its name, Time, Text = its options as JSON
+	KindQueuePause  // Queue's delivery paused until Until (0: until resumed), Key = its name, Time
+	KindQueueResume // Queue's pause ended: Queue, Key = its name, Time
+	KindQueueDelete // Queue deleted, its number retired: Queue, Key = its name, Time
+	KindPublish     // one message into several queues: its fields as KindEnqueue's, once; ID = the first copy's ID; Copies = every copy's queue and ID
+
+	kindMax = KindPublish
 )
 
 var kindNames = [...]string{
@@ -46,6 +52,8 @@ var kindNames = [...]string{
 	KindReview: "review", KindPurge: "purge", KindRequeue: "requeue",
 	KindFailure: "failure", KindDedup: "dedup", KindCheckpoint: "checkpoint",
 	KindPause: "pause", KindResume: "resume", KindCancel: "cancel",
+	KindQueue: "queue", KindQueuePause: "queuepause", KindQueueResume: "queueresume",
+	KindQueueDelete: "queuedelete", KindPublish: "publish",
 }
 
 // String returns the kind's lower-case name.
@@ -83,6 +91,10 @@ type Record struct {
 	Category uint8  // classify.Category
 	Text     string // Nack/DeadLetter/Failure: error text; Review: note
 	Crashes  int32  // Requeue and snapshot Enqueue: consecutive crashes the message was leased at
+
+	// Named queues (format version 2):
+	Queue  uint32 // Enqueue and the queue kinds: the queue's number, 0 = the default queue; at most MaxQueue
+	Copies []Copy // Publish: each copy's queue and ID, in order of ID (none below the one before it)
 }
 
 // CheckpointRecord returns the KindCheckpoint record that opens a snapshot:
@@ -130,8 +142,10 @@ const (
 	fCategory
 	fText
 	fCrashes
+	fQueue  // format version 2
+	fCopies // format version 2
 
-	fAll = fCrashes<<1 - 1
+	fAll = fCopies<<1 - 1
 )
 
 // maxRecordBody bounds one record's encoded size; anything larger in a log
@@ -202,6 +216,9 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	}
 	if mask&fCrashes != 0 {
 		dst = appendVarint(dst, int64(r.Crashes))
+	}
+	if mask&(fQueue|fCopies) != 0 {
+		dst = appendQueueFields(dst, r, mask)
 	}
 	return dst
 }
@@ -277,6 +294,11 @@ func recordShape(r *Record) (mask uint32, size int) {
 		mask |= fCrashes
 		size += varintLen(int64(r.Crashes))
 	}
+	if r.Queue != 0 || len(r.Copies) != 0 {
+		m, n := queueShape(r)
+		mask |= m
+		size += n
+	}
 	size += uvarintLen(uint64(mask))
 	return mask, size
 }
@@ -289,7 +311,8 @@ func recordShape(r *Record) (mask uint32, size int) {
 // the one already in r is kept, which saves an allocation per record when
 // replaying many records of one key). r.Payload aliases b and r.Headers
 // reuses r's previous Headers storage: both are valid only until the next
-// call that reuses r or b; copy them to keep them.
+// call that reuses r or b; copy them to keep them. r.Copies, like
+// r.Headers, reuses r's previous Copies storage.
 func DecodeRecord(b []byte, r *Record) (n int, err error) {
 	size, k := uvarint(b)
 	if k <= 0 {
@@ -332,9 +355,11 @@ func decodeRecordBody(b []byte, r *Record) error {
 		priority                           int8
 		category                           uint8
 		maxAttempts, attempt, crashes      int32
+		queue                              uint32
 		key, dedupID, text                 string
 		headers                            []string
 		payload                            []byte
+		copies                             []Copy
 	)
 	if mask&fID != 0 {
 		id = d.uvarint()
@@ -399,9 +424,16 @@ func decodeRecordBody(b []byte, r *Record) error {
 	if mask&fCrashes != 0 {
 		crashes = d.int32()
 	}
+	if mask&fQueue != 0 {
+		queue = d.queue()
+	}
+	if mask&fCopies != 0 {
+		copies = d.copies(r.Copies, id)
+	}
 	r.Kind, r.ID, r.Time, r.Priority = kind, id, at, priority
 	r.NotBefore, r.Deadline, r.ExpiresAt, r.Until = notBefore, deadline, expiresAt, until
 	r.MaxAttempts, r.Attempt, r.Category, r.Crashes = maxAttempts, attempt, category, crashes
+	r.Queue = queue
 	setString(&r.Key, key)
 	setString(&r.DedupID, dedupID)
 	setString(&r.Text, text)
@@ -410,6 +442,9 @@ func decodeRecordBody(b []byte, r *Record) error {
 	}
 	if payload != nil || r.Payload != nil {
 		r.Payload = payload
+	}
+	if copies != nil || r.Copies != nil {
+		r.Copies = copies
 	}
 	if d.err != nil {
 		return fmt.Errorf("%s record: %w", kind, d.err)
@@ -511,58 +546,4 @@ func (d *decoder) str(old string) string {
 
 func corruptf(format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrCorrupt)
-}
-
-// uvarint is binary.Uvarint with a fast path for one-byte values, which
-// most lengths and small integers are, and one for values of up to nine
-// bytes (a record's Time takes nine) read eight bytes at a time rather
-// than byte by byte: replay decodes one per record.
-func uvarint(b []byte) (uint64, int) {
-	if len(b) > 0 && b[0] < 0x80 {
-		return uint64(b[0]), 1
-	}
-	if len(b) >= 8 {
-		w := binary.LittleEndian.Uint64(b)
-		// A byte with its high bit clear ends the varint.
-		if stop := ^w & 0x8080808080808080; stop != 0 {
-			n := bits.TrailingZeros64(stop)>>3 + 1 // 2..8 bytes
-			return gather7(w & (1<<(8*n) - 1)), n
-		}
-		if len(b) > 8 && b[8] < 0x80 {
-			return gather7(w) | uint64(b[8])<<56, 9
-		}
-	}
-	return binary.Uvarint(b) // short buffers, ten-byte values, truncation, overflow
-}
-
-// gather7 packs the low seven bits of each of w's bytes, least significant
-// first: eight varint bytes' worth of value.
-func gather7(w uint64) uint64 {
-	return w&0x7f | w>>1&(0x7f<<7) | w>>2&(0x7f<<14) | w>>3&(0x7f<<21) |
-		w>>4&(0x7f<<28) | w>>5&(0x7f<<35) | w>>6&(0x7f<<42) | w>>7&(0x7f<<49)
-}
-
-func appendUvarint(dst []byte, v uint64) []byte {
-	for v >= 0x80 {
-		dst = append(dst, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(dst, byte(v))
-}
-
-func appendVarint(dst []byte, v int64) []byte {
-	return appendUvarint(dst, uint64(v<<1)^uint64(v>>63))
-}
-
-func appendString(dst []byte, s string) []byte {
-	dst = appendUvarint(dst, uint64(len(s)))
-	return append(dst, s...)
-}
-
-func uvarintLen(v uint64) int {
-	return (bits.Len64(v|1) + 6) / 7
-}
-
-func varintLen(v int64) int {
-	return uvarintLen(uint64(v<<1) ^ uint64(v>>63))
 }

@@ -231,6 +231,9 @@ func writeSnapshot(dir string, perm os.FileMode, index uint64, fn func(emit func
 		if !r.Kind.Valid() {
 			return fmt.Errorf("ringwal/wal: checkpoint record of unknown kind %d", r.Kind)
 		}
+		if err := checkQueues(r); err != nil {
+			return fmt.Errorf("ringwal/wal: checkpoint: %w", err)
+		}
 		chunk = AppendRecord(chunk, r)
 		records++
 		if len(chunk) >= snapChunk {

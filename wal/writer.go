@@ -101,8 +101,9 @@ func (l *Log) lockUsable() (*pending, error) {
 // Buffered not at all (unless more than 4 MiB wait to be written, then
 // until its batch is written). It returns the batch's write or fsync error
 // if the batch failed: a record is never acknowledged unless written.
-// r is encoded before Append returns and may be reused at once.
-// Safe for concurrent use.
+// r is encoded before Append returns and may be reused at once. It
+// refuses what checkAppend does, as the other appends do for every record
+// of a batch. Safe for concurrent use.
 func (l *Log) Append(r *Record) error { return l.appendOne(r, false) }
 
 // AppendBatch adds all of rs to one batch, in order, and waits once as
@@ -122,8 +123,8 @@ func (l *Log) AppendBatch(rs []Record) error {
 // concurrent use.
 func (l *Log) AppendBatchCommit(rs []Record) (Commit, error) {
 	for i := range rs {
-		if !rs[i].Kind.Valid() {
-			return Commit{}, fmt.Errorf("ringwal/wal: append: record %d of unknown kind %d", i, rs[i].Kind)
+		if err := l.checkAppend(&rs[i]); err != nil {
+			return Commit{}, fmt.Errorf("ringwal/wal: append: record %d: %w", i, err)
 		}
 	}
 	if len(rs) == 0 {
@@ -159,8 +160,8 @@ func (l *Log) appendOne(r *Record, noWait bool) error {
 
 // appendCommit encodes r into the current batch; noWait as in commitLocked.
 func (l *Log) appendCommit(r *Record, noWait bool) (Commit, error) {
-	if !r.Kind.Valid() {
-		return Commit{}, fmt.Errorf("ringwal/wal: append: record of unknown kind %d", r.Kind)
+	if err := l.checkAppend(r); err != nil {
+		return Commit{}, fmt.Errorf("ringwal/wal: append: %w", err)
 	}
 	p, err := l.lockUsable()
 	if err != nil {
