@@ -33,6 +33,20 @@ func (e *Engine) snapshot(emit func(*wal.Record) error) error {
 	if err := emit(&ck); err != nil {
 		return err
 	}
+	// Queues before their messages. A queue declared while the walk runs
+	// is declared (durably) before any message can name it: its
+	// declaration goes right before its first message here.
+	decls, err := e.declarations(now)
+	if err != nil {
+		return err
+	}
+	emitted := make(map[uint32]bool, len(decls))
+	for i := range decls {
+		if err := emit(&decls[i]); err != nil {
+			return err
+		}
+		emitted[decls[i].Queue] = true
+	}
 	var lr liveRecords
 	for slot := 0; slot < e.slab.size(); slot++ {
 		r := e.slab.lookup(uint32(slot))
@@ -43,6 +57,12 @@ func (e *Engine) snapshot(emit func(*wal.Record) error) error {
 		if !e.snapshotRecord(r, &lr, now) {
 			continue
 		}
+		if n := lr.enqueue.Queue; n != 0 && !emitted[n] {
+			if err := e.emitDeclaration(uint16(n), now, emit); err != nil {
+				return err
+			}
+			emitted[n] = true
+		}
 		if err := lr.emit(emit); err != nil {
 			return err
 		}
@@ -52,7 +72,21 @@ func (e *Engine) snapshot(emit func(*wal.Record) error) error {
 		return err
 	}
 	for i := range dead {
-		if err := e.snapshotDead(&dead[i], emit); err != nil {
+		num := uint16(0)
+		if name := dead[i].Message.Queue; name != "" {
+			q, err := e.queueNamed(name, false)
+			if err != nil {
+				return fmt.Errorf("ringwal: checkpoint: dead letter %d: %w", dead[i].ID, err)
+			}
+			num = q.num
+			if !emitted[uint32(num)] {
+				if err := e.emitDeclaration(num, now, emit); err != nil {
+					return err
+				}
+				emitted[uint32(num)] = true
+			}
+		}
+		if err := e.snapshotDead(&dead[i], num, emit); err != nil {
 			return err
 		}
 	}
@@ -66,6 +100,22 @@ func (e *Engine) snapshot(emit func(*wal.Record) error) error {
 		})
 	}
 	return nil
+}
+
+// emitDeclaration emits queue num's declaration.
+func (e *Engine) emitDeclaration(num uint16, now int64, emit func(*wal.Record) error) error {
+	q := e.queues.at(num)
+	if q == nil {
+		return fmt.Errorf("ringwal: checkpoint: a message names queue %d, which is not declared", num)
+	}
+	e.queues.mu.Lock()
+	o := q.decl
+	e.queues.mu.Unlock()
+	rec, err := queueRecord(num, q.name, o, now)
+	if err != nil {
+		return err
+	}
+	return emit(&rec)
 }
 
 // liveRecords are the records that rebuild one live message, in order:
@@ -152,9 +202,9 @@ func (e *Engine) liveRecordsOf(r *rec, st uint32, lr *liveRecords, now int64) {
 // (enqueue), failure history, verdict and review. The dead-letter record
 // carries the last failure (its time, category and text are the
 // verdict's), so the history is written without it.
-func (e *Engine) snapshotDead(d *DeadLetter, emit func(*wal.Record) error) error {
+func (e *Engine) snapshotDead(d *DeadLetter, queue uint16, emit func(*wal.Record) error) error {
 	at := d.DeadAt.UnixNano()
-	rec := wal.Record{Kind: wal.KindEnqueue, ID: d.ID, Time: at}
+	rec := wal.Record{Kind: wal.KindEnqueue, ID: d.ID, Queue: uint32(queue), Time: at}
 	putMessage(&rec, &d.Message, at)
 	// The enqueue record carries no DedupID: replaying it would restore the
 	// dedup entry as first seen at DeadAt. The dead-letter record carries

@@ -104,11 +104,15 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 	slot, m := rs.get(r.ID)
 	switch r.Kind {
 	case wal.KindEnqueue:
-		if r.Queue != 0 {
-			rs.refuse(r)
+		if r.Queue != 0 && e.queues.at(uint16(r.Queue)) == nil {
+			if rs.err == nil {
+				rs.err = fmt.Errorf("%w: message %d names queue %d, which the log never declared", wal.ErrCorrupt, r.ID, r.Queue)
+			}
 			return
 		}
 		e.applyEnqueue(rs, r, slot, m)
+	case wal.KindQueue:
+		e.applyQueue(rs, r)
 	case wal.KindLease:
 		rs.moved(m, r.ID)
 		applyLease(rs, r, slot, m)
@@ -149,9 +153,9 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 	}
 }
 
-// refuse stops the replay at a record this engine cannot apply (a named
-// queue's, written by a newer one): replaying around it would put
-// messages where they do not belong.
+// refuse stops the replay at a record this engine cannot apply (written
+// by a newer one, or a message of a queue the log never declared):
+// replaying around it would put messages where they do not belong.
 func (rs *replayState) refuse(r *wal.Record) {
 	if rs.err == nil {
 		rs.err = fmt.Errorf("%w: a %v record (queue %d) needs a newer ringwal", ErrVersion, r.Kind, r.Queue)
@@ -244,7 +248,7 @@ func flattenHeaders(h map[string]string) []string {
 // log, and the record a snapshot carries for a live message. The caller
 // owns r.
 func enqueueRecord(dst *wal.Record, r *rec, id uint64) {
-	*dst = wal.Record{Kind: wal.KindEnqueue, ID: id, Time: r.enqueuedAt, Attempt: int32(r.attempts())}
+	*dst = wal.Record{Kind: wal.KindEnqueue, ID: id, Queue: uint32(r.queue), Time: r.enqueuedAt, Attempt: int32(r.attempts())}
 	m := r.message()
 	putMessage(dst, &m, r.enqueuedAt) // the TTL counts from enqueuedAt, as r.expiresAt does
 }
@@ -271,10 +275,10 @@ func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, slot uint32, m *re
 		if len(r.Payload) > 0 {
 			payload = r.Payload
 		}
-		m.fillFields(payload, r.Key, Priority(r.Priority), nil, 0, r.Time, uint32(r.Attempt), r.Crashes, nil, nil)
+		m.fillFields(payload, r.Key, Priority(r.Priority), nil, uint16(r.Queue), r.Time, uint32(r.Attempt), r.Crashes, nil, nil)
 	} else {
 		msg := messageOf(r)
-		m.fill(&msg, 0, r.Time, uint32(r.Attempt), r.Crashes, nil, nil)
+		m.fill(&msg, uint16(r.Queue), r.Time, uint32(r.Attempt), r.Crashes, nil, nil)
 	}
 	// at follows the state, as a published record's does: stDelayed, when
 	// due; stPending, since when it is ready (Stats.OldestPending, Peek
@@ -289,7 +293,7 @@ func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, slot uint32, m *re
 	m.at = at
 	rs.setState(slot, st)
 	rs.noteEnqueue(r.ID, slot, fresh, st == stDelayed, at)
-	if st != stDelayed {
+	if st != stDelayed && r.Queue == 0 {
 		rs.useTier(Priority(r.Priority).tier())
 	}
 	// A redrive record right before says this is not the DedupID's first
@@ -401,6 +405,7 @@ func (e *Engine) applyDeadLetter(rs *replayState, r *wal.Record, m *rec) {
 		delete(rs.late, r.ID)
 	}
 	msg := m.message()
+	msg.Queue = e.queueOf(m).name
 	if r.DedupID != "" { // a snapshot's
 		msg.DedupID = r.DedupID
 	}

@@ -106,6 +106,15 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 			assert.True(t, dup, "the DedupID is indexed")
 			assert.Equal(t, id, first)
 		}},
+		{wal.KindQueue, nil, mustQueueRecord(t, 7, "emails", QueueOptions{MaxMessages: 3, LeaseTimeout: time.Minute,
+			Policies: map[classify.Category]classify.RetryPolicy{classify.Transient: {MaxAttempts: 2}}}), func(t *testing.T, e *Engine, rs *replayState) {
+			q := e.queues.at(7)
+			require.NotNil(t, q, "the queue has the number the log gave it")
+			assert.Equal(t, "emails", q.name)
+			assert.Equal(t, 3, q.decl.MaxMessages)
+			assert.Equal(t, int64(time.Minute), q.eff.Load().leaseTimeout)
+			assert.Equal(t, 2, q.eff.Load().policies[classify.Transient].MaxAttempts)
+		}},
 		{wal.KindLease, []wal.Record{enqueue()}, leaseRecord(id, t0+5, 3, t0+99), func(t *testing.T, e *Engine, rs *replayState) {
 			got := live(t, rs)
 			assert.Equal(t, stLeased, got.state)
@@ -211,7 +220,7 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 	// The queue kinds (issue #26) exist in the log format; the engine
 	// neither writes nor replays them yet (stage 1b of the queues design
 	// adds them to wal only). Each must gain a case here when it does.
-	notYet := map[wal.Kind]bool{wal.KindQueue: true, wal.KindQueuePause: true, wal.KindQueueResume: true,
+	notYet := map[wal.Kind]bool{wal.KindQueuePause: true, wal.KindQueueResume: true,
 		wal.KindQueueDelete: true, wal.KindPublish: true}
 	for k := wal.KindEnqueue; k.Valid(); k++ {
 		if notYet[k] {
@@ -246,4 +255,11 @@ func TestPlainRecordsNeedNoMore(t *testing.T) {
 			assert.Equal(t, tt.plain, !needsMore(&m), "plainRecord agrees with needsMore")
 		})
 	}
+}
+
+func mustQueueRecord(t *testing.T, num uint16, name string, o QueueOptions) wal.Record {
+	t.Helper()
+	r, err := queueRecord(num, name, o, 1)
+	require.NoError(t, err)
+	return r
 }

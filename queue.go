@@ -2,6 +2,7 @@ package ringwal
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/ring"
 	"github.com/ringwal/ringwal/sched"
+	"github.com/ringwal/ringwal/wal"
 )
 
 // This file owns queues: the registry of named queues, what each queue
@@ -161,6 +163,9 @@ type queueTable struct {
 	byName sync.Map // string -> *queue
 	next   uint16   // the last number given
 	n      int      // declared named queues
+	// q0Declared: the default queue was declared with options (its
+	// declaration is logged and carried by snapshots).
+	q0Declared bool
 }
 
 // at returns queue number n (n > 0), nil if none.
@@ -253,28 +258,112 @@ func (e *Engine) declare(name string, o QueueOptions, update bool) (*queue, erro
 	} else if v, ok := t.byName.Load(name); ok {
 		q = v.(*queue)
 	}
-	if q != nil {
-		if update {
-			q.decl = o
-			q.eff.Store(e.effective(o))
-			e.noteLeaseTimeout(q)
-		}
+	if q != nil && (!update || reflect.DeepEqual(q.decl, o)) {
 		return q, nil
 	}
-	if t.n >= e.opts.MaxQueues {
-		return nil, fmt.Errorf("%w: queue %q: MaxQueues %d declared", ErrFull, name, e.opts.MaxQueues)
+	num := uint16(0)
+	if q != nil {
+		num = q.num
+	} else {
+		if t.n >= e.opts.MaxQueues {
+			return nil, fmt.Errorf("%w: queue %q: MaxQueues %d declared", ErrFull, name, e.opts.MaxQueues)
+		}
+		num = t.next + 1
+		for t.at(num) != nil || num == 0 {
+			num++ // numbers wrap only after 65,535 declarations; MaxQueues keeps some free
+		}
 	}
-	num := t.next + 1
-	for t.at(num) != nil || num == 0 {
-		num++ // numbers wrap only after 65,535 declarations; MaxQueues keeps some free
+	// Durable before visible: once a message can name the number, the
+	// log must hold the declaration before that message's record, or
+	// replay would meet a message of a queue it does not know. A
+	// declaration is rare; declarations wait for each other (t.mu).
+	if err := e.logQueue(num, name, o); err != nil {
+		return nil, err
 	}
-	q = &queue{e: e, name: name, num: num, decl: o}
-	q.space.init()
-	q.eff.Store(e.effective(o))
-	t.put(q)
-	t.next, t.n = num, t.n+1
+	if q == nil {
+		q = e.newQueue(num, name, o)
+		t.next, t.n = num, t.n+1
+	} else {
+		q.decl = o
+		q.eff.Store(e.effective(o))
+		if q == &e.q0 {
+			t.q0Declared = true
+		}
+	}
 	e.noteLeaseTimeout(q)
 	return q, nil
+}
+
+// newQueue registers a named queue; t.mu held.
+func (e *Engine) newQueue(num uint16, name string, o QueueOptions) *queue {
+	q := &queue{e: e, name: name, num: num, decl: o}
+	q.space.init()
+	q.eff.Store(e.effective(o))
+	e.queues.put(q)
+	return q
+}
+
+// logQueue appends a declaration record and waits until it is as durable
+// as the mode promises (a memory-only engine logs nothing).
+func (e *Engine) logQueue(num uint16, name string, o QueueOptions) error {
+	if e.log == nil {
+		return nil
+	}
+	if err := e.log.RequireFormat(2); err != nil {
+		return fmt.Errorf("ringwal: declaring queue %q: %w", name, mapWALError(err))
+	}
+	rec, err := queueRecord(num, name, o, e.preciseNow())
+	if err != nil {
+		return err
+	}
+	if err := e.log.Append(&rec); err != nil {
+		return fmt.Errorf("ringwal: declaring queue %q: %w", name, mapWALError(err))
+	}
+	return nil
+}
+
+// declareReplayed applies a declaration found in the log (replay runs
+// before the engine is used: nothing is logged).
+func (e *Engine) declareReplayed(num uint16, name string, o QueueOptions) {
+	t := &e.queues
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if num == 0 {
+		e.q0.decl = o
+		e.q0.eff.Store(e.effective(o))
+		t.q0Declared = true
+		return
+	}
+	if q := t.at(num); q != nil {
+		q.decl = o
+		q.eff.Store(e.effective(o))
+		return
+	}
+	e.newQueue(num, name, o)
+	t.next, t.n = max(t.next, num), t.n+1
+}
+
+// declarations returns the declaration record of every declared queue,
+// the default queue's if it was declared with options: what a snapshot
+// starts with.
+func (e *Engine) declarations(now int64) ([]wal.Record, error) {
+	var out []wal.Record
+	var err error
+	e.eachQueue(func(q *queue) {
+		if err != nil {
+			return
+		}
+		e.queues.mu.Lock()
+		o, declared := q.decl, q.num != 0 || e.queues.q0Declared
+		e.queues.mu.Unlock()
+		if !declared {
+			return
+		}
+		var rec wal.Record
+		rec, err = queueRecord(q.num, q.name, o, now)
+		out = append(out, rec)
+	})
+	return out, err
 }
 
 // noteLeaseTimeout lowers the lease scan's period if q's leases are

@@ -10,14 +10,16 @@ import (
 	"github.com/ringwal/ringwal/wal"
 )
 
-// A log that holds named queues' records (written by a build that has
-// them) is refused, not replayed around: a message of a named queue must
-// not land in the default queue, and a queue's declaration must not be
-// skipped.
-func TestLogWithQueueRecordsIsRefusedByAnEngineWithoutQueues(t *testing.T) {
-	for name, rec := range map[string]wal.Record{
-		"declaration": {Kind: wal.KindQueue, Queue: 1, Key: "emails", Time: 1},
-		"message":     {Kind: wal.KindEnqueue, ID: 1, Queue: 1, Time: 1, Payload: []byte("x")},
+// A log record the engine cannot apply is refused, not replayed around: a
+// message of a queue the log never declared must not land in the default
+// queue, and a kind this build does not know must not be skipped.
+func TestLogRecordsTheEngineCannotApplyAreRefused(t *testing.T) {
+	for name, tc := range map[string]struct {
+		rec  wal.Record
+		want error
+	}{
+		"message of an undeclared queue": {wal.Record{Kind: wal.KindEnqueue, ID: 1, Queue: 1, Time: 1, Payload: []byte("x")}, wal.ErrCorrupt},
+		"a kind not handled":             {wal.Record{Kind: wal.KindQueueDelete, Queue: 1, Key: "emails", Time: 1}, ringwal.ErrVersion},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -26,11 +28,11 @@ func TestLogWithQueueRecordsIsRefusedByAnEngineWithoutQueues(t *testing.T) {
 			_, err = l.Replay(func(*wal.Record) error { return nil })
 			require.NoError(t, err)
 			require.NoError(t, l.RequireFormat(2))
-			require.NoError(t, l.Append(&rec))
+			require.NoError(t, l.Append(&tc.rec))
 			require.NoError(t, l.Close())
 
 			_, err = ringwal.Open(dir, ringwal.Options{})
-			assert.ErrorIs(t, err, ringwal.ErrVersion)
+			assert.ErrorIs(t, err, tc.want)
 		})
 	}
 }

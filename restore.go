@@ -50,8 +50,13 @@ func (e *Engine) restore(rs *replayState) error {
 		order = e.orderRestored(rs, now)
 	}
 	// Every message enters the slab here (dead-lettered ones leave it
-	// again, counted as they go).
+	// again, counted as they go), and its queue's count.
 	e.ctr.added.Add(int64(len(order)))
+	for _, slot := range order {
+		if n := rs.slab.at(slot).queue; n != 0 {
+			e.queues.at(n).live.Add(1)
+		}
+	}
 	var notes []wal.Record
 	for _, part := range e.publishPlain(rs, order) {
 		// The part's plain prefix is published; its refs go to the
@@ -157,7 +162,9 @@ func (e *Engine) publishPlain(rs *replayState, order []uint32) []plainPart {
 			keyless := e.keys.policy == nil
 			for _, slot := range order[p.from:p.to] {
 				r := rs.slab.at(slot)
-				if rs.state(slot) != stPending || r.more != nil && (r.deadline() != 0 || r.expiresAt() != 0) || !keyless && r.key != "" {
+				// A named queue's message is pushed to its own rings by
+				// restoreOne (place routes it).
+				if rs.state(slot) != stPending || r.queue != 0 || r.more != nil && (r.deadline() != 0 || r.expiresAt() != 0) || !keyless && r.key != "" {
 					return
 				}
 				tier, rf := e.publishReady(slot, r, r.at)
