@@ -47,6 +47,9 @@ func (e *Engine) snapshot(emit func(*wal.Record) error) error {
 		}
 		emitted[decls[i].Queue] = true
 	}
+	if err := e.snapshotQueuePauses(now, emit); err != nil {
+		return err
+	}
 	var lr liveRecords
 	for slot := 0; slot < e.slab.size(); slot++ {
 		r := e.slab.lookup(uint32(slot))

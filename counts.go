@@ -112,13 +112,25 @@ var fieldOf = func() (f [numClasses]field) {
 	return f
 }()
 
-// liveCounts holds the counts by class. Safe for concurrent use.
+// liveCounts holds the counts by class: the default queue's in stripes,
+// each named queue's in a stripe of its own (queue.counts), so that a
+// queue's Stats reads one stripe and the engine's adds them all. Safe for
+// concurrent use.
 type liveCounts struct {
 	on       atomic.Bool // the verbs keep the counts (start has begun)
 	complete atomic.Bool // start has counted every record
 	startMu  sync.Mutex  // serialises start
+	queues   *queueTable // the named queues' stripes
 	_        pad.Line
 	stripes  [countStripes]countStripe
+}
+
+// stripeOf is where r is counted; the caller owns r.
+func (c *liveCounts) stripeOf(r *rec) *countStripe {
+	if r.queue != 0 {
+		return &c.queues.at(r.queue).counts
+	}
+	return &c.stripes[uintptr(unsafe.Pointer(r))/unsafe.Sizeof(rec{})%countStripes]
 }
 
 // start makes the counts complete and keeps them so: it turns counting on,
@@ -162,7 +174,7 @@ func waitOut(try int) {
 
 // move counts r, whose class changes from one to the other.
 func (c *liveCounts) move(r *rec, from, to countClass) {
-	s := &c.stripes[uintptr(unsafe.Pointer(r))/unsafe.Sizeof(rec{})%countStripes]
+	s := c.stripeOf(r)
 	f, t := fieldOf[from], fieldOf[to]
 	switch {
 	case from == 0:
@@ -186,28 +198,45 @@ func (c *liveCounts) move(r *rec, from, to countClass) {
 // (its mover was preempted mid-move) yields, then sleeps, to let it end.
 func (c *liveCounts) byClass() (n [numClasses]int64) {
 	for i := range c.stripes {
-		s := &c.stripes[i]
-		var w [numWords]uint64
-		for try := 0; ; try++ {
-			ended := s.ended.Load()
-			for j := range w {
-				w[j] = s.w[j].Load()
-			}
-			if s.begun.Load() == ended {
-				break
-			}
-			waitOut(try)
-		}
-		for k := 1; k < numClasses; k++ {
-			f := fieldOf[k]
-			v := w[f.word]
-			if f.word < ring.NumTiers { // a Pending and Leased pair
-				v = uint64(uint32(v >> f.shift))
-			}
-			n[k] += int64(v)
-		}
+		c.stripes[i].addTo(&n)
+	}
+	c.queues.each(func(q *queue) { q.counts.addTo(&n) })
+	return n
+}
+
+// queueByClass reads q's counts as byClass reads the engine's.
+func (c *liveCounts) queueByClass(q *queue) (n [numClasses]int64) {
+	if q.num != 0 {
+		q.counts.addTo(&n)
+		return n
+	}
+	for i := range c.stripes {
+		c.stripes[i].addTo(&n)
 	}
 	return n
+}
+
+// addTo adds the stripe's counts, as they were at one instant, to n.
+func (s *countStripe) addTo(n *[numClasses]int64) {
+	var w [numWords]uint64
+	for try := 0; ; try++ {
+		ended := s.ended.Load()
+		for j := range w {
+			w[j] = s.w[j].Load()
+		}
+		if s.begun.Load() == ended {
+			break
+		}
+		waitOut(try)
+	}
+	for k := 1; k < numClasses; k++ {
+		f := fieldOf[k]
+		v := w[f.word]
+		if f.word < ring.NumTiers { // a Pending and Leased pair
+			v = uint64(uint32(v >> f.shift))
+		}
+		n[k] += int64(v)
+	}
 }
 
 // stateCounts is what Stats reports of the counts: by public state and
@@ -219,9 +248,13 @@ type stateCounts struct {
 }
 
 // stateCounts reads the kept counts.
-func (c *liveCounts) stateCounts() stateCounts {
+func (c *liveCounts) stateCounts() stateCounts { return countsOf(c.byClass()) }
+
+// queueStateCounts reads q's kept counts.
+func (c *liveCounts) queueStateCounts(q *queue) stateCounts { return countsOf(c.queueByClass(q)) }
+
+func countsOf(n [numClasses]int64) stateCounts {
 	var out stateCounts
-	n := c.byClass()
 	for k := 0; k < numKinds; k++ {
 		st := State(k) // Pending, Delayed, Leased, Held: kinds in State's order
 		if k >= kindWaiting {

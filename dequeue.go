@@ -171,7 +171,7 @@ func (e *Engine) take(rt *qrun) (slot uint32, r *rec, ok bool, retry int) {
 		return 0, nil, false, takeEmpty
 	}
 	now := e.now()
-	if e.keys.allUntil.Load() != 0 && e.deliveryPaused(now) {
+	if e.keys.allUntil.Load() != 0 && e.deliveryPaused(now) || rt.q.pausedUntil.Load() != 0 && rt.q.paused(now) {
 		return 0, nil, false, takeEmpty
 	}
 	pick, ok := rt.sched.Next(nonEmpty, now, e.validEntry)

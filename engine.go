@@ -97,7 +97,7 @@ func Open(dir string, o Options) (*Engine, error) {
 	for i := range tierCap {
 		tierCap[i] = min(o.TierCapacity, o.MaxMessages)
 	}
-	e.counts = new(liveCounts)
+	e.counts = &liveCounts{queues: &e.queues}
 	policy := sched.Weighted
 	if o.Strict {
 		policy = sched.Strict

@@ -30,6 +30,7 @@ const (
 	timerKey                        // a key's pause ended or its tokens are due (ID: the key's id)
 	timerMaxHold                    // a held message reached its key's MaxHold
 	timerResumeAll                  // a Pause of all delivery ended
+	timerQueueResume                // a queue's Pause ended (ID: the queue's number)
 )
 
 const (
@@ -130,6 +131,8 @@ func (h *housekeeper) fire(at time.Time, en sched.Entry) {
 		e.expireHold(uint32(en.ID), en.Gen, now)
 	case timerResumeAll:
 		e.endPauseAll(now)
+	case timerQueueResume:
+		e.endQueuePause(uint16(en.ID), now)
 	}
 }
 

@@ -113,6 +113,10 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 		e.applyEnqueue(rs, r, slot, m)
 	case wal.KindQueue:
 		e.applyQueue(rs, r)
+	case wal.KindQueuePause:
+		e.applyQueuePause(rs, r, r.Until)
+	case wal.KindQueueResume:
+		e.applyQueuePause(rs, r, 0)
 	case wal.KindLease:
 		rs.moved(m, r.ID)
 		applyLease(rs, r, slot, m)

@@ -115,6 +115,15 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 			assert.Equal(t, int64(time.Minute), q.eff.Load().leaseTimeout)
 			assert.Equal(t, 2, q.eff.Load().policies[classify.Transient].MaxAttempts)
 		}},
+		{wal.KindQueuePause, []wal.Record{mustQueueRecord(t, 7, "emails", QueueOptions{})},
+			wal.Record{Kind: wal.KindQueuePause, Queue: 7, Key: "emails", Time: t0, Until: t0 + 1000}, func(t *testing.T, e *Engine, rs *replayState) {
+				assert.Equal(t, t0+1000, e.queues.at(7).pausedUntil.Load())
+			}},
+		{wal.KindQueueResume, []wal.Record{mustQueueRecord(t, 7, "emails", QueueOptions{}),
+			{Kind: wal.KindQueuePause, Queue: 7, Key: "emails", Time: t0, Until: untilResumed}},
+			wal.Record{Kind: wal.KindQueueResume, Queue: 7, Key: "emails", Time: t0 + 5}, func(t *testing.T, e *Engine, rs *replayState) {
+				assert.Zero(t, e.queues.at(7).pausedUntil.Load())
+			}},
 		{wal.KindLease, []wal.Record{enqueue()}, leaseRecord(id, t0+5, 3, t0+99), func(t *testing.T, e *Engine, rs *replayState) {
 			got := live(t, rs)
 			assert.Equal(t, stLeased, got.state)
@@ -220,7 +229,7 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 	// The queue kinds (issue #26) exist in the log format; the engine
 	// neither writes nor replays them yet (stage 1b of the queues design
 	// adds them to wal only). Each must gain a case here when it does.
-	notYet := map[wal.Kind]bool{wal.KindQueuePause: true, wal.KindQueueResume: true,
+	notYet := map[wal.Kind]bool{
 		wal.KindQueueDelete: true, wal.KindPublish: true}
 	for k := wal.KindEnqueue; k.Valid(); k++ {
 		if notYet[k] {

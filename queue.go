@@ -40,6 +40,14 @@ type queue struct {
 	// producers waiting for room under that cap sleep on space.
 	live  atomic.Int64
 	space sleepers
+	// pausedUntil: the queue's delivery is paused until then (unix ns;
+	// untilResumed: until Resume; 0: not paused).
+	pausedUntil atomic.Int64
+	// counts: the queue's messages by state (counts.go), named queues only.
+	counts countStripe
+	// Lifetime totals of a named queue (the default queue's are the
+	// engine's less the named ones').
+	enqueued, acked, deadLettered atomic.Uint64
 }
 
 // enter counts a message claimed for q; leave one freed.
@@ -409,7 +417,8 @@ func (q *queue) info() QueueInfo {
 	q.e.queues.mu.Lock()
 	o := cloneQueueOptions(q.decl)
 	q.e.queues.mu.Unlock()
-	return QueueInfo{Name: q.name, Options: o}
+	paused, until := q.pausedUntilTime(q.e.preciseNow())
+	return QueueInfo{Name: q.name, Options: o, Paused: paused, PausedUntil: until}
 }
 
 // eachQueue calls fn with every declared queue, the default first, then
@@ -425,6 +434,14 @@ func (e *Engine) eachQueue(fn func(*queue)) {
 	for _, q := range named {
 		fn(q)
 	}
+}
+
+// each calls fn with every named queue, in no order.
+func (t *queueTable) each(fn func(*queue)) {
+	t.byName.Range(func(_, v any) bool {
+		fn(v.(*queue))
+		return true
+	})
 }
 
 // eachRun calls fn with every queue's delivery machinery that is set up.

@@ -112,3 +112,38 @@ func TestDirectoryWithoutNamedQueuesKeepsFormatOne(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ringwal-wal 2", strings.TrimSpace(string(b)), "queues need a build that knows them")
 }
+
+func TestQueuePauseSurvivesReopen(t *testing.T) {
+	for _, checkpoint := range []bool{false, true} {
+		t.Run(map[bool]string{false: "log", true: "checkpoint"}[checkpoint], func(t *testing.T) {
+			dir := t.TempDir()
+			e, err := ringwal.Open(dir, ringwal.Options{})
+			require.NoError(t, err)
+			mustEnqueue(t, e, ringwal.Message{Queue: "held", Payload: []byte("h")})
+			mustEnqueue(t, e, ringwal.Message{Queue: "timed", Payload: []byte("t")})
+			require.NoError(t, e.Queue("held").Pause(time.Time{}))
+			require.NoError(t, e.Queue("timed").Pause(time.Now().Add(time.Hour)))
+			require.NoError(t, e.Queue("gone").Pause(time.Time{}))
+			require.NoError(t, e.Queue("gone").Resume())
+			if checkpoint {
+				require.NoError(t, e.Checkpoint())
+			}
+			require.NoError(t, e.Close())
+
+			e = open(t, dir, ringwal.Options{})
+			byName := map[string]ringwal.QueueInfo{}
+			for _, q := range e.Queues() {
+				byName[q.Name] = q
+			}
+			assert.True(t, byName["held"].Paused)
+			assert.True(t, byName["held"].PausedUntil.IsZero(), "until Resume")
+			assert.True(t, byName["timed"].Paused)
+			assert.WithinDuration(t, time.Now().Add(time.Hour), byName["timed"].PausedUntil, time.Minute)
+			assert.False(t, byName["gone"].Paused)
+			_, ok := e.Queue("held").TryDequeue()
+			assert.False(t, ok)
+			require.NoError(t, e.Queue("held").Resume())
+			assert.Equal(t, []string{"h"}, drainQueue(t, e, e.Queue("held").TryDequeue))
+		})
+	}
+}

@@ -301,3 +301,48 @@ func TestStrictQueueServesHighestTierFirst(t *testing.T) {
 	require.Len(t, got, 13)
 	assert.Equal(t, []string{"high0", "high1", "high2"}, got[:3])
 }
+
+func TestPausedQueueDeliversNothingWhileOthersDeliver(t *testing.T) {
+	e, fake := memEngine(t, ringwal.Options{})
+	mustEnqueue(t, e, ringwal.Message{Queue: "paused", Payload: []byte("p")})
+	mustEnqueue(t, e, ringwal.Message{Queue: "other", Payload: []byte("o")})
+	mustEnqueue(t, e, ringwal.Message{Payload: []byte("d")})
+	paused := e.Queue("paused")
+	require.NoError(t, paused.Pause(fake.Now().Add(time.Minute)))
+	require.NoError(t, paused.Pause(fake.Now().Add(time.Second)), "a pause never shortens one in force")
+	info := e.Queues()[2]
+	require.Equal(t, "paused", info.Name)
+	assert.True(t, info.Paused)
+	assert.True(t, fake.Now().Add(time.Minute).Equal(info.PausedUntil), "until %v", info.PausedUntil)
+
+	_, ok := paused.TryDequeue()
+	assert.False(t, ok, "a paused queue delivers nothing")
+	assert.Equal(t, []string{"o"}, drainQueue(t, e, e.Queue("other").TryDequeue), "other queues deliver")
+	assert.Equal(t, []string{"d"}, drainQueue(t, e, e.TryDequeue))
+
+	// A consumer waiting on the paused queue gets its message once the
+	// pause ends.
+	got := make(chan string, 1)
+	go func() {
+		d, err := paused.Dequeue(ctxBG)
+		if err == nil {
+			got <- string(d.Message.Payload)
+		}
+	}()
+	fake.Advance(2 * time.Minute)
+	select {
+	case p := <-got:
+		assert.Equal(t, "p", p)
+	case <-time.After(waitFor):
+		t.Fatal("the pause's end did not wake the queue's consumer")
+	}
+	assert.False(t, e.Queues()[2].Paused)
+
+	require.NoError(t, paused.Pause(time.Time{}))
+	mustEnqueue(t, e, ringwal.Message{Queue: "paused", Payload: []byte("q")})
+	_, ok = paused.TryDequeue()
+	assert.False(t, ok, "paused until Resume")
+	require.NoError(t, paused.Resume())
+	assert.Equal(t, []string{"q"}, drainQueue(t, e, paused.TryDequeue))
+	assert.ErrorIs(t, paused.Pause(fake.Now().Add(-time.Second)), ringwal.ErrInvalid)
+}

@@ -74,6 +74,7 @@ func (e *Engine) restore(rs *replayState) error {
 	}
 	e.signalAllReady()
 	e.restorePauses(rs.pauses, now)
+	e.restoreQueuePauses(now)
 	if rs.maxID > e.nextID.Load() {
 		e.nextID.Store(rs.maxID)
 	}
