@@ -20,17 +20,17 @@ import (
 // name a slot and generation (stale once the record moves on); TTL entries
 // name the message ID, since a TTL outlives the record's transitions.
 const (
-	timerDue       uint8 = iota + 1 // a delayed or retried message becomes ready
-	timerLease                      // an extended lease may have ended (the others are found by scanLeases)
-	timerTTL                        // a message's TTL ends
-	timerRecheck                    // a key's breaker may admit its held messages
-	timerNotify                     // new dead letters wait for Options.OnDeadLetter
-	timerMaintain                   // the periodic maintenance pass
-	timerLeaseScan                  // the lease scan
-	timerKey                        // a key's pause ended or its tokens are due (ID: the key's id)
-	timerMaxHold                    // a held message reached its key's MaxHold
-	timerResumeAll                  // a Pause of all delivery ended
-	timerQueueResume                // a queue's Pause ended (ID: the queue's number)
+	timerDue         uint8 = iota + 1 // a delayed or retried message becomes ready
+	timerLease                        // an extended lease may have ended (the others are found by scanLeases)
+	timerTTL                          // a message's TTL ends
+	timerRecheck                      // a key's breaker may admit its held messages
+	timerNotify                       // new dead letters wait for Options.OnDeadLetter
+	timerMaintain                     // the periodic maintenance pass
+	timerLeaseScan                    // the lease scan
+	timerKey                          // a key's pause ended or its tokens are due (ID: the key's id)
+	timerMaxHold                      // a held message reached its key's MaxHold
+	timerResumeAll                    // a Pause of all delivery ended
+	timerQueueResume                  // a queue's Pause ended (ID: the queue's number)
 )
 
 const (
