@@ -32,6 +32,8 @@ type counters struct {
 	requeuedLeased  atomic.Uint64
 	cancelled       atomic.Uint64 // Cancel calls that removed a message
 	cancelledLeased atomic.Uint64 // of which leased ones
+	published       atomic.Uint64 // Publish calls that added copies
+	unrouted        atomic.Uint64 // Publish calls to a topic no queue binds
 	deadLettered    [numCategories]atomic.Uint64
 	deadEvicted     atomic.Uint64 // dead letters removed by MaxDeadLetters
 	unused          atomic.Uint64 // IDs taken but never enqueued (duplicates, collisions, failed writes)

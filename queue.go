@@ -86,6 +86,7 @@ type qeff struct {
 	leaseSlop   int64 // ns
 	maxMessages int64 // 0: no cap of its own
 	policies    [numCategories]classify.RetryPolicy
+	topics      []string // bound topics (Publish)
 }
 
 // qrun is a queue's delivery machinery: what its consumers take from and
@@ -131,7 +132,7 @@ func (e *Engine) effective(o QueueOptions) *qeff {
 	if lt == 0 {
 		lt = e.opts.LeaseTimeout
 	}
-	f := &qeff{leaseTimeout: int64(lt), maxMessages: int64(o.MaxMessages)}
+	f := &qeff{leaseTimeout: int64(lt), maxMessages: int64(o.MaxMessages), topics: o.Topics}
 	if e.coarse != nil {
 		f.leaseSlop = int64(coarseTick) + int64(lt)>>10
 	}

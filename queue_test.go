@@ -346,3 +346,69 @@ func TestPausedQueueDeliversNothingWhileOthersDeliver(t *testing.T) {
 	assert.Equal(t, []string{"q"}, drainQueue(t, e, paused.TryDequeue))
 	assert.ErrorIs(t, paused.Pause(fake.Now().Add(-time.Second)), ringwal.ErrInvalid)
 }
+
+func TestPublishPutsOneCopyInEveryBoundQueue(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{Queues: map[string]ringwal.QueueOptions{
+		"audit":   {Topics: []string{"orders"}},
+		"billing": {Topics: []string{"orders", "refunds"}},
+		"mail":    {Topics: []string{"signups"}},
+	}})
+	ids, err := e.Publish(ctxBG, "orders", ringwal.Message{Payload: []byte("order-1"), Key: "shop"})
+	require.NoError(t, err)
+	require.Len(t, ids, 2)
+	assert.NotEqual(t, ids[0], ids[1], "each copy has its own ID")
+	for i, q := range []string{"audit", "billing"} {
+		d, ok := e.Queue(q).TryDequeue()
+		require.True(t, ok, q)
+		assert.Equal(t, ids[i], d.ID, "IDs in the order of the queues' names")
+		assert.Equal(t, "order-1", string(d.Message.Payload))
+		assert.Equal(t, q, d.Message.Queue)
+		if q == "audit" {
+			require.NoError(t, e.Ack(d.Lease))
+		} else {
+			require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("no"), classify.Permanent)))
+		}
+	}
+	info, err := e.Get(ids[1])
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Dead, info.State, "copies have their own fates")
+	_, err = e.Get(ids[0])
+	assert.ErrorIs(t, err, ringwal.ErrNotFound)
+	_, ok := e.Queue("mail").TryDequeue()
+	assert.False(t, ok, "an unbound queue gets no copy")
+
+	ids, err = e.Publish(ctxBG, "nobody", ringwal.Message{})
+	assert.NoError(t, err)
+	assert.Empty(t, ids)
+	s := e.Stats()
+	assert.EqualValues(t, 1, s.Published)
+	assert.EqualValues(t, 1, s.UnroutedPublishes)
+
+	_, err = e.Publish(ctxBG, "orders", ringwal.Message{Queue: "audit"})
+	assert.ErrorIs(t, err, ringwal.ErrInvalid)
+}
+
+func TestPublishIsAllOrNoneWhenAQueueIsFull(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{Queues: map[string]ringwal.QueueOptions{
+		"roomy": {Topics: []string{"t"}},
+		"small": {Topics: []string{"t"}, MaxMessages: 1},
+	}})
+	_, err := e.Publish(ctxBG, "t", ringwal.Message{})
+	require.NoError(t, err)
+	_, err = e.Publish(ctxBG, "t", ringwal.Message{})
+	require.ErrorIs(t, err, ringwal.ErrFull)
+	assert.Contains(t, err.Error(), `queue "small"`)
+	assert.Len(t, drainQueue(t, e, e.Queue("roomy").TryDequeue), 1, "the refused publish added no copy anywhere")
+}
+
+func TestPublishWithADedupIDAddsNoCopyTwice(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{DedupWindow: time.Hour, Queues: map[string]ringwal.QueueOptions{
+		"a": {Topics: []string{"t"}}, "b": {Topics: []string{"t"}}}})
+	first, err := e.Publish(ctxBG, "t", ringwal.Message{DedupID: "evt-1"})
+	require.NoError(t, err)
+	again, err := e.Publish(ctxBG, "t", ringwal.Message{DedupID: "evt-1"})
+	assert.ErrorIs(t, err, ringwal.ErrDuplicate)
+	assert.Equal(t, first, again)
+	assert.Len(t, drainQueue(t, e, e.Queue("a").TryDequeue), 1)
+	assert.Len(t, drainQueue(t, e, e.Queue("b").TryDequeue), 1)
+}

@@ -46,6 +46,9 @@ type Stats struct {
 	Redriven, Requeued, BreakerTrips                        uint64
 	// Cancelled counts messages removed by Cancel (not counted as Acked).
 	Cancelled uint64
+	// Published counts Publish calls that put copies into queues;
+	// UnroutedPublishes those to a topic no queue binds (no copy made).
+	Published, UnroutedPublishes uint64
 	// DeadLetteredByCategory splits DeadLettered.
 	DeadLetteredByCategory map[classify.Category]uint64
 
@@ -293,6 +296,7 @@ func (e *Engine) Stats() Stats {
 		}
 	}
 	s.Cancelled = e.ctr.cancelled.Load()
+	s.Published, s.UnroutedPublishes = e.ctr.published.Load(), e.ctr.unrouted.Load()
 	if freed > s.DeadLettered+s.Cancelled {
 		s.Acked = freed - s.DeadLettered - s.Cancelled
 	}
