@@ -231,10 +231,16 @@ func (e *Engine) Cancel(id ID) error {
 type Filter struct {
 	Key    string
 	States []State
+	// Queue limits the walk to one named queue; "" means every queue (the
+	// default queue's name is "" too: filter it by Info.Message.Queue).
+	Queue string
 }
 
 func (f *Filter) match(info *Info) bool {
 	if f.Key != "" && info.Message.Key != f.Key {
+		return false
+	}
+	if f.Queue != "" && info.Message.Queue != f.Queue {
 		return false
 	}
 	return len(f.States) == 0 || slices.Contains(f.States, info.State)

@@ -412,3 +412,23 @@ func TestPublishWithADedupIDAddsNoCopyTwice(t *testing.T) {
 	assert.Len(t, drainQueue(t, e, e.Queue("a").TryDequeue), 1)
 	assert.Len(t, drainQueue(t, e, e.Queue("b").TryDequeue), 1)
 }
+
+func TestMessagesFilterByQueue(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	a := mustEnqueue(t, e, ringwal.Message{Queue: "a"})
+	mustEnqueue(t, e, ringwal.Message{Queue: "b"})
+	d := mustEnqueue(t, e, ringwal.Message{})
+	var got []ringwal.ID
+	for info := range e.Messages(ringwal.Filter{Queue: "a"}) {
+		got = append(got, info.ID)
+	}
+	assert.Equal(t, []ringwal.ID{a}, got)
+	n := 0
+	for info := range e.Messages(ringwal.Filter{}) {
+		n++
+		if info.ID == d {
+			assert.Equal(t, "", info.Message.Queue)
+		}
+	}
+	assert.Equal(t, 3, n, `Queue "" walks every queue`)
+}
