@@ -146,6 +146,9 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait boo
 		}
 	}
 	e.publish(slot, now)
+	if q.num != 0 {
+		q.enqueued.Add(1)
+	}
 	return ID(id), false, nil
 }
 

@@ -123,7 +123,11 @@ func (b *batchIntake) try(ctx context.Context) (_ []ID, again bool, _ error) {
 		}
 	}
 	for _, slot := range b.slots {
+		q := e.queueOf(e.slab.at(slot)) // read while the record is ours
 		e.publish(slot, b.now)
+		if q.num != 0 {
+			q.enqueued.Add(1)
+		}
 	}
 	dups := len(b.ms) - len(b.slots)
 	if dups > 0 {

@@ -92,7 +92,11 @@ func (e *Engine) bury(slot uint32, r *rec, f dlq.Failure, wait bool) error {
 	id, ks := r.id.Load(), r.ks
 	wait = wait || (ks != nil && ks.policy.Ordered)
 	m := r.message()
-	m.Queue = e.queueOf(r).name
+	q := e.queueOf(r)
+	m.Queue = q.name
+	if q.num != 0 {
+		q.deadLettered.Add(1)
+	}
 	entry := h.deadLetter(id, cat, m, int(r.attempts()), now)
 	// Logged before the dead letter is visible: an operator's Review,
 	// Purge or Redrive of it must follow it in the log.

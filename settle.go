@@ -108,6 +108,9 @@ func (e *Engine) ackLogged(r *rec, now int64, wait bool) error {
 // should the ack not reach the log.
 func (e *Engine) settleDone(r *rec, back *unacked) (uint64, *keyState) {
 	id, ks := r.id.Load(), r.ks
+	if r.queue != 0 {
+		e.queues.at(r.queue).acked.Add(1)
+	}
 	if r.key != "" {
 		e.breakers.Done(r.ticket, true)
 	}

@@ -46,6 +46,9 @@ type Stats struct {
 	Redriven, Requeued, BreakerTrips                        uint64
 	// Cancelled counts messages removed by Cancel (not counted as Acked).
 	Cancelled uint64
+	// Queues are each queue's counts, the default queue ("") first, then
+	// by name.
+	Queues []QueueStats
 	// Published counts Publish calls that put copies into queues;
 	// UnroutedPublishes those to a topic no queue binds (no copy made).
 	Published, UnroutedPublishes uint64
@@ -163,7 +166,10 @@ const peekLimit = 64
 // became ready, and a key's queue in the order its messages go back. A
 // message that overtook others (its deadline) is never the oldest; one
 // behind peekLimit stale entries is missed until those are popped.
-func (e *Engine) oldestReady() int64 {
+func (e *Engine) oldestReady() int64 { return e.oldestReadyIn(nil) }
+
+// oldestReadyIn is oldestReady of queue q (nil: every queue).
+func (e *Engine) oldestReadyIn(q *queue) int64 {
 	oldest := int64(0)
 	consider := func(rf ref, st uint32) bool {
 		r := e.slab.lookup(rf.slot)
@@ -171,13 +177,22 @@ func (e *Engine) oldestReady() int64 {
 			return false
 		}
 		at := r.at // Pending: when it became ready; Waiting: when due
+		mine := q == nil || r.queue == q.num
 		r.keep(e.counts, st)
-		if at != 0 && (oldest == 0 || at < oldest) {
+		if mine && at != 0 && (oldest == 0 || at < oldest) {
 			oldest = at
 		}
 		return true
 	}
-	e.eachRun(func(rt *qrun) {
+	runs := e.eachRun
+	if q != nil {
+		runs = func(fn func(*qrun)) {
+			if rt := q.rt.Load(); rt != nil {
+				fn(rt)
+			}
+		}
+	}
+	runs(func(rt *qrun) {
 		for t := 0; t < ring.NumTiers; t++ {
 			rt.tiers.Peek(t, peekLimit, func(rf ref) bool { return !consider(rf, stPending) })
 			q := &rt.spill[t]
@@ -332,5 +347,6 @@ func (e *Engine) Stats() Stats {
 	for t := 0; t < ring.NumTiers; t++ {
 		s.TierUtilization[t] = float64(e.rt0.tiers.LenOf(t)) / float64(e.rt0.tiers.Cap(t))
 	}
+	e.queuesStats(&s)
 	return s
 }

@@ -1,0 +1,79 @@
+package ringwal
+
+import (
+	"time"
+)
+
+// QueueStats are one queue's counts (Queue.Stats, Stats.Queues): its
+// messages by state, its dead letters, its lifetime totals and the age of
+// its longest-waiting pending message.
+type QueueStats struct {
+	Name                                 string
+	Pending, Delayed, Leased, Held, Dead int
+	// Enqueued, Acked and DeadLettered count since Open, as Stats' totals
+	// do; the default queue's are the engine's less the named queues'.
+	Enqueued, Acked, DeadLettered uint64
+	OldestPending                 time.Duration
+}
+
+// Stats returns the queue's counts. Its cost grows with the queue's
+// backlog's front, not the backlog (see Engine.Stats); it does not
+// declare the queue (an undeclared one reads as empty). Safe for
+// concurrent use.
+func (q *Queue) Stats() QueueStats {
+	r, err := q.e.queueNamed(q.name, false)
+	if err != nil {
+		return QueueStats{Name: q.name}
+	}
+	e := q.e
+	e.counts.start(e.slab)
+	s := e.queueStats(r)
+	if r.num == 0 {
+		// The default queue's totals: the engine's less the named ones'.
+		all := e.Stats()
+		return all.Queues[0]
+	}
+	return s
+}
+
+// queueStats reads named queue q's counts (for the default queue, only
+// what needs no engine totals); counting must be on (counts.start).
+func (e *Engine) queueStats(q *queue) QueueStats {
+	var c stateCounts
+	dead := 0
+	e.ctr.moves.read(func() {
+		c = e.counts.queueStateCounts(q)
+		dead = e.dead.QueueLen(q.name)
+	})
+	s := QueueStats{
+		Name: q.name, Pending: c.byState[Pending], Delayed: c.byState[Delayed], Leased: c.byState[Leased],
+		Held: c.byState[Held], Dead: dead,
+		Enqueued: q.enqueued.Load(), Acked: q.acked.Load(), DeadLettered: q.deadLettered.Load(),
+	}
+	if oldest := e.oldestReadyIn(q); oldest != 0 {
+		if age := time.Duration(e.preciseNow() - oldest); age > 0 {
+			s.OldestPending = age
+		}
+	}
+	return s
+}
+
+// queuesStats fills s.Queues: every declared queue, the default first,
+// then by name; the default queue's totals are the engine's less the
+// named queues'.
+func (e *Engine) queuesStats(s *Stats) {
+	var named QueueStats
+	e.eachQueue(func(q *queue) {
+		qs := e.queueStats(q)
+		if q.num != 0 {
+			named.Enqueued += qs.Enqueued
+			named.Acked += qs.Acked
+			named.DeadLettered += qs.DeadLettered
+		}
+		s.Queues = append(s.Queues, qs)
+	})
+	d := &s.Queues[0]
+	d.Enqueued = s.Enqueued - min(s.Enqueued, named.Enqueued)
+	d.Acked = s.Acked - min(s.Acked, named.Acked)
+	d.DeadLettered = s.DeadLettered - min(s.DeadLettered, named.DeadLettered)
+}
