@@ -81,7 +81,8 @@ func (s *Store[M]) Query(q Query) ([]Entry[M], error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := []Entry[M]{}
-	err := s.walkLocked(q, func(r *record[M]) { out = append(out, r.e.clone()) })
+	reserve := func(n int) { out = make([]Entry[M], 0, n) }
+	err := s.walkLocked(q, reserve, func(r *record[M]) { out = append(out, r.e.clone()) })
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +123,7 @@ func (s *Store[M]) CountQuery(q Query) (n int, mark uint64, err error) {
 			n = x.live()
 		}
 	default:
-		if err := s.walkLocked(q, func(*record[M]) { n++ }); err != nil {
+		if err := s.walkLocked(q, nil, func(*record[M]) { n++ }); err != nil {
 			return 0, 0, err
 		}
 		return n, mark, nil
@@ -140,7 +141,7 @@ func (s *Store[M]) Purge(q Query) ([]Entry[M], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var recs []*record[M]
-	if err := s.walkLocked(q, func(r *record[M]) { recs = append(recs, r) }); err != nil {
+	if err := s.walkLocked(q, nil, func(r *record[M]) { recs = append(recs, r) }); err != nil {
 		return nil, err
 	}
 	s.removeAll(recs)
@@ -157,9 +158,13 @@ type cursor[M any] struct {
 	i int
 }
 
-// walkLocked calls visit with the records matching q, in order. s.mu must
-// be held.
-func (s *Store[M]) walkLocked(q Query, visit func(*record[M])) error {
+// walkLocked calls visit with the records matching q, in order. If q has
+// a Limit and reserve is not nil, it first calls reserve with the most
+// records it can visit: the Limit, or fewer if the indexes it reads hold
+// fewer from where it starts, so that Query sizes its result once instead
+// of growing it by doubling (a page copied at most once, and no more
+// memory than the doubling's last step). s.mu must be held.
+func (s *Store[M]) walkLocked(q Query, reserve func(int), visit func(*record[M])) error {
 	catMask, err := s.validate(q)
 	if err != nil {
 		return err
@@ -216,6 +221,13 @@ func (s *Store[M]) walkLocked(q Query, visit func(*record[M])) error {
 		for j := range curs {
 			curs[j].i = curs[j].x.search(from, after)
 		}
+	}
+	if reserve != nil && q.Limit > 0 {
+		n := 0
+		for _, c := range curs {
+			n += len(c.x.recs) - c.i
+		}
+		reserve(min(n, q.Limit))
 	}
 	keep := func(r *record[M]) bool {
 		return !r.gone && matchReview(q.Reviewed, r.e.Reviewed) && (q.Through == 0 || r.seq <= q.Through) &&
