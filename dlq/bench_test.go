@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/ringwal/ringwal/classify"
@@ -21,6 +22,84 @@ func BenchmarkQuery(b *testing.B) {
 	for b.Loop() {
 		if got, _ := s.Query(q); len(got) != 50 {
 			b.Fatal(len(got))
+		}
+	}
+}
+
+// BenchmarkAddEvict adds a default-queue entry to a 100 000-entry store
+// and evicts the oldest, the engine's steady state at its bound: the
+// write paths (Add, drop, compact) of an entry without a queue.
+func BenchmarkAddEvict(b *testing.B) {
+	benchAddEvict(b, "")
+}
+
+// BenchmarkAddEvictQueue is BenchmarkAddEvict with every entry in one
+// named queue.
+func BenchmarkAddEvictQueue(b *testing.B) {
+	benchAddEvict(b, "orders")
+}
+
+func benchAddEvict(b *testing.B, queue string) {
+	s := New[string](Options{})
+	const n = 100_000
+	e := entry(1, classify.Transient, "", 0)
+	e.Queue = queue
+	for id := uint64(1); id <= n; id++ {
+		e.ID, e.Category, e.DeadAt = id, classify.Categories()[id%8], at(int(id))
+		if err := s.Add(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	id := uint64(n)
+	b.ReportAllocs()
+	for b.Loop() {
+		id++
+		e.ID, e.Category, e.DeadAt = id, classify.Categories()[id%8], at(int(id))
+		if err := s.Add(e); err != nil {
+			b.Fatal(err)
+		}
+		if len(s.Evict(n)) != 1 {
+			b.Fatal("evict")
+		}
+	}
+}
+
+// BenchmarkQueryQueue asks for a 50-entry page of one queue of 100 inside
+// a time window of a 100 000-entry store: the queue's index is read, so
+// the cost should not depend on n nor on the other queues.
+func BenchmarkQueryQueue(b *testing.B) {
+	s := New[string](Options{})
+	const n = 100_000
+	for id := uint64(1); id <= n; id++ {
+		e := entry(id, classify.Categories()[id%8], "", int(id))
+		e.Queue = fmt.Sprint("q", id%100)
+		if err := s.Add(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	q := Query{Queue: "q7", Since: at(n / 2), Limit: 50}
+	b.ReportAllocs()
+	for b.Loop() {
+		if got, _ := s.Query(q); len(got) != 50 {
+			b.Fatal(len(got))
+		}
+	}
+}
+
+// BenchmarkQueueLen reads one queue's count, as Stats does per queue.
+func BenchmarkQueueLen(b *testing.B) {
+	s := New[string](Options{})
+	for id := uint64(1); id <= 1000; id++ {
+		e := entry(id, classify.Transient, "", int(id))
+		e.Queue = fmt.Sprint("q", id%10)
+		if err := s.Add(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if s.QueueLen("q3") != 100 {
+			b.Fatal("count")
 		}
 	}
 }

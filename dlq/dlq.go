@@ -31,8 +31,8 @@ type Failure struct {
 	Error string
 }
 
-// Entry is a dead letter. Category, Key and DeadAt decide where it is
-// indexed and never change while it is stored.
+// Entry is a dead letter. Category, Key, Queue and DeadAt decide where it
+// is indexed and never change while it is stored.
 type Entry[M any] struct {
 	// ID is the engine's message ID; never 0 (0 means "no cursor" in
 	// Query.After).
@@ -42,6 +42,9 @@ type Entry[M any] struct {
 	Category classify.Category
 	// Key is the message's breaker key ("" for none).
 	Key string
+	// Queue is the name of the queue the message came from, set by the
+	// caller before Add; "" is the default queue.
+	Queue string
 	// Message is the message itself. The store never copies or modifies
 	// it; callers must treat it as read-only once added.
 	Message M
@@ -125,24 +128,29 @@ func (o Options) withDefaults() Options {
 // Store holds dead letters of message type M. Create it with New. All
 // methods are safe for concurrent use.
 //
-// Entries are indexed per category and per key, each index sorted by
-// (DeadAt, ID). With n stored entries and k returned: Add is O(log n)
-// (O(n) worst case if DeadAt goes backwards), Get O(1), Remove and
-// MarkReviewed O(1) amortised, Query O(c·log n + k + s) where c is the
-// number of categories asked for (one index when Key is set) and s the
-// entries skipped inside the time window (other categories in a Key
-// query, the other review state, removed entries not yet compacted),
-// Count and Len O(1), Evict O(log n) amortised per entry
-// it removes, CountQuery O(c) from the kept counts when it filters by
-// categories or one key only.
+// Entries are indexed per category, per key and per named queue, each
+// index sorted by (DeadAt, ID). With n stored entries and k returned: Add
+// is O(log n) (O(n) worst case if DeadAt goes backwards), Get O(1), Remove
+// and MarkReviewed O(1) amortised, Query O(c·log n + k + s) where c is the
+// number of categories asked for (one index when Key or Queue is set, the
+// smaller of the two when both are) and s the entries skipped inside the
+// time window (other categories, keys or queues in a Key or Queue query,
+// the other review state, removed entries not yet compacted), Count, Len
+// and QueueLen O(1), Evict O(log n) amortised per entry it removes,
+// CountQuery O(c) from the kept counts when it filters by categories, one
+// key or one queue only.
 type Store[M any] struct {
 	opt Options
 
-	mu     sync.RWMutex
-	byID   map[uint64]*record[M]
-	byCat  []index[M]           // indexed by classify.Category
-	byKey  map[string]*index[M] // entries with a non-empty Key
-	ghosts ghosts
+	mu    sync.RWMutex
+	byID  map[uint64]*record[M]
+	byCat []index[M]           // indexed by classify.Category
+	byKey map[string]*index[M] // entries with a non-empty Key
+	// byQueue indexes the entries of named queues (a non-empty Queue), so
+	// that a query for one queue of many reads only that queue's entries;
+	// the default queue has no index: Query.Queue "" matches every queue.
+	byQueue map[string]*queueIndex[M]
+	ghosts  ghosts
 	// reviewed holds the reviewed entries by dead-letter order, for Evict.
 	reviewed reviewedHeap[M]
 	// seq numbers Adds: CountQuery's mark is its value then, and
@@ -156,18 +164,28 @@ type Store[M any] struct {
 	// dead-lettering's unlock, onto its processor.
 	n      atomic.Int64
 	perCat []atomic.Int64 // indexed by classify.Category
+	// defaultQueue and queueLens count the default queue's entries and
+	// each named queue's, kept like n for QueueLen and QueueCounts.
+	// queueLens maps a name to its byQueue entry's n and holds exactly
+	// byQueue's names: both are changed together under mu, a name deleted
+	// once its count is 0 (so the map does not grow with every queue that
+	// ever dead-lettered), and a reader that loaded the counter just before
+	// reads that 0.
+	defaultQueue atomic.Int64
+	queueLens    sync.Map // string -> *atomic.Int64
 }
 
 // New returns an empty Store.
 func New[M any](o Options) *Store[M] {
 	o = o.withDefaults()
 	return &Store[M]{
-		opt:    o,
-		byID:   make(map[uint64]*record[M]),
-		byCat:  make([]index[M], len(classify.Categories())),
-		perCat: make([]atomic.Int64, len(classify.Categories())),
-		byKey:  make(map[string]*index[M]),
-		ghosts: newGhosts(o.CursorMemory),
+		opt:     o,
+		byID:    make(map[uint64]*record[M]),
+		byCat:   make([]index[M], len(classify.Categories())),
+		perCat:  make([]atomic.Int64, len(classify.Categories())),
+		byKey:   make(map[string]*index[M]),
+		byQueue: make(map[string]*queueIndex[M]),
+		ghosts:  newGhosts(o.CursorMemory),
 	}
 }
 
@@ -215,6 +233,18 @@ func (s *Store[M]) Add(e Entry[M]) error {
 			s.byKey[e.Key] = x
 		}
 		x.insert(r)
+	}
+	if e.Queue == "" {
+		s.defaultQueue.Add(1)
+	} else {
+		x := s.byQueue[e.Queue]
+		if x == nil {
+			x = &queueIndex[M]{}
+			s.byQueue[e.Queue] = x
+			s.queueLens.Store(e.Queue, &x.n)
+		}
+		x.insert(r)
+		x.n.Add(1)
 	}
 	return nil
 }
@@ -288,6 +318,37 @@ func (s *Store[M]) Counts() map[classify.Category]int {
 // Len returns the number of entries. O(1) and without the lock, as Count.
 func (s *Store[M]) Len() int {
 	return int(s.n.Load())
+}
+
+// QueueLen returns the number of entries of that queue ("" is the default
+// queue here, not every queue: Len counts those). O(1) and without the
+// lock, as Count; it does not allocate.
+func (s *Store[M]) QueueLen(queue string) int {
+	if queue == "" {
+		return int(s.defaultQueue.Load())
+	}
+	if n, ok := s.queueLens.Load(queue); ok {
+		return int(n.(*atomic.Int64).Load())
+	}
+	return 0
+}
+
+// QueueCounts returns the number of entries per queue, for every queue
+// that has some (the default queue under ""). Without the lock, as Counts:
+// each queue's count is one a write left, and a removal of many entries
+// under way may be seen part-done. O(q) for q queues with entries.
+func (s *Store[M]) QueueCounts() map[string]int {
+	m := make(map[string]int)
+	if n := s.defaultQueue.Load(); n > 0 {
+		m[""] = int(n)
+	}
+	s.queueLens.Range(func(name, n any) bool {
+		if v := n.(*atomic.Int64).Load(); v > 0 {
+			m[name.(string)] = int(v)
+		}
+		return true
+	})
+	return m
 }
 
 // KeyCounts returns the number of entries per key, for every key that has
@@ -372,28 +433,44 @@ func (s *Store[M]) drop(r *record[M]) {
 	if r.e.Key != "" {
 		s.byKey[r.e.Key].gone++
 	}
+	if r.e.Queue == "" {
+		s.defaultQueue.Add(-1)
+	} else {
+		x := s.byQueue[r.e.Queue]
+		x.gone++
+		x.n.Add(-1)
+	}
 	if r.e.Reviewed {
 		s.reviewed.gone++
 	}
 	s.ghosts.add(r.pos)
 }
 
-// compact compacts the indexes r was in, and forgets an emptied key so
-// that the key map does not grow with every key ever seen. s.mu must be
-// held.
+// compact compacts the indexes r was in, and forgets an emptied key or
+// queue so that the maps do not grow with every key or queue ever seen.
+// s.mu must be held.
 func (s *Store[M]) compact(r *record[M]) {
 	s.byCat[r.e.Category].compact()
 	if r.e.Reviewed {
 		s.reviewed.compact()
 	}
-	if r.e.Key == "" {
-		return
+	if r.e.Key != "" {
+		if x := s.byKey[r.e.Key]; x != nil {
+			if x.live() == 0 {
+				delete(s.byKey, r.e.Key)
+			} else {
+				x.compact()
+			}
+		}
 	}
-	if x := s.byKey[r.e.Key]; x != nil {
-		if x.live() == 0 {
-			delete(s.byKey, r.e.Key)
-		} else {
-			x.compact()
+	if r.e.Queue != "" {
+		if x := s.byQueue[r.e.Queue]; x != nil {
+			if x.live() == 0 {
+				delete(s.byQueue, r.e.Queue)
+				s.queueLens.Delete(r.e.Queue)
+			} else {
+				x.compact()
+			}
 		}
 	}
 }

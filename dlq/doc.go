@@ -2,13 +2,13 @@
 // per engine, indexed per failure category.
 //
 // It owns the Entry record and its failure history, the in-memory indexes
-// that answer a Query (category, key, dead-letter time window, review state,
-// cursor paging), operator review notes, removal for redrive and purge, and
-// the retention sweep that drops old reviewed entries, and Evict, which
-// bounds the store (oldest reviewed entries first, then the oldest
-// unreviewed ones). Reads by ID and counts per key or category are O(1);
-// CountQuery counts without copying, and its mark (Query.Through) lets a
-// purge take exactly what was counted.
+// that answer a Query (category, key, queue, dead-letter time window,
+// review state, cursor paging), operator review notes, removal for redrive
+// and purge, the retention sweep that drops old reviewed entries, and
+// Evict, which bounds the store (oldest reviewed entries first, then the
+// oldest unreviewed ones). Reads by ID and counts per key, queue or
+// category are O(1); CountQuery counts without copying, and its mark
+// (Query.Through) lets a purge take exactly what was counted.
 //
 // It does not own durability or the message type: the engine writes every
 // Add, MarkReviewed, Remove, Purge and Sweep to its write-ahead log and
@@ -17,6 +17,6 @@
 // starts no goroutines: retention runs when the caller calls Sweep.
 //
 // Every Store method is safe for concurrent use: reads share a
-// sync.RWMutex, writes hold it exclusively; Len, Count and Counts read
-// counts the writes keep, without the lock.
+// sync.RWMutex, writes hold it exclusively; Len, Count, Counts, QueueLen and
+// QueueCounts read counts the writes keep, without the lock.
 package dlq

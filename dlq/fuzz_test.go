@@ -3,6 +3,7 @@ package dlq
 import (
 	"cmp"
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -48,6 +49,7 @@ func (m *model) query(q Query) (ids []uint64, ok bool) {
 		switch {
 		case len(q.Categories) > 0 && !slices.Contains(q.Categories, e.Category),
 			q.Key != "" && e.Key != q.Key,
+			q.Queue != "" && e.Queue != q.Queue,
 			!q.Since.IsZero() && e.DeadAt.Before(q.Since),
 			!q.Until.IsZero() && !e.DeadAt.Before(q.Until),
 			q.Reviewed == OnlyReviewed && !e.Reviewed,
@@ -92,6 +94,7 @@ func (r *bytes) query() Query {
 		}
 	}
 	q.Key = []string{"", "", "a", "b", "c"}[r.next()%5]
+	q.Queue = []string{"", "", "a", "q1", "q2", "q3"}[r.next()%6]
 	if b := r.next(); b%3 != 0 {
 		q.Since = at(int(b % 24))
 	}
@@ -106,22 +109,29 @@ func (r *bytes) query() Query {
 	return q
 }
 
-// FuzzQuery drives random adds, removes, reviews, purges, sweeps and
-// queries against a Store and the naive model, comparing every answer.
+// FuzzQuery drives random adds, removes, reviews, purges, sweeps,
+// evictions, queries and counts against a Store and the naive model,
+// comparing every answer.
 func FuzzQuery(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 0, 5, 2, 1, 0, 9, 4, 4, 0, 0, 0, 0, 0, 0, 0, 3})
 	f.Add([]byte("add add add query remove query purge sweep review query"))
 	f.Add(slices.Repeat([]byte{0, 7, 3, 1, 2, 5, 1, 4, 2, 9, 1, 0, 1, 3}, 20))
+	// Adds to named queues and the default one, a query and a paging by
+	// queue, a removal, a purge by queue and an eviction.
+	f.Add([]byte{0, 0, 1, 1, 5, 3, 1, 1, 2, 0, 6, 4, 0, 2, 1, 2, 7, 2, 0, 3, 0, 1, 3, 0, 0, 4, 3, 0, 9, 3,
+		7, 0, 0, 3, 0, 0, 0, 1, 2, 2, 0, 8, 0, 0, 2, 0, 0, 0, 1, 2,
+		4, 0, 0, 4, 0, 0, 0, 1, 1, 6, 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const retention = 10 * time.Second
 		s := New[string](Options{Retention: retention, CursorMemory: 1 << 20})
 		m := &model{removed: map[uint64]pos{}}
 		r := &bytes{b: data}
 		for len(r.b) > 0 {
-			switch op := r.next() % 8; op {
+			switch op := r.next() % 9; op {
 			case 0, 1: // add
 				id := uint64(r.next()%40 + 1)
 				e := entry(id, classify.Category(r.next()%8), []string{"", "a", "b", "c"}[r.next()%4], int(r.next()%24))
+				e.Queue = []string{"", "", "a", "q1", "q2"}[r.next()%5] // "a" is a key too
 				err := s.Add(e)
 				if m.find(id) >= 0 {
 					if !errors.Is(err, ErrDuplicate) {
@@ -177,6 +187,26 @@ func FuzzQuery(f *testing.F) {
 				if !slices.Equal(got, want) {
 					t.Fatalf("sweep at %v: got %v, want %v", now, got, want)
 				}
+			case 6: // evict: the oldest reviewed first, then the oldest
+				keep := int(r.next() % 40)
+				got := ids(s.Evict(keep))
+				byAge := slices.Clone(m.entries)
+				slices.SortFunc(byAge, func(a, b Entry[string]) int {
+					if a.Reviewed != b.Reviewed {
+						if a.Reviewed {
+							return -1
+						}
+						return 1
+					}
+					return cmp.Or(a.DeadAt.Compare(b.DeadAt), cmp.Compare(a.ID, b.ID))
+				})
+				want := []uint64{}
+				for _, e := range byAge[:max(len(byAge)-keep, 0)] {
+					want = append(want, m.remove(m.find(e.ID)).ID)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("evict to %d: got %v, want %v", keep, got, want)
+				}
 			default: // query, then page through it
 				q := r.query()
 				want, ok := m.query(q)
@@ -184,6 +214,10 @@ func FuzzQuery(f *testing.F) {
 				check(t, "query", q, want, ok, ids(got), err)
 				if ok && q.Limit > 0 {
 					pageAll(t, s, q, m)
+				}
+				n, _, err := s.CountQuery(q)
+				if ok && (err != nil || n != len(want)) {
+					t.Fatalf("count %+v: %d, %v, want %d", q, n, err, len(want))
 				}
 			}
 			checkCounts(t, s, m)
@@ -243,6 +277,18 @@ func checkCounts(t *testing.T, s *Store[string], m *model) {
 	for c, n := range s.Counts() {
 		if want[c] != n || s.Count(c) != n {
 			t.Fatalf("count %s: Counts %d, Count %d, model %d", c, n, s.Count(c), want[c])
+		}
+	}
+	perQueue := map[string]int{}
+	for _, e := range m.entries {
+		perQueue[e.Queue]++
+	}
+	if got := s.QueueCounts(); !maps.Equal(got, perQueue) {
+		t.Fatalf("QueueCounts %v, model %v", got, perQueue)
+	}
+	for _, q := range []string{"", "a", "q1", "q2", "q3"} {
+		if s.QueueLen(q) != perQueue[q] {
+			t.Fatalf("QueueLen(%q) %d, model %d", q, s.QueueLen(q), perQueue[q])
 		}
 	}
 }

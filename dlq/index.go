@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -99,6 +100,14 @@ func (x *index[M]) compact() {
 	}
 	x.recs = slices.DeleteFunc(x.recs, func(r *record[M]) bool { return r.gone })
 	x.gone = 0
+}
+
+// queueIndex is a named queue's index and its count of live entries, the
+// count kept in an atomic for QueueLen and QueueCounts, which read it
+// without the store's lock (it equals the index's live() under the lock).
+type queueIndex[M any] struct {
+	index[M]
+	n atomic.Int64
 }
 
 // ghosts remembers where recently removed entries stood, so that a Query

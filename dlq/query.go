@@ -49,6 +49,11 @@ type Query struct {
 	Categories []classify.Category
 	// Key limits the result to entries with this key; "" means any key.
 	Key string
+	// Queue limits the result to entries that came from this queue; ""
+	// means every queue. The default queue's name is "" too, so a query
+	// cannot pick the default queue alone: filter the result by
+	// Entry.Queue for that (Store.QueueLen("") counts it).
+	Queue string
 	// Since and Until bound DeadAt: Since ≤ DeadAt < Until. A zero time is
 	// unbounded on that side.
 	Since, Until time.Time
@@ -76,7 +81,8 @@ func (s *Store[M]) Query(q Query) ([]Entry[M], error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := []Entry[M]{}
-	err := s.walkLocked(q, func(r *record[M]) { out = append(out, r.e.clone()) })
+	reserve := func(n int) { out = make([]Entry[M], 0, n) }
+	err := s.walkLocked(q, reserve, func(r *record[M]) { out = append(out, r.e.clone()) })
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +94,8 @@ func (s *Store[M]) Query(q Query) ([]Entry[M], error) {
 // Through set to it removes exactly the entries counted, less those
 // removed since. It fails like Query. It holds the read lock; a query
 // whose only filters are Categories or one Key is O(c) from the kept
-// counts, and then does not allocate; any other is O(c·log n + m + s)
+// counts, and then does not allocate (so is one whose only filter is one
+// Queue); any other is O(c·log n + m + s)
 // for m matching entries (see Store), with a few small allocations for
 // the walk, never a copy of an entry.
 func (s *Store[M]) CountQuery(q Query) (n int, mark uint64, err error) {
@@ -101,18 +108,22 @@ func (s *Store[M]) CountQuery(q Query) (n int, mark uint64, err error) {
 	mark = s.seq
 	plain := q.Since.IsZero() && q.Until.IsZero() && q.Reviewed == Any && q.After == 0 && q.Through == 0
 	switch {
-	case plain && q.Key == "":
+	case plain && q.Key == "" && q.Queue == "":
 		for c := range s.byCat {
 			if mask&(1<<c) != 0 {
 				n += s.byCat[c].live()
 			}
 		}
-	case plain && len(q.Categories) == 0:
+	case plain && len(q.Categories) == 0 && q.Queue == "":
 		if x := s.byKey[q.Key]; x != nil {
 			n = x.live()
 		}
+	case plain && len(q.Categories) == 0 && q.Key == "":
+		if x := s.byQueue[q.Queue]; x != nil {
+			n = x.live()
+		}
 	default:
-		if err := s.walkLocked(q, func(*record[M]) { n++ }); err != nil {
+		if err := s.walkLocked(q, nil, func(*record[M]) { n++ }); err != nil {
 			return 0, 0, err
 		}
 		return n, mark, nil
@@ -130,7 +141,7 @@ func (s *Store[M]) Purge(q Query) ([]Entry[M], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var recs []*record[M]
-	if err := s.walkLocked(q, func(r *record[M]) { recs = append(recs, r) }); err != nil {
+	if err := s.walkLocked(q, nil, func(r *record[M]) { recs = append(recs, r) }); err != nil {
 		return nil, err
 	}
 	s.removeAll(recs)
@@ -147,9 +158,13 @@ type cursor[M any] struct {
 	i int
 }
 
-// walkLocked calls visit with the records matching q, in order. s.mu must
-// be held.
-func (s *Store[M]) walkLocked(q Query, visit func(*record[M])) error {
+// walkLocked calls visit with the records matching q, in order. If q has
+// a Limit and reserve is not nil, it first calls reserve with the most
+// records it can visit: the Limit, or fewer if the indexes it reads hold
+// fewer from where it starts, so that Query sizes its result once instead
+// of growing it by doubling (a page copied at most once, and no more
+// memory than the doubling's last step). s.mu must be held.
+func (s *Store[M]) walkLocked(q Query, reserve func(int), visit func(*record[M])) error {
 	catMask, err := s.validate(q)
 	if err != nil {
 		return err
@@ -167,12 +182,31 @@ func (s *Store[M]) walkLocked(q Query, visit func(*record[M])) error {
 	}
 	until := q.Until.Round(0)
 
-	// The sources: one key index (filtered by category), or one index per
-	// selected category.
+	// The sources: one key or queue index (filtered by category, and by
+	// the other of key and queue when both are asked for: the smaller
+	// index is read), or one index per selected category.
 	var curs []cursor[M]
-	filterCat := false
-	if q.Key != "" {
-		if x := s.byKey[q.Key]; x != nil {
+	filterCat, filterKey, filterQueue := false, false, false
+	if q.Key != "" || q.Queue != "" {
+		var kx, x *index[M]
+		if q.Key != "" {
+			kx = s.byKey[q.Key]
+			x = kx
+		}
+		if q.Queue != "" {
+			switch qx := s.byQueue[q.Queue]; {
+			case qx == nil:
+				x = nil // nothing came from that queue
+			case q.Key == "":
+				x = &qx.index
+			case kx == nil: // nothing has that key
+			case qx.live() < kx.live():
+				x, filterKey = &qx.index, true
+			default:
+				filterQueue = true
+			}
+		}
+		if x != nil {
 			curs = append(curs, cursor[M]{x: x})
 		}
 		filterCat = len(q.Categories) > 0
@@ -188,9 +222,17 @@ func (s *Store[M]) walkLocked(q Query, visit func(*record[M])) error {
 			curs[j].i = curs[j].x.search(from, after)
 		}
 	}
+	if reserve != nil && q.Limit > 0 {
+		n := 0
+		for _, c := range curs {
+			n += len(c.x.recs) - c.i
+		}
+		reserve(min(n, q.Limit))
+	}
 	keep := func(r *record[M]) bool {
 		return !r.gone && matchReview(q.Reviewed, r.e.Reviewed) && (q.Through == 0 || r.seq <= q.Through) &&
-			(!filterCat || catMask&(1<<r.e.Category) != 0)
+			(!filterCat || catMask&(1<<r.e.Category) != 0) &&
+			(!filterKey || r.e.Key == q.Key) && (!filterQueue || r.e.Queue == q.Queue)
 	}
 
 	for n := 0; q.Limit == 0 || n < q.Limit; n++ {

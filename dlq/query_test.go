@@ -243,3 +243,25 @@ func TestReviewString(t *testing.T) {
 	assert.Equal(t, "unreviewed", OnlyUnreviewed.String())
 	assert.Equal(t, "review(9)", Review(9).String())
 }
+
+// A page is sized once: by its Limit, or by what the indexes it reads
+// hold when that is less, never grown by doubling.
+func TestQueryWithALimitSizesItsResultOnce(t *testing.T) {
+	s := New[string](Options{})
+	for i := 1; i <= 1000; i++ {
+		require.NoError(t, s.Add(entry(uint64(i), classify.Categories()[i%8], "", i)))
+	}
+	q := Query{Categories: []classify.Category{classify.Transient}, Since: at(500), Limit: 50}
+	allocs := testing.AllocsPerRun(20, func() {
+		got, err := s.Query(q)
+		if err != nil || len(got) != 50 || cap(got) != 50 {
+			t.Fatalf("%d entries, cap %d, %v", len(got), cap(got), err)
+		}
+	})
+	assert.LessOrEqual(t, allocs, 53.0, "each entry's failures, one slice and the walk's own two or three")
+
+	got, err := s.Query(Query{Categories: []classify.Category{classify.Transient}, Since: at(990), Limit: 1000})
+	require.NoError(t, err)
+	assert.Len(t, got, 1, "transient entries from 990: 993")
+	assert.LessOrEqual(t, cap(got), 2, "sized by the index's entries from the start, not by the Limit")
+}
