@@ -60,6 +60,10 @@ func (e *Engine) dequeue(ctx context.Context, rt *qrun) (Delivery, error) {
 		if err := e.intake(); err != nil {
 			return Delivery{}, err
 		}
+		if rt.q.state.Load() == queueDeleted {
+			rt.ready.signal() // the next sleeper finds it too
+			return Delivery{}, notFoundQueue(rt.q.name)
+		}
 		if d, ok := e.tryDequeue(rt); ok {
 			rt.passBaton()
 			return d, nil

@@ -2,6 +2,7 @@ package ringwal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -79,6 +80,12 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 	}
 	for {
 		id, again, err := e.enqueueOnce(ctx, &m, q, wait)
+		if errors.Is(err, errQueueGone) {
+			if q, err = e.queueAgain(ctx, m.Queue); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		if !again {
 			return id, err
 		}
@@ -159,7 +166,7 @@ func (e *Engine) claimWaiting(ctx context.Context, m *Message, q *queue, ks *key
 	for {
 		now = e.now()
 		slot, id, err = e.claim(now, m, q, ks)
-		if err == nil || !wait {
+		if err == nil || !wait || err == errQueueGone {
 			return now, slot, id, err
 		}
 		if err := e.pause(ctx); err != nil {
@@ -317,11 +324,19 @@ func (e *Engine) claim(now int64, m *Message, q *queue, ks *keyState) (uint32, u
 			now = e.preciseNow()
 		}
 		e.slab.at(slot).fill(m, q.num, now, 0, 0, nil, ks)
-		q.enter()
+		if !q.enter() {
+			e.ctr.unused.Add(1)
+			e.slab.at(slot).free(e.counts)
+			return 0, 0, errQueueGone
+		}
 		return slot, id, nil
 	}
 	return 0, 0, errNoSlot
 }
+
+// errQueueGone: the queue a claim was for is being deleted or was; the
+// enqueue looks it up again (and declares it afresh once it is gone).
+var errQueueGone = errors.New("ringwal: queue deleted")
 
 // unclaim frees a claimed record that was never published.
 func (e *Engine) unclaim(slot uint32) {

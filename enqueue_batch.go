@@ -260,6 +260,14 @@ func (b *batchIntake) claim(ctx context.Context) (again bool, err error) {
 		now := e.now()
 		slot, id, err := e.claim(now, m, b.queue(i), ks)
 		b.kss[i] = nil // the record carries it from here (unclaim unenters it)
+		if err == errQueueGone {
+			ks.unenter()
+			b.giveBack()
+			if b.qs, err = e.batchQueues(b.ms); err != nil {
+				return false, err
+			}
+			return true, nil
+		}
 		if err != nil {
 			ks.unenter()
 			b.giveBack()

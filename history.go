@@ -56,6 +56,7 @@ func (h *history) deadLetter(id uint64, cat classify.Category, m Message, attemp
 		ID:            id,
 		Category:      cat,
 		Key:           m.Key,
+		Queue:         m.Queue,
 		Message:       m,
 		Attempts:      attempts,
 		Failures:      h.failures,

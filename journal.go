@@ -117,6 +117,8 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 		e.applyQueuePause(rs, r, r.Until)
 	case wal.KindQueueResume:
 		e.applyQueuePause(rs, r, 0)
+	case wal.KindQueueDelete:
+		e.applyQueueDelete(rs, r)
 	case wal.KindLease:
 		rs.moved(m, r.ID)
 		applyLease(rs, r, slot, m)

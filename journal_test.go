@@ -124,6 +124,12 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 			wal.Record{Kind: wal.KindQueueResume, Queue: 7, Key: "emails", Time: t0 + 5}, func(t *testing.T, e *Engine, rs *replayState) {
 				assert.Zero(t, e.queues.at(7).pausedUntil.Load())
 			}},
+		{wal.KindQueueDelete, []wal.Record{mustQueueRecord(t, 7, "emails", QueueOptions{})},
+			wal.Record{Kind: wal.KindQueueDelete, Queue: 7, Key: "emails", Time: t0}, func(t *testing.T, e *Engine, rs *replayState) {
+				_, err := e.queueNamed("emails", false)
+				assert.ErrorIs(t, err, ErrNotFound, "the name is free again")
+				assert.Equal(t, queueDeleted, e.queues.at(7).state.Load(), "the number is not given again")
+			}},
 		{wal.KindLease, []wal.Record{enqueue()}, leaseRecord(id, t0+5, 3, t0+99), func(t *testing.T, e *Engine, rs *replayState) {
 			got := live(t, rs)
 			assert.Equal(t, stLeased, got.state)
@@ -230,7 +236,7 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 	// neither writes nor replays them yet (stage 1b of the queues design
 	// adds them to wal only). Each must gain a case here when it does.
 	notYet := map[wal.Kind]bool{
-		wal.KindQueueDelete: true, wal.KindPublish: true}
+		wal.KindPublish: true}
 	for k := wal.KindEnqueue; k.Valid(); k++ {
 		if notYet[k] {
 			assert.False(t, covered[k], "record kind %v has a case now: take it out of notYet", k)

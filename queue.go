@@ -1,6 +1,7 @@
 package ringwal
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"sort"
@@ -40,6 +41,7 @@ type queue struct {
 	// producers waiting for room under that cap sleep on space.
 	live  atomic.Int64
 	space sleepers
+	state atomic.Uint32 // queueDeclared, queueDeleting, queueDeleted
 	// pausedUntil: the queue's delivery is paused until then (unix ns;
 	// untilResumed: until Resume; 0: not paused).
 	pausedUntil atomic.Int64
@@ -50,12 +52,29 @@ type queue struct {
 	enqueued, acked, deadLettered atomic.Uint64
 }
 
-// enter counts a message claimed for q; leave one freed.
-func (q *queue) enter() {
-	if q.num != 0 {
-		q.live.Add(1)
+// enter counts a message claimed for q; false if q is being deleted or
+// was (the claim must be given back and the queue looked up again). The
+// count comes first and the state after, DeleteQueue sets the state and
+// then reads the count: one of them sees the other.
+func (q *queue) enter() bool {
+	if q.num == 0 {
+		return true
 	}
+	q.live.Add(1)
+	if q.state.Load() != queueDeclared {
+		q.live.Add(-1)
+		q.space.signal()
+		return false
+	}
+	return true
 }
+
+// A named queue's life.
+const (
+	queueDeclared uint32 = iota
+	queueDeleting        // DeleteQueue checks that it is empty
+	queueDeleted
+)
 
 func (q *queue) leave() {
 	if q.num != 0 {
@@ -278,8 +297,11 @@ func (e *Engine) declare(name string, o QueueOptions, update bool) (*queue, erro
 			return nil, fmt.Errorf("%w: queue %q: MaxQueues %d declared", ErrFull, name, e.opts.MaxQueues)
 		}
 		num = t.next + 1
-		for t.at(num) != nil || num == 0 {
-			num++ // numbers wrap only after 65,535 declarations; MaxQueues keeps some free
+		for tries := 0; t.at(num) != nil || num == 0; tries++ {
+			if tries > wal.MaxQueue {
+				return nil, fmt.Errorf("%w: queue %q: every queue number has been used (a deleted queue's is not given again)", ErrFull, name)
+			}
+			num++
 		}
 	}
 	// Durable before visible: once a message can name the number, the
@@ -473,4 +495,91 @@ func (e *Engine) declareOptionsQueues() error {
 		}
 	}
 	return nil
+}
+
+// queueAgain looks up the queue called name after a claim found it being
+// deleted: it waits out the deletion (a moment: DeleteQueue logs one
+// record) and returns the queue declared afresh if it is gone.
+func (e *Engine) queueAgain(ctx context.Context, name string) (*queue, error) {
+	for {
+		q, err := e.queueNamed(name, true)
+		if err != nil {
+			return nil, err
+		}
+		if q.state.Load() == queueDeclared {
+			q.run()
+			return q, nil
+		}
+		if err := e.pause(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// DeleteQueue deletes the named queue: its declaration, options, pause
+// and counts go, and a later message to that name declares it afresh.
+// It refuses, with an error wrapping ErrInvalid that says how many,
+// while the queue holds live messages or dead letters (cancel, drain or
+// purge them first); the default queue cannot be deleted (ErrInvalid),
+// an undeclared name is ErrNotFound. Its consumers (Dequeue, Run) return
+// an error wrapping ErrNotFound. It is logged and survives a restart.
+// Safe for concurrent use.
+func (e *Engine) DeleteQueue(name string) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	if name == "" {
+		return invalidf("the default queue cannot be deleted")
+	}
+	// No Redrive moves a dead letter back into a queue while it is checked.
+	e.redriveMu.Lock()
+	defer e.redriveMu.Unlock()
+	t := &e.queues
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v, ok := t.byName.Load(name)
+	if !ok {
+		return notFoundQueue(name)
+	}
+	q := v.(*queue)
+	q.state.Store(queueDeleting)
+	live, dead := q.live.Load(), e.dead.QueueLen(name)
+	if live != 0 || dead != 0 {
+		q.state.Store(queueDeclared)
+		return invalidf("queue %q holds %d live messages and %d dead letters", name, live, dead)
+	}
+	if e.log != nil {
+		rec := wal.Record{Kind: wal.KindQueueDelete, Queue: uint32(q.num), Key: name, Time: e.preciseNow()}
+		if err := e.log.Append(&rec); err != nil {
+			q.state.Store(queueDeclared)
+			return fmt.Errorf("ringwal: deleting queue %q: %w", name, mapWALError(err))
+		}
+	}
+	e.forget(q)
+	return nil
+}
+
+// forget removes a deleted queue from the registry and wakes its
+// sleepers, which find it deleted. Its number is not given again (a
+// replay must never map one number to two queues); t.mu held.
+func (e *Engine) forget(q *queue) {
+	q.state.Store(queueDeleted)
+	e.queues.byName.Delete(q.name)
+	e.queues.n--
+	if rt := q.rt.Load(); rt != nil {
+		rt.ready.signal()
+	}
+	q.space.signal()
+}
+
+// applyQueueDelete replays a deletion.
+func (e *Engine) applyQueueDelete(rs *replayState, r *wal.Record) {
+	q := e.queues.at(uint16(r.Queue))
+	if q == nil || r.Queue == 0 {
+		rs.refuse(r)
+		return
+	}
+	e.queues.mu.Lock()
+	defer e.queues.mu.Unlock()
+	e.forget(q)
 }

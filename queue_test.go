@@ -14,6 +14,7 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
 )
 
 // drainQueue takes every message deliverable from dequeue and acks it,
@@ -432,3 +433,118 @@ func TestMessagesFilterByQueue(t *testing.T) {
 	}
 	assert.Equal(t, 3, n, `Queue "" walks every queue`)
 }
+
+func TestDeleteQueueRefusedWhileItHoldsMessagesThenAllowed(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	id := mustEnqueue(t, e, ringwal.Message{Queue: "q"})
+	err := e.DeleteQueue("q")
+	require.ErrorIs(t, err, ringwal.ErrInvalid)
+	assert.Contains(t, err.Error(), "1 live messages and 0 dead letters")
+
+	d, ok := e.Queue("q").TryDequeue()
+	require.True(t, ok)
+	require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("no"), classify.Permanent)))
+	err = e.DeleteQueue("q")
+	require.ErrorIs(t, err, ringwal.ErrInvalid)
+	assert.Contains(t, err.Error(), "0 live messages and 1 dead letters")
+
+	_, err = e.PurgeDeadLetters(dlqQueue("q"))
+	require.NoError(t, err)
+	require.NoError(t, e.DeleteQueue("q"))
+	_, err = e.Get(id)
+	assert.ErrorIs(t, err, ringwal.ErrNotFound)
+	for _, q := range e.Queues() {
+		assert.NotEqual(t, "q", q.Name)
+	}
+	assert.ErrorIs(t, e.DeleteQueue("q"), ringwal.ErrNotFound)
+	assert.ErrorIs(t, e.DeleteQueue(""), ringwal.ErrInvalid)
+
+	// The name declares afresh.
+	mustEnqueue(t, e, ringwal.Message{Queue: "q", Payload: []byte("again")})
+	assert.Equal(t, []string{"again"}, drainQueue(t, e, e.Queue("q").TryDequeue))
+}
+
+func TestDequeueOnADeletedQueueReturnsNotFound(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	require.NoError(t, e.DeclareQueue("q", ringwal.QueueOptions{}))
+	q := e.Queue("q")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := q.Dequeue(ctxBG)
+		errc <- err
+	}()
+	time.Sleep(10 * time.Millisecond) // let it park (the error holds either way)
+	require.NoError(t, e.DeleteQueue("q"))
+	select {
+	case err := <-errc:
+		assert.ErrorIs(t, err, ringwal.ErrNotFound)
+	case <-time.After(waitFor):
+		t.Fatal("a consumer of a deleted queue kept waiting")
+	}
+}
+
+func TestDeleteRacingEnqueueNeverStrandsAMessage(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	const rounds = 200
+	for i := range rounds {
+		require.NoError(t, e.DeclareQueue("q", ringwal.QueueOptions{}))
+		idc := make(chan ringwal.ID, 1)
+		go func() {
+			id, err := e.TryEnqueue(ringwal.Message{Queue: "q", Payload: []byte(fmt.Sprint(i))})
+			if err != nil {
+				panic(err)
+			}
+			idc <- id
+		}()
+		_ = e.DeleteQueue("q") // refused if the message got there first
+		id := <-idc
+		info, err := e.Get(id)
+		require.NoError(t, err)
+		assert.Equal(t, "q", info.Message.Queue)
+		var found bool
+		for _, q := range e.Queues() {
+			found = found || q.Name == "q"
+		}
+		require.True(t, found, "round %d: the message's queue exists", i)
+		d, ok := e.Queue("q").TryDequeue()
+		require.True(t, ok, "round %d: the message is deliverable in its queue", i)
+		require.NoError(t, e.Ack(d.Lease))
+		require.NoError(t, e.DeleteQueue("q"))
+	}
+}
+
+func TestStatsQueuesCountEachQueue(t *testing.T) {
+	e, fake := memEngine(t, ringwal.Options{})
+	mustEnqueue(t, e, ringwal.Message{Queue: "a"})
+	mustEnqueue(t, e, ringwal.Message{Queue: "a", Delay: time.Hour})
+	mustEnqueue(t, e, ringwal.Message{Queue: "b"})
+	mustEnqueue(t, e, ringwal.Message{})
+	d, ok := e.Queue("b").TryDequeue()
+	require.True(t, ok)
+	require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("no"), classify.Permanent)))
+	d, ok = e.TryDequeue()
+	require.True(t, ok)
+	require.NoError(t, e.Ack(d.Lease))
+	mustEnqueue(t, e, ringwal.Message{})
+	d, ok = e.TryDequeue()
+	require.True(t, ok)
+	fake.Advance(time.Second)
+
+	s := e.Stats()
+	require.Len(t, s.Queues, 3)
+	def, a, b := s.Queues[0], s.Queues[1], s.Queues[2]
+	assert.Equal(t, ringwal.QueueStats{Name: "", Leased: 1, Enqueued: 2, Acked: 1}, def)
+	assert.Equal(t, "a", a.Name)
+	assert.Equal(t, 1, a.Pending)
+	assert.Equal(t, 1, a.Delayed)
+	assert.EqualValues(t, 2, a.Enqueued)
+	assert.Positive(t, a.OldestPending)
+	assert.Equal(t, ringwal.QueueStats{Name: "b", Dead: 1, Enqueued: 1, DeadLettered: 1}, b)
+	assert.Equal(t, a, e.Queue("a").Stats())
+	assert.Equal(t, def, e.Queue("").Stats())
+	assert.Equal(t, ringwal.QueueStats{Name: "nope"}, e.Queue("nope").Stats(), "Stats declares nothing")
+	assert.Equal(t, s.Pending, def.Pending+a.Pending+b.Pending)
+	assert.Equal(t, s.Dead, def.Dead+a.Dead+b.Dead)
+}
+
+func dlqQueue(name string) dlq.Query { return dlq.Query{Queue: name} }
