@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -288,4 +289,66 @@ func TestQueuesAreForgottenOnceEmpty(t *testing.T) {
 	n := 0
 	s.queueLens.Range(func(any, any) bool { n++; return true })
 	assert.Zero(t, n, "and its counter")
+}
+
+// Writers add to and empty queues (their indexes and counters come and go)
+// while readers read the counts without the lock; at the end the counts
+// are exact.
+func TestQueueCountsUnderConcurrentWrites(t *testing.T) {
+	s := New[string](Options{})
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for q, n := range s.QueueCounts() {
+					if n <= 0 {
+						t.Errorf("QueueCounts lists %q with %d", q, n)
+						return
+					}
+				}
+				if n := s.QueueLen("q1"); n < 0 || n > 400 {
+					t.Errorf("QueueLen(q1) %d", n)
+					return
+				}
+			}
+		}()
+	}
+	var writers sync.WaitGroup
+	for w := range 4 {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			// Even i (the default queue and q2) are removed at once,
+			// each writer's own queue is purged every 50, and q1
+			// keeps its 100 per writer.
+			for i := range 400 {
+				id := uint64(w*1000 + i + 1)
+				q := []string{"", "q1", "q2", fmt.Sprint("w", w)}[i%4]
+				if err := s.Add(queued(id, classify.Transient, "", q, i)); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%2 == 0 {
+					s.Remove(id)
+				}
+				if i%50 == 49 {
+					_, _ = s.Purge(Query{Queue: fmt.Sprint("w", w)})
+				}
+			}
+		}()
+	}
+	writers.Wait()
+	close(stop)
+	readers.Wait()
+	checkQueueCounts(t, s)
+	assert.Equal(t, map[string]int{"q1": 400}, s.QueueCounts())
+	assert.Zero(t, s.QueueLen("w0"))
 }
