@@ -58,3 +58,45 @@ func memoryPerMessage(b *testing.B, o ringwal.Options, n, size int) (overhead, t
 	used := float64(after.HeapInuse) - float64(before.HeapInuse)
 	return (used - float64(n*size)) / float64(n), used / float64(n)
 }
+
+// emptyEngineHeap returns the heap an engine opened with the default
+// Options holds before its first message: runtime.MemStats.HeapAlloc
+// after a GC with the engine open, minus the same before Open. dir ""
+// opens it memory-only.
+func emptyEngineHeap(tb testing.TB, dir string) float64 {
+	tb.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	e, err := ringwal.Open(dir, ringwal.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(e)
+	if err := e.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return float64(after.HeapAlloc) - float64(before.HeapAlloc)
+}
+
+// BenchmarkEmptyEngineHeap reports the heap an empty engine holds with the
+// default Options (heap-B/engine), memory-only and with a directory. Use
+// -benchtime 1x: one iteration is the whole measurement; more iterations
+// report the last one's.
+func BenchmarkEmptyEngineHeap(b *testing.B) {
+	for _, mode := range []string{"memory", "dir"} {
+		b.Run(mode, func(b *testing.B) {
+			var heap float64
+			for range b.N {
+				dir := ""
+				if mode == "dir" {
+					dir = b.TempDir()
+				}
+				heap = emptyEngineHeap(b, dir)
+			}
+			b.ReportMetric(heap, "heap-B/engine")
+		})
+	}
+}
