@@ -121,7 +121,12 @@ func (w *Wheel) Len() int { return w.n }
 // O(1); no allocation once the node pool has grown to the peak number of
 // pending entries. Not safe for concurrent use.
 func (w *Wheel) Add(at time.Time, e Entry) {
-	off := int64(at.Sub(w.start)) // saturates at ±292 years, fine for due times
+	w.addOffset(int64(at.Sub(w.start)), e) // saturates at ±292 years, fine for due times
+}
+
+// addOffset is Add with the due time given as nanoseconds since the
+// wheel's start (what Timers' producers compute).
+func (w *Wheel) addOffset(off int64, e Entry) {
 	i := w.alloc()
 	nd := w.node(i)
 	nd.at, nd.e = off, e
