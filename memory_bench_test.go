@@ -1,8 +1,11 @@
 package ringwal_test
 
 import (
+	"math"
 	"runtime"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 
 	"github.com/ringwal/ringwal"
 )
@@ -97,6 +100,29 @@ func BenchmarkEmptyEngineHeap(b *testing.B) {
 				heap = emptyEngineHeap(b, dir)
 			}
 			b.ReportMetric(heap, "heap-B/engine")
+		})
+	}
+}
+
+// TestEmptyEngineHeapIsUnderOneMiB: an engine with the default Options
+// that holds nothing costs less than 1 MiB of heap, memory-only and with a
+// directory (issue 26; the housekeeper's timer feed alone was 3 MiB). The
+// least of three measurements, so that a goroutine of an earlier test
+// allocating meanwhile does not count.
+func TestEmptyEngineHeapIsUnderOneMiB(t *testing.T) {
+	const limit = 1 << 20
+	for _, mode := range []string{"memory", "dir"} {
+		t.Run(mode, func(t *testing.T) {
+			least := math.Inf(1)
+			for range 3 {
+				dir := ""
+				if mode == "dir" {
+					dir = t.TempDir()
+				}
+				least = min(least, emptyEngineHeap(t, dir))
+			}
+			t.Logf("%.0f B", least)
+			assert.Less(t, least, float64(limit))
 		})
 	}
 }
