@@ -38,8 +38,11 @@ const (
 	// runs.
 	maintenanceEvery = time.Second
 	// feedCapacity bounds timer requests waiting for the housekeeper
-	// before they spill to its slow path.
-	feedCapacity = 1 << 16
+	// before they spill to its slow path: 128 KiB at 32 B a slot. A
+	// schedule that leaves it half full wakes the housekeeper to drain
+	// it (sched.Timers.Schedule), so only a burst of more than 2048
+	// timers faster than one drain, or a housekeeper busy firing, spills.
+	feedCapacity = 1 << 12
 )
 
 type housekeeper struct {

@@ -116,10 +116,11 @@ type queueIndex[M any] struct {
 // FIFO of bounded size; seq tells a stale FIFO slot from the live mapping
 // when an ID is removed twice.
 type ghosts struct {
-	at   map[uint64]ghost
-	fifo []ghostSlot
-	next int // next fifo slot to overwrite
-	seq  uint64
+	at    map[uint64]ghost
+	fifo  []ghostSlot // grows by append up to limit: a store nobody removes from holds none
+	limit int         // the FIFO's size (Options.CursorMemory); 0 remembers nothing
+	next  int         // next fifo slot to overwrite
+	seq   uint64
 }
 
 type ghost struct {
@@ -133,16 +134,16 @@ func newGhosts(n int) ghosts {
 	if n <= 0 {
 		return ghosts{}
 	}
-	return ghosts{at: make(map[uint64]ghost), fifo: make([]ghostSlot, 0, n)}
+	return ghosts{at: make(map[uint64]ghost), limit: n}
 }
 
 func (g *ghosts) add(p pos) {
-	if cap(g.fifo) == 0 {
+	if g.limit == 0 {
 		return
 	}
 	g.seq++
 	slot := ghostSlot{id: p.id, seq: g.seq}
-	if len(g.fifo) < cap(g.fifo) {
+	if len(g.fifo) < g.limit {
 		g.fifo = append(g.fifo, slot)
 	} else {
 		old := g.fifo[g.next]
@@ -150,7 +151,7 @@ func (g *ghosts) add(p pos) {
 			delete(g.at, old.id)
 		}
 		g.fifo[g.next] = slot
-		g.next = (g.next + 1) % cap(g.fifo)
+		g.next = (g.next + 1) % g.limit
 	}
 	g.at[p.id] = ghost{pos: p, seq: g.seq}
 }

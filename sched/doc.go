@@ -6,12 +6,13 @@
 //     for anything later, O(1) Add, and Advance that hands out every due
 //     entry, never early and at most one tick late.
 //   - Timers (timers.go): a self-contained owner goroutine for a Wheel,
-//     fed by producers through a lock-free MPSC ring (package ring),
-//     sleeping on the internal/clock Clock so tests drive it with a fake
-//     clock. The engine does not use it: its housekeeper goroutine owns a
-//     Wheel directly and feeds it through its own ring, alongside its
-//     other duties (compaction, retention); Timers is the same pattern
-//     for a caller that needs nothing else.
+//     fed by producers through a lock-free MPSC ring (package ring) of
+//     32-byte, pointer-free requests (DefaultTimerCapacity 4096, 128 KiB),
+//     sleeping on the clock.Clock so tests drive it with a fake clock. A
+//     push that leaves the ring half full wakes the owner; a producer that
+//     finds it full puts its entry on a locked spill list (Spilled counts
+//     them) and never waits. The engine's housekeeper is a Timers whose
+//     fire callback does what each entry asks.
 //   - DeadlineHeap (heap.go): a min-heap on deadline with lazy deletion and
 //     an atomic count, for earliest-deadline-first dispatch.
 //   - Picker (picker.go): which priority tier to pop next: Weighted (smooth

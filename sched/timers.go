@@ -12,14 +12,16 @@ import (
 )
 
 // DefaultTimerCapacity is the feed ring's capacity when TimerOptions leaves
-// it at zero.
+// it at zero: 4096 slots of 32 bytes, 128 KiB. A producer that finds the
+// feed half full wakes the owner, so a burst larger than the feed spills
+// only when the owner cannot drain it in time (see Schedule).
 const DefaultTimerCapacity = 4096
 
 // drainBatch is how many requests the owner pops from the feed at a time.
 const drainBatch = 256
 
-// Sentinels of Timers.sleepUntil. Any other value is the unix-nanosecond
-// time before which a newly scheduled entry must wake the owner.
+// Sentinels of Timers.sleepUntil. Any other value is the due offset (from
+// Timers.start) before which a newly scheduled entry must wake the owner.
 const (
 	ownerBusy = math.MinInt64 // processing: it will see the feed anyway
 	ownerIdle = math.MaxInt64 // waiting with nothing pending: any entry wakes it
@@ -43,9 +45,13 @@ type TimerOptions struct {
 	CompactAbove int // 0 = DefaultCompactAbove
 }
 
-// timerRequest is what producers hand to the owner through the feed.
+// timerRequest is what producers hand to the owner through the feed. at is
+// the due time as nanoseconds since Timers.start (what Wheel stores), not a
+// time.Time: 24 bytes with no pointer, so a feed slot is 32 bytes and the
+// ring neither clears popped slots nor holds anything for the garbage
+// collector to scan.
 type timerRequest struct {
-	at time.Time
+	at int64
 	e  Entry
 }
 
@@ -62,6 +68,8 @@ type Timers struct {
 	clock clock.Clock
 	fire  func(at time.Time, e Entry)
 	feed  *ring.Ring[timerRequest]
+	start time.Time // the wheel's tick 0; due times travel as offsets from it
+	half  int       // a push that leaves this many in the feed wakes the owner
 
 	_ pad.Line
 	// sleepUntil is written by the owner and compare-and-swapped by
@@ -77,6 +85,7 @@ type Timers struct {
 	spillMu  sync.Mutex
 	spill    []timerRequest
 	spillLen atomic.Int64
+	spilled  atomic.Uint64 // entries ever spilled (Spilled)
 
 	lifeMu  sync.Mutex
 	started bool
@@ -111,10 +120,13 @@ func NewTimers(c clock.Clock, o TimerOptions, fire func(at time.Time, e Entry)) 
 		o.CompactAbove = DefaultCompactAbove
 	}
 	w := NewWheel(o.Tick, c.Now())
+	feed := ring.New[timerRequest](o.Capacity)
 	t := &Timers{
 		clock: c,
 		fire:  fire,
-		feed:  ring.New[timerRequest](o.Capacity),
+		feed:  feed,
+		start: w.start,
+		half:  max(feed.Cap()/2, 1),
 		wake:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
@@ -133,29 +145,45 @@ func NewTimers(c clock.Clock, o TimerOptions, fire func(at time.Time, e Entry)) 
 //
 // Safe for concurrent use. Lock-free and allocation-free while the feed
 // ring has room; when it is full the entry goes to a mutex-protected spill
-// list instead of being lost. It wakes the owner only when the owner is
-// asleep until a later time than at needs. Entries scheduled after Stop are
-// never fired.
+// list instead of being lost (Spilled counts those), and never waits for
+// the owner. It wakes a sleeping owner when at is earlier than the owner
+// needs to wake anyway, or when its push leaves the feed half full, so
+// that the owner drains a burst while the feed still has room. Entries
+// scheduled after Stop are never fired.
 func (t *Timers) Schedule(at time.Time, e Entry) {
-	req := timerRequest{at: at, e: e}
+	// The offset the wheel will store, as Wheel.Add computes it (at.Sub
+	// saturates).
+	off := int64(at.Sub(t.start))
+	req := timerRequest{at: off, e: e}
 	if !t.feed.TryPush(req) {
 		t.spillMu.Lock()
 		t.spill = append(t.spill, req)
 		t.spillLen.Store(int64(len(t.spill)))
 		t.spillMu.Unlock()
+		t.spilled.Add(1)
 		t.signal()
 		return
 	}
 	// Dekker-style hand-shake with the owner's sleep (see run): the push
 	// above is ordered before this load, and the owner's store of
 	// sleepUntil before its re-check of the feed, so at least one of the
-	// two sees the other.
-	atNs := unixNanoSaturating(at)
-	if s := t.sleepUntil.Load(); atNs < s && t.sleepUntil.CompareAndSwap(s, ownerBusy) {
+	// two sees the other. A busy owner drains the feed before it sleeps.
+	// off is compared below ownerIdle, so that even the latest entry
+	// wakes an idle owner.
+	s := t.sleepUntil.Load()
+	if s == ownerBusy || (min(off, ownerIdle-1) >= s && t.feed.Len() < t.half) {
+		return
+	}
+	if t.sleepUntil.CompareAndSwap(s, ownerBusy) {
 		// Only the producer that wins the swap sends: the rest see busy.
 		t.signal()
 	}
 }
+
+// Spilled returns how many entries have found the feed full and gone to
+// the spill list since NewTimers: a feed too small for the bursts it gets,
+// or an owner slowed by its fire callback. Safe for concurrent use.
+func (t *Timers) Spilled() uint64 { return t.spilled.Load() }
 
 func (t *Timers) signal() {
 	select {
@@ -222,8 +250,9 @@ func (t *Timers) run() {
 		until := int64(ownerIdle)
 		if pending {
 			// Only an entry due before next needs a wake-up; later ones are
-			// handled when the timer for next goes off.
-			until = unixNanoSaturating(next)
+			// handled when the timer for next goes off (or once the feed
+			// is half full).
+			until = int64(next.Sub(t.start))
 		}
 		t.sleepUntil.Store(until)
 		if t.feed.Len() > 0 || t.spillLen.Load() > 0 {
@@ -278,9 +307,8 @@ func (t *Timers) compact() {
 func (t *Timers) drain() {
 	for {
 		n := t.feed.PopBatch(t.batch)
-		for i := range n {
-			t.wheel.Add(t.batch[i].at, t.batch[i].e)
-			t.batch[i] = timerRequest{} // drop the *Location reference
+		for _, r := range t.batch[:n] {
+			t.wheel.addOffset(r.at, r.e)
 		}
 		if n < len(t.batch) {
 			break
@@ -295,20 +323,7 @@ func (t *Timers) drain() {
 	t.spillLen.Store(0)
 	t.spillMu.Unlock()
 	for _, r := range spilled {
-		t.wheel.Add(r.at, r.e)
+		t.wheel.addOffset(r.at, r.e)
 	}
-	clear(spilled)
 	t.spare = spilled[:0]
-}
-
-// unixNanoSaturating is t.UnixNano() clamped to the int64 range instead of
-// undefined outside it.
-func unixNanoSaturating(t time.Time) int64 {
-	switch s := t.Unix(); {
-	case s >= math.MaxInt64/int64(time.Second):
-		return math.MaxInt64 - 1 // below ownerIdle, so it still wakes an idle owner
-	case s <= math.MinInt64/int64(time.Second):
-		return math.MinInt64 + 1
-	}
-	return t.UnixNano()
 }

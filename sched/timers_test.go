@@ -3,6 +3,7 @@ package sched
 import (
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -145,6 +146,109 @@ func TestTimersFullFeedLosesNothing(t *testing.T) {
 		seen[f.e.ID] = true
 	}
 	requireNoFire(t, fired)
+}
+
+// TestTimersNeverLoseAnEntryWhenTheFeedIsFull fills a small feed while its
+// owner cannot drain it (not yet started, or busy in a fire callback): the
+// entries that find it full spill, and every entry still fires exactly
+// once, at the time it asked for, never early, in due-time order.
+func TestTimersNeverLoseAnEntryWhenTheFeedIsFull(t *testing.T) {
+	const (
+		capacity = 8
+		n        = 100
+	)
+	cases := []struct {
+		name string
+		// hold keeps the owner from draining until the returned release
+		// is called.
+		hold func(t *testing.T, tm *Timers, fake *clock.Fake, entered <-chan struct{}, gate chan struct{}) (release func())
+	}{
+		{"before the owner starts", func(_ *testing.T, tm *Timers, _ *clock.Fake, _ <-chan struct{}, _ chan struct{}) func() {
+			return tm.Start
+		}},
+		{"while the owner is busy firing", func(t *testing.T, tm *Timers, fake *clock.Fake, entered <-chan struct{}, gate chan struct{}) func() {
+			tm.Start()
+			tm.Schedule(fake.Now(), Entry{ID: n}) // its fire waits for the gate
+			select {
+			case <-entered:
+			case <-time.After(failsafe):
+				require.FailNow(t, "the gate entry did not fire")
+			}
+			return func() { close(gate) }
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := clock.NewFake(testStart)
+			entered, gate := make(chan struct{}), make(chan struct{})
+			fired := make(chan firing, 2*n)
+			tm := NewTimers(fake, TimerOptions{Capacity: capacity}, func(at time.Time, e Entry) {
+				if e.ID == n {
+					close(entered)
+					<-gate
+					return
+				}
+				fired <- firing{at: at, now: fake.Now(), e: e}
+			})
+			t.Cleanup(tm.Stop)
+			release := tc.hold(t, tm, fake, entered, gate)
+
+			// Entry i is due at (i*37 mod n) ms: scheduled out of order.
+			due := func(id uint64) time.Time {
+				return testStart.Add(time.Duration(id*37%n) * time.Millisecond)
+			}
+			for i := range uint64(n) {
+				tm.Schedule(due(i), Entry{ID: i})
+			}
+			require.Equal(t, uint64(n-capacity), tm.Spilled(), "what did not fit in the feed spilled")
+			release()
+			fake.Advance(n * time.Millisecond)
+
+			seen := make([]bool, n)
+			var last time.Time
+			for range n {
+				f := recv(t, fired)
+				require.False(t, seen[f.e.ID], "entry %d fired twice", f.e.ID)
+				seen[f.e.ID] = true
+				assert.Equal(t, due(f.e.ID), f.at, "entry %d's fire time", f.e.ID)
+				assert.False(t, f.now.Before(f.at), "entry %d fired early", f.e.ID)
+				assert.False(t, f.at.Before(last), "entry %d fired out of due-time order", f.e.ID)
+				last = f.at
+			}
+			requireNoFire(t, fired)
+		})
+	}
+}
+
+// TestTimersWakeTheOwnerWhenTheFeedIsHalfFull: entries due after the owner's
+// next wake-up do not wake it, until one leaves the feed half full; then
+// the owner drains the feed, before it can fill and spill.
+func TestTimersWakeTheOwnerWhenTheFeedIsHalfFull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const capacity = 8
+		fake := clock.NewFake(testStart)
+		tm := NewTimers(fake, TimerOptions{Capacity: capacity}, nil)
+		tm.Start()
+		defer tm.Stop()
+
+		far := testStart.Add(time.Hour)
+		tm.Schedule(far, Entry{ID: 0}) // wakes the idle owner, which sleeps until far
+		synctest.Wait()
+		require.Equal(t, 0, tm.feed.Len(), "the owner took the first entry")
+
+		later := far.Add(time.Minute)
+		for i := range uint64(capacity/2 - 1) {
+			tm.Schedule(later, Entry{ID: 1 + i})
+		}
+		synctest.Wait()
+		require.Equal(t, capacity/2-1, tm.feed.Len(), "entries due after far leave the owner asleep")
+
+		tm.Schedule(later, Entry{ID: capacity / 2})
+		synctest.Wait()
+		assert.Equal(t, 0, tm.feed.Len(), "the push that left the feed half full woke the owner, which drained it")
+		assert.Equal(t, capacity/2+1, tm.Len())
+		assert.Zero(t, tm.Spilled())
+	})
 }
 
 // TestTimersConcurrentProducers: many goroutines schedule at once while the

@@ -33,14 +33,19 @@ const (
 	wheelMask  = wheelSlots - 1
 	maxLevels  = 10 // 64^10 = 2^60 ticks, more than 36 years at 1ns a tick
 
-	chunkBits = 12 // nodes are allocated 4096 at a time and never moved
+	chunkBits = 12 // nodes are allocated 4096 at a time and, past the first 4096, never moved
 	chunkSize = 1 << chunkBits
 	chunkMask = chunkSize - 1
+	// firstChunk is the first chunk's size in a new wheel (2 KiB); it
+	// doubles, copied, until it reaches chunkSize, so that an owner with
+	// a handful of entries (an idle engine) does not hold 128 KiB.
+	firstChunk = 64
 )
 
-// wheelNode is one pending entry. Nodes live in fixed-size chunks and link
-// by index, so adding never copies existing nodes and a node costs 32 bytes
-// with no pointer for the garbage collector to scan.
+// wheelNode is one pending entry. Nodes live in chunks and link by index,
+// so adding copies existing nodes only while the first chunk grows to its
+// full size, and a node costs 32 bytes with no pointer for the garbage
+// collector to scan. A *wheelNode is valid until the next alloc.
 type wheelNode struct {
 	at   int64 // due time as nanoseconds since Wheel.start (saturating)
 	e    Entry
@@ -83,6 +88,7 @@ type Wheel struct {
 
 	n      int // pending entries
 	chunks [][]wheelNode
+	nodes  uint32 // nodes the chunks hold
 	used   uint32 // nodes ever handed out, including the nil node 0
 	free   uint32 // head of the free list
 }
@@ -100,7 +106,8 @@ func NewWheel(tick time.Duration, start time.Time) *Wheel {
 	for w.levels < maxLevels && horizonTicks>>(wheelBits*w.levels) != 0 {
 		w.levels++
 	}
-	w.chunks = [][]wheelNode{make([]wheelNode, chunkSize)}
+	w.chunks = [][]wheelNode{make([]wheelNode, firstChunk)}
+	w.nodes = firstChunk
 	w.used = 1 // node 0 is the nil link
 	return w
 }
@@ -121,7 +128,12 @@ func (w *Wheel) Len() int { return w.n }
 // O(1); no allocation once the node pool has grown to the peak number of
 // pending entries. Not safe for concurrent use.
 func (w *Wheel) Add(at time.Time, e Entry) {
-	off := int64(at.Sub(w.start)) // saturates at ±292 years, fine for due times
+	w.addOffset(int64(at.Sub(w.start)), e) // saturates at ±292 years, fine for due times
+}
+
+// addOffset is Add with the due time given as nanoseconds since the
+// wheel's start (what Timers' producers compute).
+func (w *Wheel) addOffset(off int64, e Entry) {
 	i := w.alloc()
 	nd := w.node(i)
 	nd.at, nd.e = off, e
@@ -376,17 +388,24 @@ func (w *Wheel) node(i uint32) *wheelNode {
 	return &w.chunks[i>>chunkBits][i&chunkMask]
 }
 
-// alloc returns a free node index, growing the pool by one chunk when the
-// free list is empty (amortized: one allocation per 4096 nodes of peak).
+// alloc returns a free node index, growing the pool when the free list is
+// empty: the first chunk doubles (its nodes copied) up to chunkSize, then
+// the pool grows by one chunk (amortized: one allocation per 4096 nodes of
+// peak). It may move the first chunk's nodes: no *wheelNode survives it.
 func (w *Wheel) alloc() uint32 {
 	if i := w.free; i != 0 {
 		w.free = w.node(i).next
 		return i
 	}
-	if int(w.used) == len(w.chunks)*chunkSize {
-		w.chunks = append(w.chunks, make([]wheelNode, chunkSize))
-	}
 	i := w.used
+	if i == w.nodes {
+		if i < chunkSize {
+			w.chunks[0] = append(w.chunks[0], make([]wheelNode, i)...)
+		} else {
+			w.chunks = append(w.chunks, make([]wheelNode, chunkSize))
+		}
+		w.nodes += min(i, chunkSize)
+	}
 	w.used++
 	return i
 }

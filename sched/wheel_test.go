@@ -264,6 +264,31 @@ func TestWheelPastAndReentrantAdds(t *testing.T) {
 		assert.Equal(t, 2, n)
 		assert.Equal(t, []time.Time{testStart.Add(5 * ms), testStart.Add(5*ms + 10*time.Minute)}, got)
 	})
+	t.Run("fire adding while the node pool grows loses nothing", func(t *testing.T) {
+		// The first chunk is copied as it grows: entries added from fire
+		// move the nodes of the list being fired.
+		const n = 3 * firstChunk
+		w := NewWheel(ms, testStart)
+		for i := range uint64(n) {
+			w.Add(testStart.Add(ms), Entry{ID: i})
+		}
+		var got []uint64
+		fire := func(at time.Time, e Entry) {
+			got = append(got, e.ID)
+			if e.ID < n {
+				w.Add(at.Add(ms), Entry{ID: n + 2*e.ID})
+				w.Add(at.Add(ms), Entry{ID: n + 2*e.ID + 1})
+			}
+		}
+		require.Equal(t, n, w.Advance(testStart.Add(ms), fire))
+		require.Equal(t, 2*n, w.Advance(testStart.Add(2*ms), fire))
+		want := make([]uint64, 3*n)
+		for i := range want {
+			want[i] = uint64(i)
+		}
+		assert.Equal(t, want, got)
+		assert.Zero(t, w.Len())
+	})
 	t.Run("ticks in order, same tick in insertion order", func(t *testing.T) {
 		w := NewWheel(ms, testStart)
 		w.Add(testStart.Add(3*time.Hour), Entry{ID: 4})
