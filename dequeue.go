@@ -266,7 +266,9 @@ func (e *Engine) lease(rt *qrun, slot uint32, r *rec, d *Delivery) bool {
 		EnqueuedAt: time.Unix(0, r.enqueuedAt),
 	}
 	r.messageInto(&d.Message)
-	d.Message.Queue = rt.q.name
+	if rt != &e.rt0 {
+		d.Message.Queue = rt.q.name
+	}
 	// Logged while the record is still ours, so that whatever settles
 	// this lease is logged after it (see logRecord).
 	if e.log != nil {

@@ -29,7 +29,6 @@ type Engine struct {
 	counts   *liveCounts  // by state, kept as records move (counts.go)
 	q0       queue        // the default queue (queue.go)
 	rt0      qrun         // its delivery machinery
-	queues   queueTable   // the named queues
 	minLease atomic.Int64 // the shortest lease timeout of any queue (scanLeases)
 	breakers *breaker.Set
 	dead     *dlq.Store[Message]
@@ -65,6 +64,10 @@ type Engine struct {
 
 	lastSettleWarn atomic.Int64 // unix ns of the last settle-failure warning
 	leaseKey       leaseKey     // folded into this engine's leases (leasetag.go)
+
+	// The named queues: last, so that their 2 KiB of chunk pointers keep
+	// no hot field of the default queue's path apart from the others.
+	queues queueTable
 }
 
 // Open opens (creating if needed) the engine over dir, replaying its log;
