@@ -61,7 +61,7 @@ func (e *Engine) restore(rs *replayState) error {
 	for _, part := range e.publishPlain(rs, order) {
 		// The part's plain prefix is published; its refs go to the
 		// tiers before anything after them is placed.
-		e.pushRefs(part.refs, part.tiers)
+		e.pushRefs(part.refs, part.tiers, part.queues)
 		for _, slot := range order[part.from+len(part.refs) : part.to] {
 			note, err := e.restoreOne(rs, slot, now)
 			if err != nil {
@@ -136,6 +136,7 @@ type plainPart struct {
 	from, to int
 	refs     []ref
 	tiers    []uint8
+	queues   []uint16 // refs[i]'s queue; nil while every one is the default queue's
 }
 
 // plainPartMin is the fewest messages worth a goroutine of their own.
@@ -163,12 +164,16 @@ func (e *Engine) publishPlain(rs *replayState, order []uint32) []plainPart {
 			keyless := e.keys.policy == nil
 			for _, slot := range order[p.from:p.to] {
 				r := rs.slab.at(slot)
-				// A named queue's message is pushed to its own rings by
-				// restoreOne (place routes it).
-				if rs.state(slot) != stPending || r.queue != 0 || r.more != nil && (r.deadline() != 0 || r.expiresAt() != 0) || !keyless && r.key != "" {
+				if rs.state(slot) != stPending || r.more != nil && (r.deadline() != 0 || r.expiresAt() != 0) || !keyless && r.key != "" {
 					return
 				}
 				tier, rf := e.publishReady(slot, r, r.at)
+				if r.queue != 0 && p.queues == nil {
+					p.queues = make([]uint16, len(p.refs), p.to-p.from)
+				}
+				if p.queues != nil {
+					p.queues = append(p.queues, r.queue)
+				}
 				p.refs, p.tiers = append(p.refs, rf), append(p.tiers, uint8(tier))
 			}
 		}
@@ -186,15 +191,26 @@ func (e *Engine) publishPlain(rs *replayState, order []uint32) []plainPart {
 	return parts
 }
 
-// pushRefs pushes refs into their tiers (tiers[i] is refs[i]'s), in
-// order, a run of one tier's at a time.
-func (e *Engine) pushRefs(refs []ref, tiers []uint8) {
+// pushRefs pushes refs into their queues' tiers (tiers[i] and queues[i]
+// are refs[i]'s; queues nil: all the default queue's), in order, a run of
+// one queue's tier at a time.
+func (e *Engine) pushRefs(refs []ref, tiers []uint8, queues []uint16) {
+	queueOf := func(i int) uint16 {
+		if queues == nil {
+			return 0
+		}
+		return queues[i]
+	}
 	for i := 0; i < len(refs); {
 		j := i + 1
-		for j < len(refs) && tiers[j] == tiers[i] {
+		for j < len(refs) && tiers[j] == tiers[i] && queueOf(j) == queueOf(i) {
 			j++
 		}
-		e.rt0.pushTierBatch(int(tiers[i]), refs[i:j])
+		rt := &e.rt0
+		if n := queueOf(i); n != 0 {
+			rt = e.queues.at(n).run()
+		}
+		rt.pushTierBatch(int(tiers[i]), refs[i:j])
 		i = j
 	}
 }
