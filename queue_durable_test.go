@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +146,31 @@ func TestQueuePauseSurvivesReopen(t *testing.T) {
 			require.NoError(t, e.Queue("held").Resume())
 			assert.Equal(t, []string{"h"}, drainQueue(t, e, e.Queue("held").TryDequeue))
 		})
+	}
+}
+
+// A backlog larger than a named queue's default rings, interleaved over
+// queues, comes back in each queue in its order.
+func TestQueueBacklogsRestoreInOrder(t *testing.T) {
+	dir := t.TempDir()
+	e, err := ringwal.Open(dir, ringwal.Options{})
+	require.NoError(t, err)
+	const n = 3 * 2500
+	names := []string{"", "a", "b"}
+	batch := make([]ringwal.Message, 0, n)
+	for i := range n {
+		batch = append(batch, ringwal.Message{Queue: names[i%3], Payload: []byte(strconv.Itoa(i))})
+	}
+	_, err = e.EnqueueBatch(ctxBG, batch)
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+
+	e = open(t, dir, ringwal.Options{})
+	for qi, q := range names {
+		got := drainQueue(t, e, e.Queue(q).TryDequeue)
+		require.Len(t, got, n/3, "queue %q", q)
+		for j, p := range got {
+			require.Equal(t, strconv.Itoa(qi+3*j), p, "queue %q keeps its order", q)
+		}
 	}
 }

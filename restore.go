@@ -52,10 +52,8 @@ func (e *Engine) restore(rs *replayState) error {
 	// Every message enters the slab here (dead-lettered ones leave it
 	// again, counted as they go), and its queue's count.
 	e.ctr.added.Add(int64(len(order)))
-	for _, slot := range order {
-		if n := rs.slab.at(slot).queue; n != 0 {
-			e.queues.at(n).live.Add(1)
-		}
+	if e.queues.n > 0 {
+		e.restoreQueueCounts(rs, order)
 	}
 	var notes []wal.Record
 	for _, part := range e.publishPlain(rs, order) {
@@ -191,10 +189,55 @@ func (e *Engine) publishPlain(rs *replayState, order []uint32) []plainPart {
 	return parts
 }
 
+// restoreQueueCounts counts each named queue's messages (its cap) and
+// sets up its machinery with rings sized for its pending backlog (within
+// Options.TierCapacity), so that the backlog goes into its rings in
+// batches rather than spill one message at a time.
+func (e *Engine) restoreQueueCounts(rs *replayState, order []uint32) {
+	type counts struct {
+		live    int64
+		backlog [ring.NumTiers]int
+	}
+	byNum := make([]counts, int(e.queues.next)+1) // numbers replay declared
+	for _, slot := range order {
+		r := rs.slab.at(slot)
+		if r.queue == 0 {
+			continue
+		}
+		c := &byNum[r.queue]
+		c.live++
+		if rs.state(slot) == stPending {
+			c.backlog[r.tierIndex()]++
+		}
+	}
+	for n := range byNum {
+		c := &byNum[n]
+		if c.live == 0 {
+			continue
+		}
+		q := e.queues.at(uint16(n))
+		q.live.Add(c.live)
+		b := &c.backlog
+		if q.rt.Load() != nil {
+			continue
+		}
+		var tierCap [ring.NumTiers]int
+		for t := range tierCap {
+			tierCap[t] = min(max(namedTierCapacity, b[t]), e.opts.TierCapacity, e.opts.MaxMessages)
+		}
+		rt := new(qrun)
+		rt.init(q, tierCap, e.schedulerOptions(q.decl.Strict))
+		q.rt.Store(rt)
+	}
+}
+
 // pushRefs pushes refs into their queues' tiers (tiers[i] and queues[i]
 // are refs[i]'s; queues nil: all the default queue's), in order, a run of
 // one queue's tier at a time.
 func (e *Engine) pushRefs(refs []ref, tiers []uint8, queues []uint16) {
+	if queues != nil {
+		refs, tiers, queues = groupByQueue(refs, tiers, queues)
+	}
 	queueOf := func(i int) uint16 {
 		if queues == nil {
 			return 0
@@ -444,4 +487,37 @@ func (e *Engine) closeLog() error {
 		err = cerr
 	}
 	return err
+}
+
+// groupByQueue reorders a part's refs so that each queue's come together,
+// in their order (a queue's order is all restore must keep: queues do not
+// share rings), for pushRefs to push them in runs.
+func groupByQueue(refs []ref, tiers []uint8, queues []uint16) ([]ref, []uint8, []uint16) {
+	top := uint16(0)
+	for _, n := range queues {
+		top = max(top, n)
+	}
+	start := make([]int, int(top)+1) // counts, then where each queue's run starts
+	distinct := 0
+	for _, n := range queues {
+		if start[n] == 0 {
+			distinct++
+		}
+		start[n]++
+	}
+	if distinct == 1 {
+		return refs, tiers, queues
+	}
+	at := 0
+	for n, c := range start {
+		start[n] = at
+		at += c
+	}
+	r2, t2, q2 := make([]ref, len(refs)), make([]uint8, len(refs)), make([]uint16, len(refs))
+	for i, n := range queues {
+		j := start[n]
+		start[n]++
+		r2[j], t2[j], q2[j] = refs[i], tiers[i], n
+	}
+	return r2, t2, q2
 }

@@ -82,8 +82,10 @@ func BenchmarkW4(b *testing.B) {
 		name string
 		fn   func(*testing.B)
 	}{
-		{"ringwal", func(b *testing.B) { w4Ringwal(b, false) }},
-		{"ringwal-checkpoint", func(b *testing.B) { w4Ringwal(b, true) }},
+		{"ringwal", func(b *testing.B) { w4Ringwal(b, false, 0) }},
+		{"ringwal-checkpoint", func(b *testing.B) { w4Ringwal(b, true, 0) }},
+		{"ringwal-16queues", func(b *testing.B) { w4Ringwal(b, false, 16) }},
+		{"ringwal-16queues-checkpoint", func(b *testing.B) { w4Ringwal(b, true, 16) }},
 		{"sqlite-seed", w4Seed},
 		{"jetstream", w4JetStream},
 	}
@@ -119,11 +121,23 @@ func w4RingwalOptions() ringwal.Options {
 // w4Ringwal times ringwal's restart; with checkpoint, from a store whose
 // backlog is in a snapshot (a checkpoint taken before the Close that ends
 // the build), as an engine that has run long enough to pass
-// CheckpointBytes restarts.
-func w4Ringwal(b *testing.B, checkpoint bool) {
+// CheckpointBytes restarts. With queues > 0 the backlog is spread over
+// that many named queues (message i in queue i%queues), and the first
+// delivery is taken from whichever queue has one.
+func w4Ringwal(b *testing.B, checkpoint bool, queues int) {
 	name := "ringwal"
+	if queues > 0 {
+		name = fmt.Sprintf("ringwal-%dqueues", queues)
+	}
 	if checkpoint {
-		name = "ringwal-checkpoint"
+		name += "-checkpoint"
+	}
+	names := []string{""}
+	if queues > 0 {
+		names = make([]string, queues)
+		for i := range names {
+			names[i] = fmt.Sprintf("q%02d", i)
+		}
 	}
 	dir := w4Build(b, name, func(dir string, n int) error {
 		e, err := ringwal.Open(dir, w4RingwalOptions())
@@ -133,7 +147,7 @@ func w4Ringwal(b *testing.B, checkpoint bool) {
 		pl := payload(Small)
 		batch := make([]ringwal.Message, 1000)
 		for i := range batch {
-			batch[i] = ringwal.Message{Payload: pl}
+			batch[i] = ringwal.Message{Payload: pl, Queue: names[i%len(names)]}
 		}
 		for left := n; left > 0; left -= len(batch) {
 			if _, err := e.EnqueueBatch(context.Background(), batch[:min(left, len(batch))]); err != nil {
@@ -159,8 +173,8 @@ func w4Ringwal(b *testing.B, checkpoint bool) {
 			return nil, err
 		}
 		deadline := time.Now().Add(time.Minute)
-		for {
-			if d, ok := e.TryDequeue(); ok {
+		for i := 0; ; i++ {
+			if d, ok := e.Queue(names[i%len(names)]).TryDequeue(); ok {
 				return func() error {
 					if err := e.Ack(d.Lease); err != nil {
 						return err
