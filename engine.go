@@ -105,7 +105,7 @@ func Open(dir string, o Options) (*Engine, error) {
 	if o.Strict {
 		policy = sched.Strict
 	}
-	e.q0 = queue{e: e}
+	e.q0 = queue{e: e, handle: Queue{e: e}}
 	e.q0.rt.Store(&e.rt0)
 	e.q0.eff.Store(e.effective(QueueOptions{}))
 	e.minLease.Store(int64(o.LeaseTimeout))

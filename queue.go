@@ -42,6 +42,9 @@ type queue struct {
 	live  atomic.Int64
 	space sleepers
 	state atomic.Uint32 // queueDeclared, queueDeleting, queueDeleted
+	// handle is what Engine.Queue returns for it (it names the queue, so
+	// it stays good across a deletion and a new declaration).
+	handle Queue
 	// pausedUntil: the queue's delivery is paused until then (unix ns;
 	// untilResumed: until Resume; 0: not paused).
 	pausedUntil atomic.Int64
@@ -327,7 +330,7 @@ func (e *Engine) declare(name string, o QueueOptions, update bool) (*queue, erro
 
 // newQueue registers a named queue; t.mu held.
 func (e *Engine) newQueue(num uint16, name string, o QueueOptions) *queue {
-	q := &queue{e: e, name: name, num: num, decl: o}
+	q := &queue{e: e, name: name, num: num, decl: o, handle: Queue{e: e, name: name}}
 	q.space.init()
 	q.eff.Store(e.effective(o))
 	e.queues.put(q)

@@ -15,8 +15,17 @@ type Queue struct {
 }
 
 // Queue returns a handle on the queue called name ("" is the default
-// queue). It declares nothing by itself. Safe for concurrent use.
-func (e *Engine) Queue(name string) *Queue { return &Queue{e: e, name: name} }
+// queue). It declares nothing by itself, and allocates nothing once the
+// queue is declared. Safe for concurrent use.
+func (e *Engine) Queue(name string) *Queue {
+	if name == "" {
+		return &e.q0.handle
+	}
+	if v, ok := e.queues.byName.Load(name); ok {
+		return &v.(*queue).handle
+	}
+	return &Queue{e: e, name: name}
+}
 
 // Name returns the queue's name.
 func (q *Queue) Name() string { return q.name }

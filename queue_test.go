@@ -548,3 +548,29 @@ func TestStatsQueuesCountEachQueue(t *testing.T) {
 }
 
 func dlqQueue(name string) dlq.Query { return dlq.Query{Queue: name} }
+
+func TestQueueVerbsAllocateNothing(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	require.NoError(t, e.DeclareQueue("q", ringwal.QueueOptions{}))
+	payload := []byte("x")
+	// Warm up: the queue's machinery and rings.
+	for range 100 {
+		_, _ = e.Queue("q").TryEnqueue(ringwal.Message{Payload: payload})
+		d, _ := e.Queue("q").TryDequeue()
+		_ = e.Ack(d.Lease)
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		q := e.Queue("q")
+		if _, err := q.TryEnqueue(ringwal.Message{Payload: payload}); err != nil {
+			t.Fatal(err)
+		}
+		d, ok := q.TryDequeue()
+		if !ok {
+			t.Fatal("nothing to dequeue")
+		}
+		if err := e.Ack(d.Lease); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs, "a named queue's enqueue, dequeue and ack")
+}
