@@ -1,7 +1,8 @@
 package ringwal_test
 
 // The history test's checks of a finished run: DedupID answers, Stats
-// under load, and linearizability (with what to print when it fails).
+// under load (the engine's and each queue's), and linearizability (with
+// what to print when it fails).
 
 import (
 	"fmt"
@@ -37,7 +38,11 @@ func (h *historyRun) checkDedup() {
 // hold whatever the interleaving: each count is within what the calls
 // that began before Stats returned could have made it, give or take one
 // per call that overlapped it (a message in motion may be missed or, for
-// a moment, counted in both states).
+// a moment, counted in both states). It checks the engine's counts and
+// each queue's with the calls on that queue's messages (and those on a
+// message whose queue is unknown), and that the queues' counts sum to the
+// engine's give or take the calls that overlapped (Stats reads the
+// engine's counts and each queue's one after another).
 func (h *historyRun) checkStats() {
 	failed := 0
 	defer func() {
@@ -45,82 +50,176 @@ func (h *historyRun) checkStats() {
 			h.t.Errorf("seed %d: %d more Stats calls out of bounds", h.seed, failed-10)
 		}
 	}()
+	ops := h.statOps()
 	for _, s := range h.stats {
 		ph := h.phases[s.phase]
-		var overlap, created, createdBefore, removed, dequeued, settled, nacked, redriven int
-		count := func(call, ret int64) bool {
-			if call < ph.from || call > ph.to {
-				return false
-			}
-			if call <= s.ret && ret >= s.call {
-				overlap++
-			}
-			return true
-		}
-		for _, e := range h.empty {
-			count(e[0], e[1])
-		}
-		for _, op := range h.ops {
-			if !count(op.Call, op.Return) {
-				continue
-			}
-			in, out := op.Input.(hIn), op.Output.(hOut)
-			begun := op.Call < s.ret
-			switch in.kind {
-			case hEnqueue, hEnqueueMaybe:
-				if out.err == "" && begun {
-					created++
-					if op.Return < s.call && in.kind == hEnqueue {
-						createdBefore++
-					}
-				}
-			case hDequeue:
-				if begun {
-					dequeued++
-				}
-			case hAck, hNackPerm, hNackTrans:
-				if out.err == "" && op.Return < s.call {
-					settled++
-				}
-				if begun && in.kind == hAck {
-					removed++
-				}
-				if begun && in.kind != hAck {
-					nacked++
-				}
-			case hCancel:
-				if begun {
-					removed++
-				}
-			case hRedrive:
-				if begun {
-					redriven++
+		// The calls made in the phase: those that started after its
+		// quiescent start and before its end.
+		from := sort.Search(len(ops), func(i int) bool { return ops[i].call >= ph.from })
+		to := sort.Search(len(ops), func(i int) bool { return ops[i].call > ph.to })
+		var ts [1 + 4]statsTally // the engine's, then each queue's
+		for _, op := range ops[from:to] {
+			var t statsTally
+			t.add(op, s)
+			ts[0].plus(t)
+			for i := range historyQueues {
+				if op.q < 0 || int(op.q) == i {
+					ts[1+i].plus(t)
 				}
 			}
 		}
-		c := s.c
-		total := c.Pending + c.Delayed + c.Leased + c.Held + c.Dead
-		bad := []string{}
-		check := func(ok bool, what string, args ...any) {
-			if !ok {
-				bad = append(bad, fmt.Sprintf(what, args...))
+		bad := ts[0].bounds(ph.historyBase, s.c)
+		var sum stateCounts
+		for i, q := range historyQueues {
+			sum = sum.plus(s.queues[q])
+			for _, b := range ts[1+i].bounds(ph.queues[q], s.queues[q]) {
+				bad = append(bad, fmt.Sprintf("queue %q: %s", q, b))
 			}
 		}
-		check(c.Pending >= 0 && c.Delayed >= 0 && c.Leased >= 0 && c.Dead >= 0, "a negative count")
-		check(c.Held == 0, "Held %d, but no breaker trips", c.Held)
-		check(total <= ph.total+created+overlap, "total %d > %d at the phase's start + %d enqueued + %d overlapping", total, ph.total, created, overlap)
-		check(total >= ph.total+createdBefore-removed-overlap, "total %d < %d at the phase's start + %d enqueued before - %d acks and cancels - %d overlapping",
-			total, ph.total, createdBefore, removed, overlap)
-		check(c.Leased <= dequeued-settled+overlap, "Leased %d > %d dequeued - %d settled + %d overlapping", c.Leased, dequeued, settled, overlap)
-		check(c.Dead <= ph.dead+nacked+overlap, "Dead %d > %d at the phase's start + %d nacks + %d overlapping", c.Dead, ph.dead, nacked, overlap)
-		check(c.Dead >= ph.dead-redriven-overlap, "Dead %d < %d at the phase's start - %d redrives - %d overlapping", c.Dead, ph.dead, redriven, overlap)
+		if overlap := ts[0].overlap; !near(sum, s.c, overlap) {
+			bad = append(bad, fmt.Sprintf("the queues' counts sum to %+v, the engine's are %+v, with %d calls overlapping", sum, s.c, overlap))
+		}
 		if len(bad) > 0 {
 			if failed++; failed > 10 {
 				continue
 			}
-			h.t.Errorf("seed %d, phase %d: Stats %+v (called at %d, returned at %d): %s", h.seed, s.phase, c, s.call, s.ret, strings.Join(bad, "; "))
+			h.t.Errorf("seed %d, phase %d: Stats %+v (called at %d, returned at %d): %s", h.seed, s.phase, s.c, s.call, s.ret, strings.Join(bad, "; "))
 		}
 	}
+}
+
+// near: every count of a is within d of b's.
+func near(a, b stateCounts, d int) bool {
+	within := func(x, y int) bool { return x-y <= d && y-x <= d }
+	return within(a.Pending, b.Pending) && within(a.Delayed, b.Delayed) && within(a.Leased, b.Leased) &&
+		within(a.Held, b.Held) && within(a.Dead, b.Dead)
+}
+
+// statOp is what checkStats needs of a call, by call stamp.
+type statOp struct {
+	call, ret int64
+	kind      hKind // hEmpty: a dequeue that found nothing
+	ok        bool  // it returned nil
+	q         int8  // its message's queue (historyQueues index); -1: unknown, any
+}
+
+const hEmpty hKind = 255
+
+// statOps are the calls and empty dequeues, sorted by call. A call's queue
+// is its enqueue's or dequeue's, else its ID's as an enqueue that surely
+// created it, a dequeue or a Get found it (an enqueue that may be a repeat
+// may name another queue than its first's); an ID with none is of any.
+func (h *historyRun) statOps() []statOp {
+	index := map[string]int8{}
+	for i, q := range historyQueues {
+		index[q] = int8(i)
+	}
+	idQueue := map[ringwal.ID]int8{}
+	for _, op := range h.ops {
+		in, o := op.Input.(hIn), op.Output.(hOut)
+		switch {
+		case in.kind == hEnqueue && o.err == "":
+			idQueue[in.id] = index[in.queue]
+		case (in.kind == hDequeue || in.kind == hGet) && o.err == "":
+			idQueue[in.id] = index[o.queue]
+		}
+	}
+	out := make([]statOp, 0, len(h.ops)+len(h.empty))
+	for _, e := range h.empty {
+		out = append(out, statOp{call: e.call, ret: e.ret, kind: hEmpty, q: index[e.queue]})
+	}
+	for _, op := range h.ops {
+		in, o := op.Input.(hIn), op.Output.(hOut)
+		q, known := idQueue[in.id]
+		switch in.kind {
+		case hEnqueue, hEnqueueMaybe, hDequeue:
+			q, known = index[in.queue], true
+		}
+		if !known {
+			q = -1
+		}
+		out = append(out, statOp{call: op.Call, ret: op.Return, kind: in.kind, ok: o.err == "", q: q})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].call < out[j].call })
+	return out
+}
+
+// statsTally counts the calls of a phase as a Stats call's bounds need.
+type statsTally struct {
+	overlap, created, createdBefore, removed, dequeued, settled, nacked, redriven int
+}
+
+func (t *statsTally) plus(u statsTally) {
+	t.overlap += u.overlap
+	t.created += u.created
+	t.createdBefore += u.createdBefore
+	t.removed += u.removed
+	t.dequeued += u.dequeued
+	t.settled += u.settled
+	t.nacked += u.nacked
+	t.redriven += u.redriven
+}
+
+// add counts op as Stats call s sees it.
+func (t *statsTally) add(op statOp, s historyStat) {
+	if op.call <= s.ret && op.ret >= s.call {
+		t.overlap++
+	}
+	begun := op.call < s.ret
+	switch op.kind {
+	case hEnqueue, hEnqueueMaybe:
+		if op.ok && begun {
+			t.created++
+			if op.ret < s.call && op.kind == hEnqueue {
+				t.createdBefore++
+			}
+		}
+	case hDequeue:
+		if begun {
+			t.dequeued++
+		}
+	case hAck, hNackPerm, hNackTrans:
+		if op.ok && op.ret < s.call {
+			t.settled++
+		}
+		if begun && op.kind == hAck {
+			t.removed++
+		}
+		if begun && op.kind != hAck {
+			t.nacked++
+		}
+	case hCancel:
+		if begun {
+			t.removed++
+		}
+	case hRedrive:
+		if begun {
+			t.redriven++
+		}
+	}
+}
+
+// bounds checks counts c (the engine's or a queue's) against the phase's
+// base and the tally of the calls on them; it returns what is out of
+// bounds.
+func (t statsTally) bounds(base historyBase, c stateCounts) []string {
+	total := c.total()
+	bad := []string{}
+	check := func(ok bool, what string, args ...any) {
+		if !ok {
+			bad = append(bad, fmt.Sprintf(what, args...))
+		}
+	}
+	check(c.Pending >= 0 && c.Delayed >= 0 && c.Leased >= 0 && c.Dead >= 0, "a negative count in %+v", c)
+	check(c.Held == 0, "Held %d, but no breaker trips", c.Held)
+	check(total <= base.total+t.created+t.overlap, "total %d > %d at the phase's start + %d enqueued + %d overlapping",
+		total, base.total, t.created, t.overlap)
+	check(total >= base.total+t.createdBefore-t.removed-t.overlap, "total %d < %d at the phase's start + %d enqueued before - %d acks and cancels - %d overlapping",
+		total, base.total, t.createdBefore, t.removed, t.overlap)
+	check(c.Leased <= t.dequeued-t.settled+t.overlap, "Leased %d > %d dequeued - %d settled + %d overlapping", c.Leased, t.dequeued, t.settled, t.overlap)
+	check(c.Dead <= base.dead+t.nacked+t.overlap, "Dead %d > %d at the phase's start + %d nacks + %d overlapping", c.Dead, base.dead, t.nacked, t.overlap)
+	check(c.Dead >= base.dead-t.redriven-t.overlap, "Dead %d < %d at the phase's start - %d redrives - %d overlapping", c.Dead, base.dead, t.redriven, t.overlap)
+	return bad
 }
 
 // checkLinearizable runs porcupine; on a failure it names the messages

@@ -8,15 +8,21 @@ package ringwal_test
 // returned is lost unless it was acked or cancelled, nothing acked comes
 // back (nor after a later clean Close), and every DedupID answer is
 // honoured: a repeat named a message that really exists, and after the
-// crash a repeat still gets the first one's ID.
+// crash a repeat still gets the first one's ID. The child works on the
+// history tests' queues (history_queues_test.go) and publishes to their
+// topic: after the crash every message is back in its own queue, each
+// queue delivers only its own, and a publish has all its copies or none
+// (history_crash_queues_test.go).
 //
 // Reporting protocol (one write(2) per line; every line about an ID but
 // E and D is written under a per-ID lock held across the call, so for
 // one ID those lines are in call order and at most one call, the last
 // "?" line, was in flight at the kill):
 //
-//	E id dedup payload          an enqueue returned nil for a new message (dedup "-" when unset)
+//	E id dedup payload queue    an enqueue returned nil for a new message (dedup and queue "-" when unset),
+//	                            or a Publish did, for each copy
 //	D id dedup                  a repeat was answered (id, ErrDuplicate)
+//	L id queue payload          a dequeue of queue returned a Publish copy (written before it is settled)
 //	? <line>                    the call <line> is about to be made
 //	A id / C id / Q id / R id   Ack / Cancel / Requeue / Redrive returned nil
 //	N id permanent|transient k  Nack of attempt k returned nil
@@ -132,6 +138,11 @@ func (c *historyChild) call(id ringwal.ID, line string, fn func() error) {
 // the batch's error wraps ErrDuplicate). The child knows which messages
 // repeat a DedupID (first != 0): fresh ones are unique.
 func (c *historyChild) enqueued(id ringwal.ID, m ringwal.Message, first ringwal.ID, err error, batchDup bool) {
+	c.enqueuedIn(id, m, m.Queue, first, err, batchDup)
+}
+
+// enqueuedIn is enqueued of a message sent to queue q.
+func (c *historyChild) enqueuedIn(id ringwal.ID, m ringwal.Message, q string, first ringwal.ID, err error, batchDup bool) {
 	switch {
 	case first != 0:
 		if !errors.Is(err, ringwal.ErrDuplicate) || id != first {
@@ -141,7 +152,7 @@ func (c *historyChild) enqueued(id ringwal.ID, m ringwal.Message, first ringwal.
 	case err != nil && !batchDup:
 		childFail("enqueue %s: %v", m.Payload, err)
 	default:
-		childEmit("E %d %s %s", id, dash(m.DedupID), m.Payload)
+		childEmit("E %d %s %s %s", id, dash(m.DedupID), m.Payload, dash(q))
 		c.known(id, m.DedupID)
 	}
 }
@@ -160,15 +171,26 @@ func (c *historyChild) work(ctx context.Context, g int, rng *rand.Rand) {
 	}
 	for n := 0; ctx.Err() == nil; n++ {
 		switch r := rng.IntN(100); {
-		case r < 25:
+		case r < 22:
 			m, first := c.message(rng, fmt.Sprintf("%d-%d", g, n))
-			id, err := e.Enqueue(ctx, m)
-			c.enqueued(id, m, first, err, false)
+			q := historyQueue(rng)
+			var id ringwal.ID
+			var err error
+			if q != "" && rng.IntN(2) == 0 {
+				id, err = e.Queue(q).Enqueue(ctx, m)
+			} else {
+				m.Queue = q
+				id, err = e.Enqueue(ctx, m)
+			}
+			c.enqueuedIn(id, m, q, first, err, false)
+		case r < 25:
+			c.publish(ctx, fmt.Sprintf("%d-%d", g, n))
 		case r < 33:
 			ms := make([]ringwal.Message, 1+rng.IntN(4))
 			firsts := make([]ringwal.ID, len(ms))
 			for i := range ms {
 				ms[i], firsts[i] = c.message(rng, fmt.Sprintf("%d-%d-%d", g, n, i))
+				ms[i].Queue = historyQueue(rng)
 			}
 			ids, err := e.EnqueueBatch(ctx, ms)
 			dup := errors.Is(err, ringwal.ErrDuplicate)
@@ -180,7 +202,7 @@ func (c *historyChild) work(ctx context.Context, g int, rng *rand.Rand) {
 			}
 		case r < 58:
 			if len(held) < 4 {
-				if d, ok := e.TryDequeue(); ok {
+				if d, ok := c.tryDequeue(historyQueue(rng)); ok {
 					held = append(held, d)
 				}
 			}
@@ -250,6 +272,7 @@ func TestHistorySurvivesCrashChild(t *testing.T) {
 type historyCrashMsg struct {
 	enqueued       bool // an E line
 	dedup, payload string
+	queue          string
 	events         []string // A, C, Q, R, N, Z lines and "?" intents, in order
 }
 
@@ -294,11 +317,14 @@ func (m *historyCrashMsg) allowed() map[byte]bool {
 
 // historyCrashReport reads the child's lines.
 type historyCrashReport struct {
-	msgs  map[ringwal.ID]*historyCrashMsg
-	dups  [][2]string // a D line's id and DedupID
-	bad   []string
-	lines int
-	maxID ringwal.ID
+	msgs map[ringwal.ID]*historyCrashMsg
+	// copies are the IDs of Publish copies (E and L lines) by payload
+	// and queue.
+	copies map[string]map[string][]ringwal.ID
+	dups   [][2]string // a D line's id and DedupID
+	bad    []string
+	lines  int
+	maxID  ringwal.ID
 }
 
 func (r *historyCrashReport) msg(id ringwal.ID) *historyCrashMsg {
@@ -334,11 +360,14 @@ func (r *historyCrashReport) parse(text string) {
 	id := ringwal.ID(n)
 	m := r.msg(id)
 	switch {
-	case f[0] == "E" && len(f) == 4:
-		m.enqueued, m.payload = true, f[3]
+	case f[0] == "E" && len(f) == 5:
+		m.enqueued, m.payload, m.queue = true, f[3], undash(f[4])
 		if f[2] != "-" {
 			m.dedup = f[2]
 		}
+		r.copyOf(id, m.payload, m.queue)
+	case f[0] == "L" && len(f) == 4:
+		r.copyOf(id, f[3], undash(f[2]))
 	case f[0] == "D" && len(f) == 3:
 		r.dups = append(r.dups, [2]string{f[1], f[2]})
 	default:
@@ -355,7 +384,7 @@ func TestHistorySurvivesCrash(t *testing.T) {
 func historyCrashRound(t *testing.T, seed uint64) {
 	dir := t.TempDir()
 	child := startCrashChild(t, "TestHistorySurvivesCrashChild", historyCrashDirEnv+"="+dir, fmt.Sprintf("RINGWAL_HISTORY_SEED=%d", seed))
-	rep := &historyCrashReport{msgs: map[ringwal.ID]*historyCrashMsg{}}
+	rep := &historyCrashReport{msgs: map[ringwal.ID]*historyCrashMsg{}, copies: map[string]map[string][]ringwal.ID{}}
 	first, readDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(readDone)
@@ -397,9 +426,12 @@ func historyCrashRound(t *testing.T, seed uint64) {
 			t.Errorf("seed %d: %d more failures like these", seed, failures-10)
 		}
 	}()
-	got := map[ringwal.ID]byte{}
+	got, found := map[ringwal.ID]byte{}, map[ringwal.ID]ringwal.Info{}
 	for id := ringwal.ID(1); id <= rep.maxID+100; id++ {
 		info, err := e.Get(id)
+		if err == nil {
+			found[id] = info
+		}
 		switch {
 		case errors.Is(err, ringwal.ErrNotFound):
 			got[id] = 'a'
@@ -416,8 +448,9 @@ func historyCrashRound(t *testing.T, seed uint64) {
 		if m == nil || err != nil {
 			continue
 		}
-		if m.enqueued && (string(info.Message.Payload) != m.payload || info.Message.DedupID != m.dedup) {
-			fail("ID %d: payload %q dedup %q, enqueued as %q, %q", id, info.Message.Payload, info.Message.DedupID, m.payload, m.dedup)
+		if m.enqueued && (string(info.Message.Payload) != m.payload || info.Message.DedupID != m.dedup || info.Message.Queue != m.queue) {
+			fail("ID %d: payload %q dedup %q queue %q, enqueued as %q, %q into queue %q", id, info.Message.Payload, info.Message.DedupID,
+				info.Message.Queue, m.payload, m.dedup, m.queue)
 		}
 		if allowed := m.allowed(); !allowed[got[id]] {
 			fail("ID %d is %s after the crash; the acknowledged calls allow %s; the child reported %q",
@@ -442,27 +475,11 @@ func historyCrashRound(t *testing.T, seed uint64) {
 			}
 		}
 	}
-	// Drain: every live message is delivered once, nothing else is.
+	publishes := rep.checkCopies(found, fail)
+	// Drain: every live message is delivered once, by its own queue,
+	// nothing else is.
 	fake.Advance(historyJump)
-	delivered := 0
-	deadline := time.Now().Add(historySettle)
-	for {
-		d, ok := e.TryDequeue()
-		if ok {
-			delivered++
-			if got[d.ID] != 'l' {
-				fail("ID %d delivered after the crash, but Get said %s", d.ID, outcomeNames[got[d.ID]])
-			}
-			got[d.ID] = 'x'
-			require.NoError(t, e.Ack(d.Lease))
-			continue
-		}
-		if s := e.Stats(); s.Pending+s.Delayed+s.Leased == 0 {
-			break
-		}
-		require.False(t, time.Now().After(deadline), "seed %d: not drained: %+v", seed, counts(e.Stats()))
-		time.Sleep(time.Millisecond)
-	}
+	delivered := drainQueues(t, e, got, found, fail)
 	for id, g := range got {
 		if g == 'l' {
 			fail("ID %d was live after the crash and never delivered", id)
@@ -471,14 +488,16 @@ func historyCrashRound(t *testing.T, seed uint64) {
 	// A clean Close then Open: what was acked stays acked.
 	require.NoError(t, e.Close())
 	e2 := open(t, dir, opts)
-	if d, ok := e2.TryDequeue(); ok {
-		fail("ID %d delivered after a clean Close that followed its Ack", d.ID)
+	for _, q := range historyQueues {
+		if d, ok := e2.Queue(q).TryDequeue(); ok {
+			fail("ID %d delivered by queue %q after a clean Close that followed its Ack", d.ID, q)
+		}
 	}
 	if c := counts(e2.Stats()); c.Pending+c.Delayed+c.Leased+c.Held != 0 {
 		fail("live messages after a clean Close of a drained engine: %+v", c)
 	}
-	t.Logf("seed %d: %d lines, %d IDs, %d repeats answered, %d DedupIDs checked, %d delivered after the crash",
-		seed, rep.lines, len(rep.msgs), len(rep.dups), dedups, delivered)
+	t.Logf("seed %d: %d lines, %d IDs, %d repeats answered, %d DedupIDs checked, %d publishes with copies found, %d delivered after the crash",
+		seed, rep.lines, len(rep.msgs), len(rep.dups), dedups, publishes, delivered)
 }
 
 var outcomeNames = map[byte]string{'a': "absent", 'l': "live", 'd': "dead", 'x': "delivered"}

@@ -5,8 +5,11 @@ package ringwal_test
 // one message it acted on (a Dequeue names the message it returned, an
 // enqueue the ID it was answered with), so that porcupine checks each
 // message's short history on its own. Operations that span messages
-// (Stats, a Dequeue that found nothing, Checkpoint) are checked outside
-// the model (history_test.go).
+// (Stats, a Dequeue that found nothing, Checkpoint, a queue's pause) are
+// checked outside the model (history_check_test.go). A message's queue is
+// part of its state: it is set by its enqueue (or its Publish copy) and
+// never changes, a dequeue from a queue returns only that queue's
+// messages, and Get, a redrive and a reopening keep it.
 
 import (
 	"errors"
@@ -24,9 +27,9 @@ import (
 type hKind uint8
 
 const (
-	hEnqueue      hKind = iota // a new message (Enqueue or EnqueueBatch); out.err "" or "dup"
-	hEnqueueMaybe              // an EnqueueBatch entry with a DedupID in a batch answered ErrDuplicate: new or a repeat
-	hDequeue                   // TryDequeue or DequeueBatch returned this message
+	hEnqueue      hKind = iota // a new message (Enqueue, EnqueueBatch or a Publish copy); out.err "" or "dup"
+	hEnqueueMaybe              // an EnqueueBatch entry (or Publish copy) with a DedupID in a call answered ErrDuplicate: new or a repeat
+	hDequeue                   // TryDequeue or DequeueBatch (of in.queue) returned this message
 	hAck
 	hNackPerm
 	hNackTrans
@@ -49,6 +52,8 @@ func (k hKind) String() string { return hKindNames[k] }
 type hIn struct {
 	kind    hKind
 	id      ringwal.ID
+	queue   string // enqueue: the queue it went to; dequeue: the queue asked
+	publish bool   // enqueue: a Publish copy (for the description only)
 	payload string // enqueue
 	dedup   string // enqueue
 	delayed bool   // enqueue with a Delay
@@ -63,6 +68,7 @@ type hOut struct {
 	attempt  int           // dequeue: Delivery.Attempt; get: Info.Attempts
 	payload  string        // dequeue, get
 	dedup    string        // dequeue, get
+	queue    string        // dequeue, get: the message's Queue
 	state    ringwal.State // get
 	category classify.Category
 }
@@ -99,6 +105,7 @@ var msNames = [...]string{"absent", "pending", "delayed", "leased", "dead", "gon
 // hState is one message's state in the model (comparable: == is Equal).
 type hState struct {
 	st       int
+	queue    string
 	attempts int
 	lease    ringwal.Lease
 	payload  string
@@ -111,9 +118,9 @@ func (s hState) String() string {
 	case msAbsent, msGone:
 		return msNames[s.st]
 	case msDead:
-		return fmt.Sprintf("dead(%v) attempts=%d payload=%q", s.cat, s.attempts, s.payload)
+		return fmt.Sprintf("dead(%v) queue=%q attempts=%d payload=%q", s.cat, s.queue, s.attempts, s.payload)
 	}
-	return fmt.Sprintf("%s attempts=%d payload=%q dedup=%q", msNames[s.st], s.attempts, s.payload, s.dedup)
+	return fmt.Sprintf("%s queue=%q attempts=%d payload=%q dedup=%q", msNames[s.st], s.queue, s.attempts, s.payload, s.dedup)
 }
 
 // gone is s acked or cancelled: only its DedupID is still remembered.
@@ -143,18 +150,21 @@ func historyStep(s hState, in hIn, out hOut) (bool, hState) {
 	case hEnqueue, hEnqueueMaybe:
 		created := s.st == msAbsent && (out.err == "" || in.kind == hEnqueueMaybe)
 		if created {
-			n := hState{st: msPending, payload: in.payload, dedup: in.dedup}
+			n := hState{st: msPending, queue: in.queue, payload: in.payload, dedup: in.dedup}
 			if in.delayed {
 				n.st = msDelayed
 			}
 			return true, n
 		}
 		// A repeat: the first message (in any state: the window is
-		// time-based) must exist and carry the same DedupID.
+		// time-based) must exist and carry the same DedupID. DedupIDs are
+		// the engine's, not a queue's: a repeat sent to another queue
+		// names the first, which stays in its own.
 		repeat := out.err == "dup" || in.kind == hEnqueueMaybe
 		return repeat && s.st != msAbsent && in.dedup != "" && s.dedup == in.dedup, s
 	case hDequeue:
-		if s.st != msPending || out.payload != s.payload || out.dedup != s.dedup || out.attempt != s.attempts+1 {
+		if s.st != msPending || in.queue != s.queue || out.queue != s.queue ||
+			out.payload != s.payload || out.dedup != s.dedup || out.attempt != s.attempts+1 {
 			return false, s
 		}
 		s.st, s.attempts, s.lease = msLeased, out.attempt, out.lease
@@ -213,7 +223,7 @@ func historyStep(s hState, in hIn, out hOut) (bool, hState) {
 		}
 		want := [...]ringwal.State{msPending: ringwal.Pending, msDelayed: ringwal.Delayed,
 			msLeased: ringwal.Leased, msDead: ringwal.Dead}[s.st]
-		ok := out.state == want && out.attempt == s.attempts && out.payload == s.payload &&
+		ok := out.state == want && out.queue == s.queue && out.attempt == s.attempts && out.payload == s.payload &&
 			out.dedup == s.dedup && (s.st != msDead || out.category == s.cat)
 		return ok, s
 	case hReopen:
@@ -236,7 +246,12 @@ func describeHistoryOp(input, output any) string {
 	fmt.Fprintf(&b, "%v(%d", in.kind, in.id)
 	switch in.kind {
 	case hEnqueue, hEnqueueMaybe:
-		fmt.Fprintf(&b, ", payload %q, dedup %q, delayed %v", in.payload, in.dedup, in.delayed)
+		if in.publish {
+			b.WriteString(", published")
+		}
+		fmt.Fprintf(&b, ", queue %q, payload %q, dedup %q, delayed %v", in.queue, in.payload, in.dedup, in.delayed)
+	case hDequeue:
+		fmt.Fprintf(&b, ", queue %q", in.queue)
 	case hAck, hNackPerm, hNackTrans, hExtend:
 		fmt.Fprintf(&b, ", lease %v", in.lease)
 	}
@@ -245,9 +260,9 @@ func describeHistoryOp(input, output any) string {
 	case out.err != "":
 		b.WriteString(out.err)
 	case in.kind == hDequeue:
-		fmt.Fprintf(&b, "lease %v attempt %d payload %q", out.lease, out.attempt, out.payload)
+		fmt.Fprintf(&b, "lease %v attempt %d queue %q payload %q", out.lease, out.attempt, out.queue, out.payload)
 	case in.kind == hGet:
-		fmt.Fprintf(&b, "%v attempts %d payload %q dedup %q cat %v", out.state, out.attempt, out.payload, out.dedup, out.category)
+		fmt.Fprintf(&b, "%v queue %q attempts %d payload %q dedup %q cat %v", out.state, out.queue, out.attempt, out.payload, out.dedup, out.category)
 	default:
 		b.WriteString("ok")
 	}

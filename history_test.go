@@ -6,9 +6,12 @@ package ringwal_test
 // bounds that hold under concurrency and exactly when quiescent.
 //
 // Workers enqueue (single and batched, with DedupIDs drawn from a small
-// shared pool so that repeats race), dequeue, ack, nack, extend, cancel,
-// requeue, redrive, get and read Stats at random; every call and its
-// return are stamped from one counter. Between phases the engine is
+// shared pool so that repeats race), publish, dequeue, ack, nack, extend,
+// cancel, requeue, redrive, get, pause and resume a queue and read Stats
+// at random; every call and its return are stamped from one counter. The
+// engine has named queues besides the default one (historyQueues), two of
+// them bound to a topic: each enqueue, dequeue and pause picks a queue
+// (history_queues_test.go). Between phases the engine is
 // checkpointed (every other time), closed and reopened (leases end: their
 // messages are pending), and
 // sometimes the fake clock jumps past every delay and backoff; both are
@@ -63,6 +66,7 @@ func historyOptions(mode ringwal.Durability) ringwal.Options {
 			Jitter: classify.NoJitter}
 	}
 	return ringwal.Options{
+		Queues:         historyQueueOptions(),
 		Durability:     mode,
 		LeaseTimeout:   time.Hour,
 		DedupWindow:    100000 * time.Hour,
@@ -109,18 +113,24 @@ func historyBudget(t *testing.T) time.Duration {
 	return d
 }
 
-// historyStat is one Stats call.
+// historyStat is one Stats call: the engine's counts and each queue's.
 type historyStat struct {
 	call, ret int64
 	phase     int
 	c         stateCounts
+	queues    map[string]stateCounts
 }
 
-// historyPhase is what a phase started from (exact: read while quiescent).
+// historyPhase is what a phase started from (exact: read while quiescent),
+// for the engine and for each queue.
 type historyPhase struct {
-	from, to    int64
-	total, dead int
+	from, to int64
+	historyBase
+	queues map[string]historyBase
 }
+
+// historyBase is a phase's live total and dead letters.
+type historyBase struct{ total, dead int }
 
 // historyRun is one engine's life: phases of concurrent work between
 // reopenings, on one directory.
@@ -135,7 +145,8 @@ type historyRun struct {
 	clock  atomic.Int64
 	mu     sync.Mutex
 	ops    []porcupine.Operation
-	empty  [][2]int64 // dequeues that found nothing
+	empty  []historyEmpty // dequeues that found nothing
+	pauses []historyPause // each queue's Pause and Resume calls
 	stats  []historyStat
 	phases []historyPhase
 	ids    []ringwal.ID // every ID enqueued, once
@@ -173,6 +184,7 @@ func (h *historyRun) anyID(rng *rand.Rand) ringwal.ID {
 	return h.ids[rng.IntN(len(h.ids))]
 }
 
+// message is a fresh message for no queue yet.
 func (h *historyRun) message(rng *rand.Rand, w, n int) ringwal.Message {
 	m := ringwal.Message{Payload: []byte(fmt.Sprintf("p%d-%d-%d", len(h.phases), w, n)),
 		Priority: ringwal.Priority(rng.IntN(5) - 2)}
@@ -185,13 +197,15 @@ func (h *historyRun) message(rng *rand.Rand, w, n int) ringwal.Message {
 	return m
 }
 
-func enqIn(kind hKind, id ringwal.ID, m ringwal.Message) hIn {
-	return hIn{kind: kind, id: id, payload: string(m.Payload), dedup: m.DedupID, delayed: m.Delay > 0}
+// enqIn is the input of an enqueue of m into queue.
+func enqIn(kind hKind, id ringwal.ID, m ringwal.Message, queue string) hIn {
+	return hIn{kind: kind, id: id, queue: queue, payload: string(m.Payload), dedup: m.DedupID, delayed: m.Delay > 0}
 }
 
-func delivered(d ringwal.Delivery) (hIn, hOut) {
-	return hIn{kind: hDequeue, id: d.ID}, hOut{lease: d.Lease, attempt: d.Attempt,
-		payload: string(d.Message.Payload), dedup: d.Message.DedupID}
+// delivered is a dequeue from queue that returned d.
+func delivered(d ringwal.Delivery, queue string) (hIn, hOut) {
+	return hIn{kind: hDequeue, id: d.ID, queue: queue}, hOut{lease: d.Lease, attempt: d.Attempt,
+		payload: string(d.Message.Payload), dedup: d.Message.DedupID, queue: d.Message.Queue}
 }
 
 // worker runs perOp random operations. It keeps the leases it holds (up
@@ -217,20 +231,27 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 		held = append(held[:i], held[i+1:]...)
 		return d, true
 	}
+	paused := "" // the queue this worker paused, if any
+	pausing := false
 	for n := 0; n < h.perOp; n++ {
+		if pausing && rng.IntN(20) == 0 {
+			h.pause(w, paused, false)
+			pausing = false
+		}
 		switch r := rng.IntN(100); {
-		case r < 18:
+		case r < 16:
 			m := h.message(rng, w, n)
+			q := historyQueue(rng)
 			c := h.now()
-			id, err := e.Enqueue(ctxBG, m)
-			h.record1(w, c, enqIn(hEnqueue, id, m), hOut{err: errClass(err)})
-		case r < 26:
+			id, err := h.enqueue(rng, q, m)
+			h.record1(w, c, enqIn(hEnqueue, id, m, q), hOut{err: errClass(err)})
+		case r < 23:
 			ms := make([]ringwal.Message, 1+rng.IntN(4))
 			for i := range ms {
 				ms[i] = h.message(rng, w, n*10+i)
 			}
 			c := h.now()
-			ids, err := e.EnqueueBatch(ctxBG, ms)
+			qs, ids, err := h.enqueueBatch(rng, ms)
 			class := errClass(err)
 			ins, outs := make([]hIn, len(ms)), make([]hOut, len(ms))
 			for i, m := range ms {
@@ -238,7 +259,7 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 				if i < len(ids) {
 					id = ids[i]
 				}
-				ins[i], outs[i] = enqIn(hEnqueue, id, m), hOut{err: class}
+				ins[i], outs[i] = enqIn(hEnqueue, id, m, qs[i]), hOut{err: class}
 				if class == "dup" {
 					// Which entries were repeats the error does not say:
 					// one with a DedupID may be either.
@@ -249,31 +270,34 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 				}
 			}
 			h.record(w, c, ins, outs)
-		case r < 44:
+		case r < 27:
+			h.publish(w, rng, h.message(rng, w, n))
+		case r < 45:
 			if len(held) >= 4 {
 				continue
 			}
+			q := historyQueue(rng)
 			c := h.now()
 			var ds []ringwal.Delivery
 			if rng.IntN(2) == 0 {
-				if d, ok := e.TryDequeue(); ok {
+				if d, ok := h.tryDequeue(q); ok {
 					ds = append(ds, d)
 				}
 			} else {
 				ctx, cancel := context.WithTimeout(ctxBG, 2*time.Millisecond)
-				ds, _ = e.DequeueBatch(ctx, 1+rng.IntN(3))
+				ds = h.dequeueBatch(ctx, q, 1+rng.IntN(3))
 				cancel()
 			}
 			if len(ds) == 0 {
 				ret := h.now()
 				h.mu.Lock()
-				h.empty = append(h.empty, [2]int64{c, ret})
+				h.empty = append(h.empty, historyEmpty{queue: q, call: c, ret: ret})
 				h.mu.Unlock()
 				continue
 			}
 			ins, outs := make([]hIn, len(ds)), make([]hOut, len(ds))
 			for i, d := range ds {
-				ins[i], outs[i] = delivered(d)
+				ins[i], outs[i] = delivered(d, q)
 			}
 			h.record(w, c, ins, outs)
 			held = append(held, ds...)
@@ -319,18 +343,26 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 			c := h.now()
 			err := e.Redrive(id)
 			h.record1(w, c, hIn{kind: hRedrive, id: id}, hOut{err: errClass(err)})
-		case r < 95:
+		case r < 93:
 			h.get(w, h.anyID(rng))
-		case r < 99:
+		case r < 97:
 			c := h.now()
 			s := e.Stats()
 			ret := h.now()
 			h.mu.Lock()
-			h.stats = append(h.stats, historyStat{call: c, ret: ret, phase: len(h.phases) - 1, c: counts(s)})
+			h.stats = append(h.stats, historyStat{call: c, ret: ret, phase: len(h.phases) - 1, c: counts(s), queues: queueCounts(s)})
 			h.mu.Unlock()
+		case r < 99:
+			if !pausing {
+				paused, pausing = historyQueue(rng), true
+				h.pause(w, paused, true)
+			}
 		default:
 			h.checkpoint()
 		}
+	}
+	if pausing { // the phase ends with every queue delivering
+		h.pause(w, paused, false)
 	}
 }
 
@@ -341,7 +373,7 @@ func (h *historyRun) get(client int, id ringwal.ID) ringwal.Info {
 	out := hOut{err: errClass(err)}
 	if err == nil {
 		out.state, out.attempt, out.payload = info.State, info.Attempts, string(info.Message.Payload)
-		out.dedup, out.category = info.Message.DedupID, info.LastCategory
+		out.dedup, out.category, out.queue = info.Message.DedupID, info.LastCategory, info.Message.Queue
 	}
 	h.record1(client, c, hIn{kind: hGet, id: id}, out)
 	return info
@@ -358,31 +390,42 @@ func (h *historyRun) barrier(kind hKind) {
 }
 
 // quiescent gets every known message and compares Stats with what the
-// Gets found, exactly (nothing moves: no caller, a frozen clock). It
-// starts a phase: the counts are that phase's bounds' base.
+// Gets found, exactly (nothing moves: no caller, a frozen clock): the
+// engine's counts, each queue's (Stats.Queues and Queue.Stats, by the
+// queue Get names) and their sum. It starts a phase: the counts are that
+// phase's bounds' base.
 func (h *historyRun) quiescent(when string) {
 	// A move the housekeeper started before (a clock jump's) may still be
 	// ending: look again for a while before calling a difference wrong.
 	deadline := time.Now().Add(historySettle)
 	for {
-		var byState [ringwal.Dead + 1]int
+		want, wantQ := stateCounts{}, map[string]stateCounts{}
 		for _, id := range h.ids {
 			if info := h.get(historyWorkers, id); info.ID != 0 {
-				byState[info.State]++
+				c := wantQ[info.Message.Queue]
+				c.add(info.State)
+				wantQ[info.Message.Queue] = c
+				want.add(info.State)
 			}
 		}
-		want := stateCounts{byState[ringwal.Pending], byState[ringwal.Delayed], byState[ringwal.Leased],
-			byState[ringwal.Held], byState[ringwal.Dead]}
-		got := counts(h.e.Stats())
-		if got != want && time.Now().Before(deadline) {
+		s := h.e.Stats()
+		got, gotQ := counts(s), queueCounts(s)
+		bad := h.queuesDiffer(s, gotQ, wantQ)
+		if (got != want || bad != "") && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
 		if got != want {
 			h.t.Errorf("seed %d, %s: quiescent Stats counts %+v, but Get of every message finds %+v", h.seed, when, got, want)
 		}
-		total := want.Pending + want.Delayed + want.Leased + want.Held + want.Dead
-		h.phases = append(h.phases, historyPhase{from: h.now(), total: total, dead: want.Dead})
+		if bad != "" {
+			h.t.Errorf("seed %d, %s: quiescent queue counts: %s", h.seed, when, bad)
+		}
+		ph := historyPhase{from: h.now(), historyBase: want.base(), queues: map[string]historyBase{}}
+		for _, q := range historyQueues {
+			ph.queues[q] = wantQ[q].base()
+		}
+		h.phases = append(h.phases, ph)
 		return
 	}
 }
@@ -445,24 +488,33 @@ func historyRound(t *testing.T, seed uint64, mode ringwal.Durability, perOp int)
 	}
 	h.drain()
 	h.checkStats()
+	h.checkPauses()
 	h.checkDedup()
 	h.checkLinearizable()
 }
 
-// drain leases and acks whatever is ready (a quiescent TryDequeue finds a
-// ready message), then checks that nothing stayed Pending: a message the
-// model says is pending but no Dequeue hands out would be lost.
+// drain leases and acks whatever is ready in every queue (a quiescent
+// TryDequeue finds a ready message), then checks that nothing stayed
+// Pending: a message the model says is pending but no Dequeue of its queue
+// hands out would be lost.
 func (h *historyRun) drain() {
 	deadline := time.Now().Add(historySettle)
 	for {
-		c := h.now()
-		d, ok := h.e.TryDequeue()
-		if ok {
-			in, out := delivered(d)
+		found := false
+		for _, q := range historyQueues {
+			c := h.now()
+			d, ok := h.tryDequeue(q)
+			if !ok {
+				continue
+			}
+			found = true
+			in, out := delivered(d, q)
 			h.record1(historyWorkers, c, in, out)
 			c = h.now()
 			err := h.e.Ack(d.Lease)
 			h.record1(historyWorkers, c, hIn{kind: hAck, id: d.ID, lease: d.Lease}, hOut{err: errClass(err)})
+		}
+		if found {
 			continue
 		}
 		s := h.e.Stats()
@@ -470,7 +522,7 @@ func (h *historyRun) drain() {
 			break
 		}
 		if time.Now().After(deadline) {
-			h.t.Errorf("seed %d: %d messages Pending, but TryDequeue finds nothing ready", h.seed, s.Pending)
+			h.t.Errorf("seed %d: %d messages Pending (by queue %v), but TryDequeue of each queue finds nothing ready", h.seed, s.Pending, queueCounts(s))
 			break
 		}
 		time.Sleep(time.Millisecond)
