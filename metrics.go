@@ -31,6 +31,9 @@ type metrics struct {
 	// High-water marks of the derived totals, so that Stats never reports
 	// one going backwards.
 	enqueued, acked, dequeued monotonic
+	// The default queue's totals, derived as the engine's less the named
+	// queues' (queue_stats.go).
+	q0Enqueued, q0Acked, q0DeadLettered monotonic
 }
 
 // monotonic is a high-water mark.

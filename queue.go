@@ -197,6 +197,9 @@ type queueTable struct {
 	// q0Declared: the default queue was declared with options (its
 	// declaration is logged and carried by snapshots).
 	q0Declared bool
+	// gone holds the totals of deleted queues (the default queue's are
+	// derived from the engine's less every named queue's).
+	gone QueueStats
 }
 
 // at returns queue number n (n > 0), nil if none.
@@ -447,6 +450,14 @@ func (q *queue) info() QueueInfo {
 	return QueueInfo{Name: q.name, Options: o, Paused: paused, PausedUntil: until}
 }
 
+// queueList returns every declared queue, the default first, then by
+// name.
+func (e *Engine) queueList() []*queue {
+	var out []*queue
+	e.eachQueue(func(q *queue) { out = append(out, q) })
+	return out
+}
+
 // eachQueue calls fn with every declared queue, the default first, then
 // by name.
 func (e *Engine) eachQueue(fn func(*queue)) {
@@ -567,6 +578,10 @@ func (e *Engine) DeleteQueue(name string) error {
 // replay must never map one number to two queues); t.mu held.
 func (e *Engine) forget(q *queue) {
 	q.state.Store(queueDeleted)
+	g := &e.queues.gone
+	g.Enqueued += q.enqueued.Load()
+	g.Acked += q.acked.Load()
+	g.DeadLettered += q.deadLettered.Load()
 	e.queues.byName.Delete(q.name)
 	e.queues.n--
 	if rt := q.rt.Load(); rt != nil {

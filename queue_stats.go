@@ -39,12 +39,23 @@ func (q *Queue) Stats() QueueStats {
 // queueStats reads named queue q's counts (for the default queue, only
 // what needs no engine totals); counting must be on (counts.start).
 func (e *Engine) queueStats(q *queue) QueueStats {
-	var c stateCounts
-	dead := 0
+	var qc queueCounts
 	e.ctr.moves.read(func() {
-		c = e.counts.queueStateCounts(q)
-		dead = e.dead.QueueLen(q.name)
+		qc = queueCounts{e.counts.queueStateCounts(q), e.dead.QueueLen(q.name)}
 	})
+	return e.queueStatsOf(q, qc)
+}
+
+// queueCounts are a queue's counts read in the move window: its messages
+// by state and its dead letters.
+type queueCounts struct {
+	c    stateCounts
+	dead int
+}
+
+// queueStatsOf builds q's QueueStats from its counts.
+func (e *Engine) queueStatsOf(q *queue, qc queueCounts) QueueStats {
+	c, dead := qc.c, qc.dead
 	s := QueueStats{
 		Name: q.name, Pending: c.byState[Pending], Delayed: c.byState[Delayed], Leased: c.byState[Leased],
 		Held: c.byState[Held], Dead: dead,
@@ -60,20 +71,25 @@ func (e *Engine) queueStats(q *queue) QueueStats {
 
 // queuesStats fills s.Queues: every declared queue, the default first,
 // then by name; the default queue's totals are the engine's less the
-// named queues'.
-func (e *Engine) queuesStats(s *Stats) {
+// named queues' (deleted ones' included). The engine's were read first
+// (Stats), the named ones' after, so the difference may lag but never
+// lead, and high-water marks keep it from going back.
+func (e *Engine) queuesStats(s *Stats, queues []*queue, counts []queueCounts) {
 	var named QueueStats
-	e.eachQueue(func(q *queue) {
-		qs := e.queueStats(q)
+	e.queues.mu.Lock()
+	named.Enqueued, named.Acked, named.DeadLettered = e.queues.gone.Enqueued, e.queues.gone.Acked, e.queues.gone.DeadLettered
+	e.queues.mu.Unlock()
+	for i, q := range queues {
+		qs := e.queueStatsOf(q, counts[i])
 		if q.num != 0 {
 			named.Enqueued += qs.Enqueued
 			named.Acked += qs.Acked
 			named.DeadLettered += qs.DeadLettered
 		}
 		s.Queues = append(s.Queues, qs)
-	})
+	}
 	d := &s.Queues[0]
-	d.Enqueued = s.Enqueued - min(s.Enqueued, named.Enqueued)
-	d.Acked = s.Acked - min(s.Acked, named.Acked)
-	d.DeadLettered = s.DeadLettered - min(s.DeadLettered, named.DeadLettered)
+	d.Enqueued = e.metrics.q0Enqueued.atLeast(s.Enqueued - min(s.Enqueued, named.Enqueued))
+	d.Acked = e.metrics.q0Acked.atLeast(s.Acked - min(s.Acked, named.Acked))
+	d.DeadLettered = e.metrics.q0DeadLettered.atLeast(s.DeadLettered - min(s.DeadLettered, named.DeadLettered))
 }

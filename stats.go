@@ -233,10 +233,13 @@ func (e *Engine) oldestReadyIn(q *queue) int64 {
 // never parks inside the read on the store's lock, to be woken by a
 // dead-lettering's unlock onto the dead-lettering's processor; Dead is
 // the sum of DeadByCategory, so the two always agree.
-func (e *Engine) countWithDead(s *Stats) (c stateCounts) {
+func (e *Engine) countWithDead(s *Stats, qs []*queue, qc []queueCounts) (c stateCounts) {
 	e.ctr.moves.read(func() {
 		c = e.counts.stateCounts()
 		s.DeadByCategory = e.dead.Counts()
+		for i, q := range qs {
+			qc[i] = queueCounts{e.counts.queueStateCounts(q), e.dead.QueueLen(q.name)}
+		}
 	})
 	s.Dead = 0
 	for _, n := range s.DeadByCategory {
@@ -316,7 +319,9 @@ func (e *Engine) Stats() Stats {
 		s.Acked = freed - s.DeadLettered - s.Cancelled
 	}
 	e.counts.start(e.slab) // the first Stats counts once; the verbs keep it
-	c := e.countWithDead(&s)
+	qs := e.queueList()
+	qc := make([]queueCounts, len(qs))
+	c := e.countWithDead(&s, qs, qc)
 	s.Pending, s.Delayed, s.Leased, s.Held = c.byState[Pending], c.byState[Delayed], c.byState[Leased], c.byState[Held]
 	for t := 0; t < ring.NumTiers; t++ {
 		p := priorityOfTier(t)
@@ -347,6 +352,6 @@ func (e *Engine) Stats() Stats {
 	for t := 0; t < ring.NumTiers; t++ {
 		s.TierUtilization[t] = float64(e.rt0.tiers.LenOf(t)) / float64(e.rt0.tiers.Cap(t))
 	}
-	e.queuesStats(&s)
+	e.queuesStats(&s, qs, qc)
 	return s
 }
