@@ -110,7 +110,7 @@ func TestConsoleQueueFilters(t *testing.T) {
 	p = b.get("messages?queue=_default").html(t, http.StatusOK, "the default queue")
 	assert.Equal(t, 2, rows(p.body))
 
-	p = b.get("dead-letters?queue=" + url.QueryEscape(slashQueue)).html(t, http.StatusOK, "dead letters of a queue")
+	p = b.get("dead-letters?queue="+url.QueryEscape(slashQueue)).html(t, http.StatusOK, "dead letters of a queue")
 	assert.Contains(t, p.body, "1 shown")
 	assert.Contains(t, p.body, "purge?queue="+url.QueryEscape(slashQueue))
 	p = b.get("dead-letters?queue=_default").html(t, http.StatusOK, "the default queue's dead letters")
@@ -119,7 +119,7 @@ func TestConsoleQueueFilters(t *testing.T) {
 	b.get("purge?queue=_default").html(t, http.StatusBadRequest, "no purge of the default queue alone")
 
 	// The purge confirmation keeps the queue filter.
-	p = b.get("purge?queue=" + url.QueryEscape(slashQueue)).html(t, http.StatusOK, "confirm")
+	p = b.get("purge?queue="+url.QueryEscape(slashQueue)).html(t, http.StatusOK, "confirm")
 	assert.Contains(t, p.body, `name="queue" value="`+html.EscapeString(slashQueue)+`"`)
 }
 
