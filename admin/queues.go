@@ -7,7 +7,6 @@ package admin
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -193,15 +192,6 @@ func queueNames(infos []ringwal.QueueInfo) []string {
 		out = append(out, AdminQueueName(in.Name))
 	}
 	return out
-}
-
-// queueValues returns {"queue": [name]} for a queue filter link, or an
-// empty set for "" (every queue).
-func queueValues(name string) url.Values {
-	if name == "" {
-		return url.Values{}
-	}
-	return url.Values{"queue": {name}}
 }
 
 // errDefaultQueuePurge refuses a purge of the default queue's dead
