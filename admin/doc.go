@@ -131,13 +131,19 @@
 //	GET  /                          overview: counts by state and priority tier, oldest pending,
 //	                                rates over the last minute, dead letters by category, totals,
 //	                                latency, breakers, the write-ahead log since open; refreshes
+//	GET  /queues                    every queue: counts, rates over the last minute, options, pause;
+//	                                links to its messages and dead letters
+//	POST /queues/pause              form fields queue (its admin name: _default for the default queue), until (optional)
+//	POST /queues/resume             form field queue
+//	POST /queues/delete             form field queue; without confirm=yes: the confirmation page; 409 with the
+//	                                counts while the queue holds messages
 //	GET  /keys                      keys and breakers: pause, waiting, held, throttled, at cap, breaker, dead letters
 //	POST /keys/pause                form fields key, until (optional: 1h, RFC 3339; empty: until resumed)
 //	POST /keys/resume               form field key
 //	POST /pause, POST /resume       all delivery (pause: form field until, optional)
-//	GET  /messages?key=&state=&after=   a key's live messages, paged, with why each waits
+//	GET  /messages?queue=&key=&state=&after=   live messages, paged, with why each waits
 //	POST /messages/{id}/cancel      without confirm=yes: the confirmation page; with it: Engine.Cancel
-//	GET  /dead-letters              dead letters, filtered by ParseDeadLetterQuery's parameters
+//	GET  /dead-letters              dead letters, filtered by ParseDeadLetterQuery's parameters (queue among them)
 //	GET  /dead-letters/{id}         one message: payload, headers, failure history, review and redrive forms
 //	POST /dead-letters/{id}/review  form field note
 //	POST /dead-letters/{id}/redrive
