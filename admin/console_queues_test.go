@@ -125,3 +125,28 @@ func TestConsoleQueueFilters(t *testing.T) {
 
 // dataID matches a row of the messages table.
 var dataID = regexp.MustCompile(`<tr data-id="\d+">`)
+
+// The queue actions go through the console's defences: another origin,
+// a forged or missing CSRF token, no session when a token is set.
+func TestConsoleQueueActionsDefended(t *testing.T) {
+	e, fake, _ := adminEngine(t, ringwal.Options{})
+	queuesFixture(t, e, fake)
+	b := newBrowser(t, e, admin.Options{})
+	tok := b.get("queues").html(t, http.StatusOK, "queues").csrf(t)
+	for _, action := range []string{"queues/pause", "queues/resume", "queues/delete"} {
+		form := url.Values{"csrf": {tok}, "queue": {"empty"}, "confirm": {"yes"}}
+		b.post(action, form, http.Header{"Origin": {"https://evil.example"}}).html(t, http.StatusForbidden, action+" cross-origin")
+		b.post(action, form, http.Header{"Sec-Fetch-Site": {"cross-site"}}).html(t, http.StatusForbidden, action+" cross-site")
+		form.Set("csrf", "forged")
+		b.post(action, form, nil).html(t, http.StatusForbidden, action+" forged CSRF")
+	}
+	in, ok := findInfo(e, "empty")
+	require.True(t, ok, "not deleted")
+	assert.False(t, in.Paused, "not paused")
+
+	guarded := newBrowser(t, e, admin.Options{Token: "s3cret-s3cret"})
+	guarded.get("queues").html(t, http.StatusUnauthorized, "the sign-in page")
+	guarded.post("queues/delete", url.Values{"csrf": {tok}, "queue": {"empty"}, "confirm": {"yes"}}, nil).html(t, http.StatusUnauthorized, "no session")
+	_, ok = findInfo(e, "empty")
+	assert.True(t, ok, "not deleted")
+}
