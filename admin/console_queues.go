@@ -122,6 +122,10 @@ func (h *handler) deleteQueueAction(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if in.Name == "" { // no confirmation page for what the engine refuses
+		h.errorPage(w, r, http.StatusBadRequest, "The default queue cannot be deleted.")
+		return
+	}
 	if r.PostForm.Get("confirm") != "yes" {
 		v := NewQueueView(in, h.e.Queue(in.Name).Stats())
 		h.render(w, r, http.StatusOK, "queuedelete", page{Title: "Delete queue " + v.Name, Nav: "queues", Data: v})

@@ -83,6 +83,7 @@ func TestConsoleQueues(t *testing.T) {
 	p = b.post("queues/delete", url.Values{"csrf": {tok}, "queue": {"emails"}, "confirm": {"yes"}}, nil).html(t, http.StatusConflict, "refused")
 	assert.Contains(t, p.body, "3 live messages")
 	b.post("queues/delete", url.Values{"csrf": {tok}, "queue": {admin.DefaultQueue}, "confirm": {"yes"}}, nil).html(t, http.StatusBadRequest, "default")
+	b.post("queues/delete", url.Values{"csrf": {tok}, "queue": {admin.DefaultQueue}}, nil).html(t, http.StatusBadRequest, "no confirmation for the default queue")
 	b.get("queues/delete").html(t, http.StatusMethodNotAllowed, "a GET deletes nothing")
 	p = b.get("queues").html(t, http.StatusOK, "after")
 	assert.NotContains(t, p.body, `value="emails"><button type="submit" class="danger delete"`, "no delete button for a queue with messages")
