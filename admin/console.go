@@ -40,7 +40,7 @@ type console struct {
 
 // pageNames lists the templates under console/, each rendered inside
 // layout.html.
-var pageNames = []string{"overview", "keys", "messages", "cancel", "deadletters", "deadletter", "purge", "purged", "login", "error"}
+var pageNames = []string{"overview", "queues", "queuedelete", "keys", "messages", "cancel", "deadletters", "deadletter", "purge", "purged", "login", "error"}
 
 // newConsole parses the templates and routes the console's paths to h.
 func newConsole(h *handler) *console {
@@ -54,6 +54,10 @@ func newConsole(h *handler) *console {
 		c.pages[name] = template.Must(t.ParseFS(consoleFS, "console/"+name+".html"))
 	}
 	c.mux.HandleFunc("GET /{$}", h.overviewPage)
+	c.mux.HandleFunc("GET /queues", h.queuesPage)
+	c.mux.HandleFunc("POST /queues/pause", h.pauseQueueAction)
+	c.mux.HandleFunc("POST /queues/resume", h.resumeQueueAction)
+	c.mux.HandleFunc("POST /queues/delete", h.deleteQueueAction)
 	c.mux.HandleFunc("GET /keys", h.keysPage)
 	c.mux.HandleFunc("POST /keys/pause", h.pauseKeyAction)
 	c.mux.HandleFunc("POST /keys/resume", h.resumeKeyAction)

@@ -20,6 +20,7 @@ var templateFuncs = template.FuncMap{
 	"bytes": formatBytes,
 	"rate":  func(r float64) string { return strconv.FormatFloat(r, 'f', 1, 64) + "/s" },
 	"pct":   func(p float64) string { return strconv.FormatFloat(p, 'f', 0, 64) + "%" },
+	"qname": AdminQueueName,
 	"dash": func(s string) string {
 		if s == "" {
 			return "—"

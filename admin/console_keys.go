@@ -153,6 +153,7 @@ type stateOption struct {
 
 // messagesView is the live messages page's data.
 type messagesView struct {
+	Queue   queueSelector
 	Key     string
 	States  []stateOption
 	Entries []InfoView
@@ -164,7 +165,7 @@ type messagesView struct {
 
 func (h *handler) messagesPage(w http.ResponseWriter, r *http.Request) {
 	vals := formValues(r.URL.Query(), "done")
-	v := messagesView{Key: vals.Get("key")}
+	v := messagesView{Key: vals.Get("key"), Queue: h.newQueueSelector(vals.Get("queue"))}
 	checked := map[string]bool{}
 	for _, st := range vals["state"] {
 		checked[st] = true
@@ -202,6 +203,9 @@ func (h *handler) messagesPage(w http.ResponseWriter, r *http.Request) {
 	title := "Live messages"
 	if q.Key != "" {
 		title = "Live messages of " + q.Key
+	}
+	if q.Queue != "" {
+		title += " in queue " + q.Queue
 	}
 	h.render(w, r, http.StatusOK, "messages", page{Title: title, Nav: "keys",
 		Flash: flashes[r.URL.Query().Get("done")], Data: v})

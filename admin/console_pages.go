@@ -65,17 +65,38 @@ type overviewView struct {
 	Open        int // breakers not closed
 	PausedKeys  int
 	Waiting     []countRow // by reason
+	Queues      []queueRow // the first overviewQueues
+	MoreQueues  int        // declared queues not listed
+	PausedQs    int        // paused queues, listed or not
 	Now         time.Time
 }
 
+// overviewQueues is how many queues the overview lists (the default
+// first, then by name); the queues page lists them all.
+const overviewQueues = 12
+
 func (h *handler) overviewPage(w http.ResponseWriter, r *http.Request) {
+	infos := h.e.Queues()
 	s, ok := h.pageStats(w, r)
 	if !ok {
 		return
 	}
 	now := h.now()
 	h.con.rates.add(now, s)
+	h.con.rates.addQueues(now, s)
 	v := overviewView{S: NewStatsView(s), Now: now}
+	for i, q := range NewQueueViews(infos, s) {
+		if q.Paused {
+			v.PausedQs++
+		}
+		if i >= overviewQueues {
+			v.MoreQueues++
+			continue
+		}
+		row := queueRow{QueueView: q}
+		row.Messages, row.DeadLetters = queueLinks(q.Name)
+		v.Queues = append(v.Queues, row)
+	}
 	v.Rates, v.RateSpan, v.RatesReady = h.con.rates.rates()
 	for _, p := range Priorities {
 		v.Priorities = append(v.Priorities, p.String())
@@ -121,6 +142,8 @@ type categoryOption struct {
 
 // deadLettersView is the dead-letter list's data.
 type deadLettersView struct {
+	Queue                       queueSelector
+	NoPurge                     bool // the default queue alone: the engine cannot purge it apart
 	Categories                  []categoryOption
 	Key, Since, Until, Reviewed string
 	Limit                       int
@@ -158,7 +181,7 @@ func (h *handler) deadLettersPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	vals := formValues(r.URL.Query())
-	v := deadLettersView{Key: vals.Get("key"), Since: vals.Get("since"), Until: vals.Get("until"),
+	v := deadLettersView{Queue: h.newQueueSelector(vals.Get("queue")), Key: vals.Get("key"), Since: vals.Get("since"), Until: vals.Get("until"),
 		Reviewed: vals.Get("reviewed"), Total: s.Dead, Max: s.MaxDeadLetters, Evicted: s.DeadLettersEvicted}
 	checked := map[string]bool{}
 	for _, c := range vals["category"] {
@@ -184,29 +207,29 @@ func (h *handler) deadLettersPage(w http.ResponseWriter, r *http.Request) {
 	if q.After != 0 {
 		v.First = v.PurgeQuery
 	}
-	q.Limit = v.Limit + 1
-	ds, err := h.e.DeadLetters(q)
+	v.NoPurge = q.Queue == DefaultQueue
+	q.Limit = v.Limit
+	p, err := NewDeadLetterPage(h.e, q)
 	if err != nil {
 		h.failPage(w, r, err)
 		return
 	}
-	if len(ds) > v.Limit {
-		ds = ds[:v.Limit]
+	if p.Next != "" {
 		next := DeadLetterQueryValues(filters)
-		next.Set("after", strconv.FormatUint(ds[len(ds)-1].ID, 10))
+		next.Set("after", p.Next)
 		if v.Limit != consolePage {
 			next.Set("limit", strconv.Itoa(v.Limit))
 		}
 		v.Next = template.URL(next.Encode())
 	}
-	v.Entries = NewDeadLetterViews(ds)
+	v.Entries = p.Entries
 	h.render(w, r, http.StatusOK, "deadletters", page{Title: "Dead letters", Nav: "dead-letters", Data: v})
 }
 
 // emptyQuery reports whether q has no filter (it matches every dead
 // letter).
 func emptyQuery(q dlq.Query) bool {
-	return len(q.Categories) == 0 && q.Key == "" && q.Since.IsZero() && q.Until.IsZero() &&
+	return q.Queue == "" && len(q.Categories) == 0 && q.Key == "" && q.Since.IsZero() && q.Until.IsZero() &&
 		q.Reviewed == dlq.Any && q.After == 0 && q.Limit == 0
 }
 
@@ -220,18 +243,22 @@ type deadLetterView struct {
 	Dead       *DeadLetterView
 	Headers    []header
 	PurgeQuery template.URL // a query that matches this dead letter
+	QueueQuery template.URL // the live messages of its queue
 }
 
 // flashes are the messages a form action leaves for the page it
 // redirects to (?done=...).
 var flashes = map[string]string{
-	"reviewed":    "Marked reviewed.",
-	"redriven":    "Redriven: the message is pending again, with its attempts reset.",
-	"paused":      "Paused: the key's messages wait, spending no attempts.",
-	"resumed":     "Resumed: the key's messages go again.",
-	"paused-all":  "All delivery is paused: enqueues continue, nothing is handed out.",
-	"resumed-all": "All delivery resumed.",
-	"cancelled":   "Cancelled: the message is gone for good.",
+	"reviewed":      "Marked reviewed.",
+	"redriven":      "Redriven: the message is pending again, with its attempts reset.",
+	"paused":        "Paused: the key's messages wait, spending no attempts.",
+	"resumed":       "Resumed: the key's messages go again.",
+	"paused-all":    "All delivery is paused: enqueues continue, nothing is handed out.",
+	"resumed-all":   "All delivery resumed.",
+	"cancelled":     "Cancelled: the message is gone for good.",
+	"queue-paused":  "Paused: the queue's consumers get nothing while its messages wait; other queues go on.",
+	"queue-resumed": "Resumed: the queue delivers again.",
+	"queue-deleted": "Deleted: the queue's declaration, options and counts are gone; a message sent to its name declares it afresh.",
 }
 
 func (h *handler) deadLetterPage(w http.ResponseWriter, r *http.Request) {
@@ -244,7 +271,8 @@ func (h *handler) deadLetterPage(w http.ResponseWriter, r *http.Request) {
 		h.failPage(w, r, err)
 		return
 	}
-	v := deadLetterView{Info: NewInfoView(info)}
+	v := deadLetterView{Info: NewInfoView(info),
+		QueueQuery: template.URL(url.Values{"queue": {AdminQueueName(info.Message.Queue)}}.Encode())}
 	for _, k := range slices.Sorted(maps.Keys(info.Message.Headers)) {
 		v.Headers = append(v.Headers, header{k, info.Message.Headers[k]})
 	}
@@ -252,7 +280,7 @@ func (h *handler) deadLetterPage(w http.ResponseWriter, r *http.Request) {
 		if d, err := h.e.DeadLetter(id); err == nil {
 			dv := NewDeadLetterView(d)
 			v.Dead = &dv
-			one := dlq.Query{Categories: []classify.Category{d.Category}, Key: d.Key, Since: d.DeadAt, Until: d.DeadAt.Add(time.Nanosecond)}
+			one := dlq.Query{Queue: d.Queue, Categories: []classify.Category{d.Category}, Key: d.Key, Since: d.DeadAt, Until: d.DeadAt.Add(time.Nanosecond)}
 			v.PurgeQuery = template.URL(DeadLetterQueryValues(one).Encode())
 		}
 	}
@@ -318,6 +346,9 @@ type purgeView struct {
 func (h *handler) purgeQuery(vals url.Values) (dlq.Query, error) {
 	q, err := ParseDeadLetterQuery(formValues(vals, "after", "limit", "csrf", "all", "expect", "through"), h.now())
 	q.After, q.Limit = 0, 0
+	if err == nil && q.Queue == DefaultQueue {
+		err = errDefaultQueuePurge
+	}
 	return q, err
 }
 

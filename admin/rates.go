@@ -32,6 +32,10 @@ type sampler struct {
 	ring [sampleRing]sample
 	n    int // samples held
 	next int // where the next one goes
+
+	// The queues' samples (rates_queues.go), under mu too.
+	qring     [queueRing]queueSample
+	qn, qnext int
 }
 
 // add records s taken at at, unless the last sample is less than

@@ -35,6 +35,13 @@ func endpoints(id ringwal.ID) []struct{ method, path, body string } {
 		{"POST", "/resume", ""},
 		{"POST", fmt.Sprintf("/messages/%d/cancel", id), ""},
 		{"GET", "/messages?key=a&state=pending", ""},
+		{"GET", "/queues", ""},
+		{"GET", "/queues/" + admin.DefaultQueue, ""},
+		{"POST", "/queues/" + admin.DefaultQueue + "/pause", `{"until": "1h"}`},
+		{"POST", "/queues/" + admin.DefaultQueue + "/resume", ""},
+		{"POST", "/queues/" + admin.QueuePath("a/b") + "/delete", ""},
+		{"GET", "/messages?queue=_default", ""},
+		{"GET", "/dead-letters?queue=_default", ""},
 	}
 }
 
