@@ -26,6 +26,11 @@ var (
 	errOther        = errors.New("admin: request failed")     // any other 4xx
 )
 
+// ErrConflict is a 409: the engine refused an action the state it is in
+// forbids (DeleteQueue of a queue that still holds messages). An *Error
+// that wraps it wraps ringwal.ErrInvalid too, as the engine's error does.
+var ErrConflict = errors.New("admin: conflict")
+
 // ErrThrottled is a 429: the client's address sent a wrong token a moment
 // ago and must wait (the answer's Retry-After, at most 2s) before a token
 // of its is checked again. An *Error that wraps it wraps ErrUnauthorized
@@ -35,8 +40,9 @@ var ErrThrottled = errors.New("admin: too many wrong tokens")
 // Error is an error answer of the admin API. It wraps the sentinel its
 // status calls for, so errors.Is works across the wire as it does on the
 // engine: 404 is ringwal.ErrNotFound; 400 and 413 ringwal.ErrInvalid; 503
-// ringwal.ErrFull when it carries Retry-After, else ringwal.ErrClosed; 401
-// ErrUnauthorized; 429 ErrThrottled (and ErrUnauthorized); 403
+// ringwal.ErrFull when it carries Retry-After, else ringwal.ErrClosed; 409
+// ErrConflict (and ringwal.ErrInvalid); 401 ErrUnauthorized; 429
+// ErrThrottled (and ErrUnauthorized); 403
 // ErrForbidden; other 5xx ErrUnavailable. An error
 // answer that is not the API's JSON (a wrong base URL, a proxy's page)
 // wraps ErrProtocol whatever its status.
@@ -229,6 +235,8 @@ func answerError(resp *http.Response, raw []byte) error {
 		e.err = ringwal.ErrFull
 	case code == http.StatusServiceUnavailable:
 		e.err = ringwal.ErrClosed
+	case code == http.StatusConflict:
+		e.err = fmt.Errorf("%w (%w)", ErrConflict, ringwal.ErrInvalid)
 	case code == http.StatusUnauthorized:
 		e.err = ErrUnauthorized
 	case code == http.StatusTooManyRequests:

@@ -76,6 +76,11 @@ func NewHandler(e *ringwal.Engine, o Options) http.Handler {
 	h.mux.HandleFunc("POST /api/dead-letters/purge", h.purge)
 	h.mux.HandleFunc("POST /api/dead-letters/{id}/redrive", h.redrive)
 	h.mux.HandleFunc("POST /api/dead-letters/{id}/review", h.review)
+	h.mux.HandleFunc("GET /api/queues", h.queues)
+	h.mux.HandleFunc("GET /api/queues/{queue}", h.queue)
+	h.mux.HandleFunc("POST /api/queues/{queue}/pause", h.pauseQueue)
+	h.mux.HandleFunc("POST /api/queues/{queue}/resume", h.resumeQueue)
+	h.mux.HandleFunc("POST /api/queues/{queue}/delete", h.deleteQueue)
 	h.con = newConsole(h)
 	return h
 }
