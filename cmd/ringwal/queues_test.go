@@ -7,6 +7,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -18,6 +20,8 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
 )
 
 // queueFixture is a data directory with the default queue (one pending
@@ -181,4 +185,100 @@ func TestQueueOutputSanitized(t *testing.T) {
 	b.Reset()
 	require.NoError(t, printQueuePause(&b, "paused", admin.QueueView{Name: "q\u009b", Paused: true}))
 	assert.Equal(t, "paused queue q\\u009b: paused until resumed\n", b.String())
+}
+
+// queueDeadFixture is a data directory with two dead letters in the
+// default queue (payloads d-1, d-2) and two in "emails" (e-1, e-2).
+func queueDeadFixture(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "data")
+	e, err := ringwal.Open(dir, ringwal.Options{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	cause := classify.Mark(errors.New("HTTP 400"), classify.Permanent)
+	for i := 1; i <= 2; i++ {
+		for _, q := range []*ringwal.Queue{e.Queue(""), e.Queue("emails")} {
+			payload := fmt.Sprintf("%c-%d", "de"[len(q.Name())/len("emails")], i)
+			_, err := q.Enqueue(ctx, ringwal.Message{Payload: []byte(payload)})
+			require.NoError(t, err)
+			d, got := q.TryDequeue()
+			require.True(t, got)
+			require.NoError(t, e.Nack(d.Lease, cause))
+		}
+	}
+	require.NoError(t, e.Close())
+	return dir
+}
+
+// TestDLQQueueFilter: --queue limits dlq list, redrive and purge to one
+// queue's dead letters, the default queue's included (_default); the
+// default queue's cannot be purged apart.
+func TestDLQQueueFilter(t *testing.T) {
+	dir := queueDeadFixture(t)
+	out := ok(t, "dlq", "list", dir, "--queue", "emails")
+	assert.Contains(t, out, "2 dead letters")
+	var views []admin.DeadLetterView
+	require.NoError(t, json.Unmarshal([]byte(ok(t, "dlq", "list", dir, "--queue", admin.DefaultQueue, "--json")), &views))
+	require.Len(t, views, 2)
+	for _, v := range views {
+		assert.True(t, strings.HasPrefix(v.Message.Payload, "d-"), v.Message.Payload)
+	}
+	require.NoError(t, json.Unmarshal([]byte(ok(t, "dlq", "list", dir, "--queue", admin.DefaultQueue, "--json", "--limit", "1")), &views))
+	assert.Len(t, views, 1)
+	assert.Contains(t, ok(t, "dlq", "list", dir, "--queue", "nobody"), "0 dead letters")
+
+	r := runBin(t, 30*time.Second, "dlq", "purge", dir, "--queue", admin.DefaultQueue)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "cannot be purged apart")
+	r = runBin(t, 30*time.Second, "dlq", "purge", dir, "--queue", "emails", "12")
+	assert.Equal(t, 2, r.code, "IDs and a filter")
+
+	assert.Contains(t, ok(t, "dlq", "purge", dir, "--queue", "emails"), "purged 2 dead letters")
+	assert.Contains(t, ok(t, "dlq", "list", dir), "2 dead letters", "the default queue's are kept")
+	assert.Contains(t, ok(t, "dlq", "redrive", dir, "--queue", admin.DefaultQueue), "redriven 2 dead letters")
+	e, err := ringwal.Open(dir, ringwal.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 0, e.Stats().Dead)
+	assert.Equal(t, 2, e.Stats().Queues[0].Pending, "redriven into the default queue")
+	require.NoError(t, e.Close())
+}
+
+// TestDLQQueueFilterOverHTTP: over --addr, --queue either filters (the
+// admin API takes a queue) or is refused; it never lists or purges other
+// queues' dead letters.
+func TestDLQQueueFilterOverHTTP(t *testing.T) {
+	dir := queueDeadFixture(t)
+	e, err := ringwal.Open(dir, ringwal.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	srv := httptest.NewServer(admin.NewHandler(e, admin.Options{}))
+	t.Cleanup(srv.Close)
+	r := runBin(t, 30*time.Second, "dlq", "list", "--addr", srv.URL, "--queue", "emails", "--json")
+	if r.code == 0 {
+		var views []admin.DeadLetterView
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &views))
+		assert.Len(t, views, 2)
+		for _, v := range views {
+			assert.True(t, strings.HasPrefix(v.Message.Payload, "e-"), v.Message.Payload)
+		}
+	} else {
+		assert.Equal(t, 1, r.code, r.stderr)
+		assert.Contains(t, r.stderr, "queue")
+	}
+	r = runBin(t, 30*time.Second, "dlq", "purge", "--addr", srv.URL, "--queue", admin.DefaultQueue)
+	assert.Equal(t, 1, r.code, r.stderr)
+	r = runBin(t, 30*time.Second, "dlq", "purge", "--addr", srv.URL, "--queue", "emails")
+	assert.Contains(t, []int{0, 1}, r.code, r.stderr)
+	ds, err := e.DeadLetters(dlq.Query{})
+	require.NoError(t, err)
+	for _, d := range ds {
+		assert.Contains(t, []string{"", "emails"}, d.Queue)
+	}
+	n := 0
+	for _, d := range ds {
+		if d.Queue == "" {
+			n++
+		}
+	}
+	assert.Equal(t, 2, n, "the default queue's dead letters are kept")
 }
