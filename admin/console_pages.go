@@ -206,7 +206,7 @@ func (h *handler) deadLettersPage(w http.ResponseWriter, r *http.Request) {
 // emptyQuery reports whether q has no filter (it matches every dead
 // letter).
 func emptyQuery(q dlq.Query) bool {
-	return len(q.Categories) == 0 && q.Key == "" && q.Since.IsZero() && q.Until.IsZero() &&
+	return q.Queue == "" && len(q.Categories) == 0 && q.Key == "" && q.Since.IsZero() && q.Until.IsZero() &&
 		q.Reviewed == dlq.Any && q.After == 0 && q.Limit == 0
 }
 

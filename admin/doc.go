@@ -42,10 +42,16 @@
 //	POST /api/resume                     Engine.Resume; answers a PauseView
 //	POST /api/messages/{id}/cancel       Engine.Cancel; answers an ActionView
 //	GET  /api/messages                   Engine.Messages, paged: a MessagePage {"entries": [...], "next": "cursor"}
+//	GET  /api/queues                     every declared queue (NewQueueViews): options, pause and counts, the default first
+//	GET  /api/queues/{queue}             one queue's QueueView
+//	POST /api/queues/{queue}/pause       Queue.Pause; body PauseRequest (optional); answers a QueueActionView
+//	POST /api/queues/{queue}/resume      Queue.Resume; answers a QueueActionView
+//	POST /api/queues/{queue}/delete      Engine.DeleteQueue; answers a QueueActionView; 409 with the counts while
+//	                                     the queue holds live messages or dead letters
 //
 // A {key} in a path is one path segment, escaped (KeyPath): "slack:#ops/eu"
 // is slack:%23ops%2Feu. GET /api/messages takes the parameters of
-// ParseMessageQuery: key, state (pending, delayed, leased, held;
+// ParseMessageQuery: queue, key, state (pending, delayed, leased, held;
 // repeatable or comma-separated), after (the next cursor of the previous
 // page: a message ID) and limit (1 to MaxLimit, default DefaultLimit); it
 // stops walking the engine once it has the page. Each entry's "waiting"
@@ -53,18 +59,40 @@
 // paused), absent when it does not.
 //
 // GET /api/dead-letters takes the parameters of ParseDeadLetterQuery:
-// category (repeatable or comma-separated), key, since and until (RFC 3339,
-// or a duration such as 24h meaning that long ago; since ≤ dead_at <
-// until), reviewed (true or false), after (the next cursor of the previous
+// queue, category (repeatable or comma-separated), key, since and until
+// (RFC 3339, or a duration such as 24h meaning that long ago; since ≤
+// dead_at < until), reviewed (true or false), after (the next cursor of the previous
 // page) and limit (1 to MaxLimit, default DefaultLimit). The answer's next
 // is present when there may be more: pass it as after. Unknown or repeated
 // parameters are refused.
 //
-// The purge body has the same fields as JSON (PurgeRequest): {"category":
-// ["poison"], "key": "...", "since": "...", "until": "...", "reviewed":
-// true, "after": "...", "limit": n} (limit 0 or absent: no limit). A query
+// The purge body has the same fields as JSON (PurgeRequest): {"queue":
+// "emails", "category": ["poison"], "key": "...", "since": "...",
+// "until": "...", "reviewed": true, "after": "...", "limit": n} (limit 0 or absent: no limit). A query
 // without any filter would purge every dead letter, so it is refused
 // unless it also says "all": true.
+//
+// # Queues
+//
+// The admin API names the default queue (the engine's "") DefaultQueue,
+// "_default", wherever a queue is named: a {queue} path segment, a queue
+// parameter or body field, QueueView.name. The engine reserves names that
+// start with "_", so no named queue is called that. A {queue} is one path
+// segment, escaped as a {key} is (QueuePath). The queue routes act on
+// declared queues only: a pause or resume of an unknown name is 404, not
+// a new queue (Queue.Pause would declare it). Deleting the default queue
+// is 400, an unknown one 404, one that still holds messages 409 (the
+// Client's error wraps ErrConflict and ringwal.ErrInvalid).
+//
+// GET /api/messages, GET /api/dead-letters and the purge body take a queue
+// filter: absent, every queue; a name, that queue; _default, the default
+// queue only. Message and dead-letter views carry "queue", the engine's
+// name, absent for the default queue. The engine's dead-letter queries
+// cannot select the default queue alone (dlq.Query.Queue "" is every
+// queue), so a page of ?queue=_default is found by reading every queue's
+// dead letters, at most 10·MaxLimit of them a page: it may hold fewer
+// than its limit, even none, and still carry a next (NewDeadLetterPage);
+// and a purge of {"queue": "_default"} is refused (400).
 //
 // # Formats
 //
@@ -80,7 +108,8 @@
 //
 // Every error is answered {"error": "..."}, never a stack: 400 for bad
 // input (malformed JSON, a bad ID, bad query parameters), 401 without the
-// bearer token when Options.Token is set, 403 for a cross-origin POST or
+// bearer token when Options.Token is set, 409 for a queue's deletion
+// refused while it holds messages, 403 for a cross-origin POST or
 // a Host not allowed (see Security), 404 for an unknown ID or path
 // (ringwal.ErrNotFound), 405 for a wrong method, 429 with Retry-After a
 // moment after a wrong token from the same address (see Security), 413
@@ -164,6 +193,6 @@
 // refuse framing.
 //
 // Operator actions (requeue, redrive, review, purge, pause, resume,
-// cancel), from the API or the console, are logged at Info on Options.Logger. The handler is safe for
+// cancel, a queue's pause, resume and deletion), from the API or the console, are logged at Info on Options.Logger. The handler is safe for
 // concurrent use.
 package admin

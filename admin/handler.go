@@ -486,18 +486,12 @@ func (h *handler) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "limit %d: want a number from 1 to %d", limit, MaxLimit)
 		return
 	}
-	q.Limit = limit + 1 // one more tells whether there is a next page
-	ds, err := h.e.DeadLetters(q)
+	q.Limit = limit
+	page, err := NewDeadLetterPage(h.e, q)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	page := DeadLetterPage{}
-	if len(ds) > limit {
-		ds = ds[:limit]
-		page.Next = strconv.FormatUint(ds[limit-1].ID, 10)
-	}
-	page.Entries = NewDeadLetterViews(ds)
 	h.reply(w, http.StatusOK, page)
 }
 

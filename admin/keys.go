@@ -169,7 +169,7 @@ func KeyPath(key string) string {
 }
 
 // MessageQueryParams are the parameters ParseMessageQuery reads.
-var MessageQueryParams = []string{"key", "state", "after", "limit"}
+var MessageQueryParams = []string{"queue", "key", "state", "after", "limit"}
 
 // liveStates are the states a live message can be in, by name.
 var liveStates = map[string]ringwal.State{
@@ -177,10 +177,13 @@ var liveStates = map[string]ringwal.State{
 	ringwal.Leased.String(): ringwal.Leased, ringwal.Held.String(): ringwal.Held,
 }
 
-// MessageQuery selects live messages for GET /api/messages: by Key (""
-// every key) and States (empty: every live state), a page of at most
-// Limit (0: DefaultLimit) after the message After (0: from the start).
+// MessageQuery selects live messages for GET /api/messages: by Queue
+// (its admin name: "" every queue, DefaultQueue the default queue only),
+// Key ("" every key) and States (empty: every live state), a page of at
+// most Limit (0: DefaultLimit) after the message After (0: from the
+// start).
 type MessageQuery struct {
+	Queue  string
 	Key    string
 	States []ringwal.State
 	After  ringwal.ID
@@ -210,6 +213,7 @@ func ParseStates(vals []string) ([]ringwal.State, error) {
 
 // ParseMessageQuery reads a message query from v:
 //
+//	queue  the queue's admin name ("" or absent: every queue; DefaultQueue: the default one)
 //	key    the message key ("" or absent: every key)
 //	state  repeatable or comma-separated: pending, delayed, leased, held
 //	after  the cursor: the next of the previous page (a message ID)
@@ -221,7 +225,7 @@ func ParseMessageQuery(v url.Values) (MessageQuery, error) {
 	for name, vals := range v {
 		switch name {
 		case "state":
-		case "key", "after", "limit":
+		case "queue", "key", "after", "limit":
 			if len(vals) > 1 {
 				return q, fmt.Errorf("query parameter %q given %d times", name, len(vals))
 			}
@@ -233,7 +237,7 @@ func ParseMessageQuery(v url.Values) (MessageQuery, error) {
 	if q.States, err = ParseStates(v["state"]); err != nil {
 		return q, err
 	}
-	q.Key = v.Get("key")
+	q.Queue, q.Key = v.Get("queue"), v.Get("key")
 	after, err := ParseCursor(v.Get("after"))
 	if err != nil {
 		return q, err
@@ -252,6 +256,9 @@ func ParseMessageQuery(v url.Values) (MessageQuery, error) {
 // Values is ParseMessageQuery's inverse.
 func (q MessageQuery) Values() url.Values {
 	v := url.Values{}
+	if q.Queue != "" {
+		v.Set("queue", q.Queue)
+	}
 	if q.Key != "" {
 		v.Set("key", q.Key)
 	}
@@ -288,7 +295,13 @@ func NewMessagePage(e *ringwal.Engine, q MessageQuery) MessagePage {
 	found := q.After == 0
 	var above []ringwal.Info // before the cursor is found: those above it
 	more := false
-	for in := range e.Messages(ringwal.Filter{Key: q.Key, States: q.States}) {
+	// Filter.Queue "" is every queue: the default queue's messages are
+	// those whose Message.Queue is "".
+	only := q.Queue == DefaultQueue
+	for in := range e.Messages(ringwal.Filter{Queue: EngineQueueName(q.Queue), Key: q.Key, States: q.States}) {
+		if only && in.Message.Queue != "" {
+			continue
+		}
 		if !found {
 			if in.ID == q.After {
 				found, above = true, nil

@@ -34,10 +34,11 @@ const (
 )
 
 // QueryParams are the parameters ParseDeadLetterQuery reads.
-var QueryParams = []string{"category", "key", "since", "until", "reviewed", "after", "limit"}
+var QueryParams = []string{"queue", "category", "key", "since", "until", "reviewed", "after", "limit"}
 
 // ParseDeadLetterQuery reads dead-letter filters from v:
 //
+//	queue     the queue's admin name: absent every queue, DefaultQueue the default one
 //	category  repeatable or comma-separated; names as classify.ParseCategory reads them
 //	key       the breaker key
 //	since     dead-lettered at or after this time (see ParseTime)
@@ -50,13 +51,17 @@ var QueryParams = []string{"category", "key", "since", "until", "reviewed", "aft
 // missing limit leaves Limit 0 (the caller chooses: the handler pages by
 // DefaultLimit). Unknown or repeated parameters, and since after until,
 // are refused.
+//
+// The query's Queue is the admin name: DefaultQueue stands for the
+// default queue, which dlq.Query cannot select alone (its "" is every
+// queue), so give such a query to NewDeadLetterPage, not to the engine.
 func ParseDeadLetterQuery(v url.Values, now time.Time) (dlq.Query, error) {
 	var q dlq.Query
 	for name, vals := range v {
 		switch name {
 		case "category":
 			continue
-		case "key", "since", "until", "reviewed", "after", "limit":
+		case "queue", "key", "since", "until", "reviewed", "after", "limit":
 			if len(vals) > 1 {
 				return q, fmt.Errorf("query parameter %q given %d times", name, len(vals))
 			}
@@ -68,7 +73,7 @@ func ParseDeadLetterQuery(v url.Values, now time.Time) (dlq.Query, error) {
 	if q.Categories, err = ParseCategories(v["category"]); err != nil {
 		return q, err
 	}
-	q.Key = v.Get("key")
+	q.Queue, q.Key = v.Get("queue"), v.Get("key")
 	if q.Since, err = ParseTime("since", v.Get("since"), now); err != nil {
 		return q, err
 	}
@@ -98,6 +103,9 @@ func ParseDeadLetterQuery(v url.Values, now time.Time) (dlq.Query, error) {
 // parameters (times in RFC 3339 with nanoseconds).
 func DeadLetterQueryValues(q dlq.Query) url.Values {
 	v := url.Values{}
+	if q.Queue != "" {
+		v.Set("queue", q.Queue)
+	}
 	for _, c := range q.Categories {
 		v.Add("category", c.String())
 	}
@@ -198,6 +206,9 @@ func checkWindow(q dlq.Query) error {
 // (or absent) meaning no limit. A request without any filter would purge
 // every dead letter, so it is refused unless All is set.
 type PurgeRequest struct {
+	// Queue is a named queue's name; DefaultQueue is refused, as the
+	// engine cannot purge the default queue's dead letters apart.
+	Queue    string  `json:"queue,omitempty"`
 	Category Strings `json:"category,omitempty"`
 	Key      string  `json:"key,omitempty"`
 	Since    string  `json:"since,omitempty"`
@@ -211,7 +222,7 @@ type PurgeRequest struct {
 // NewPurgeRequest returns the request that purges what q matches.
 func NewPurgeRequest(q dlq.Query) PurgeRequest {
 	v := DeadLetterQueryValues(q)
-	r := PurgeRequest{Category: v["category"], Key: q.Key, Since: v.Get("since"), Until: v.Get("until"),
+	r := PurgeRequest{Queue: q.Queue, Category: v["category"], Key: q.Key, Since: v.Get("since"), Until: v.Get("until"),
 		After: Cursor(q.After), Limit: q.Limit}
 	if q.Reviewed != dlq.Any {
 		b := q.Reviewed == dlq.OnlyReviewed
@@ -223,7 +234,10 @@ func NewPurgeRequest(q dlq.Query) PurgeRequest {
 // Query returns the request's dead-letter query (relative times taken
 // back from now), refusing an empty one unless All is set.
 func (p PurgeRequest) Query(now time.Time) (dlq.Query, error) {
-	q := dlq.Query{Key: p.Key, After: uint64(p.After), Limit: p.Limit}
+	q := dlq.Query{Queue: p.Queue, Key: p.Key, After: uint64(p.After), Limit: p.Limit}
+	if p.Queue == DefaultQueue {
+		return q, errDefaultQueuePurge
+	}
 	var err error
 	if q.Categories, err = ParseCategories(p.Category); err != nil {
 		return q, err
@@ -246,7 +260,7 @@ func (p PurgeRequest) Query(now time.Time) (dlq.Query, error) {
 	if p.Limit < 0 {
 		return q, fmt.Errorf("limit %d is negative", p.Limit)
 	}
-	if !p.All && len(q.Categories) == 0 && q.Key == "" && q.Since.IsZero() && q.Until.IsZero() &&
+	if !p.All && q.Queue == "" && len(q.Categories) == 0 && q.Key == "" && q.Since.IsZero() && q.Until.IsZero() &&
 		q.Reviewed == dlq.Any && q.After == 0 && q.Limit == 0 {
 		return q, fmt.Errorf(`an empty query would purge every dead letter; add "all": true to mean that`)
 	}

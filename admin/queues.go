@@ -5,11 +5,15 @@ package admin
 // queues, shared by all of them.
 
 import (
+	"errors"
+	"fmt"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
 )
 
 // DefaultQueue is the name the admin API, its Client, the console and
@@ -198,4 +202,77 @@ func queueValues(name string) url.Values {
 		return url.Values{}
 	}
 	return url.Values{"queue": {name}}
+}
+
+// errDefaultQueuePurge refuses a purge of the default queue's dead
+// letters: dlq.Query's Queue "" is every queue, so the engine has no way
+// to purge the default queue's apart from the named queues'.
+var errDefaultQueuePurge = errors.New(`queue ` + DefaultQueue + `: the default queue's dead letters cannot be purged apart from the named queues' (filter by category, key or time instead, or purge without a queue)`)
+
+// defaultScan bounds the dead letters one page of the default queue's
+// reads: its entries are found by reading every queue's and keeping
+// those of the default queue, so a page stops after this many even when
+// it holds fewer than its limit (its next then says where to go on).
+var defaultScan = 10 * MaxLimit // a variable for tests only
+
+// NewDeadLetterPage reads one page of the dead letters q matches, as GET
+// /api/dead-letters answers it: q.Limit is the page size (0:
+// DefaultLimit; at most MaxLimit), q.After the previous page's next, and
+// q.Queue a queue's admin name (DefaultQueue: the default queue only). A
+// page of the default queue reads at most 10·MaxLimit dead letters of
+// every queue for it, so it may hold fewer entries than the limit, even
+// none, and still have a next: follow next until it is absent.
+func NewDeadLetterPage(e *ringwal.Engine, q dlq.Query) (DeadLetterPage, error) {
+	limit := q.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultLimit
+	case limit < 0 || limit > MaxLimit:
+		return DeadLetterPage{}, fmt.Errorf("%w: limit %d: want a number from 1 to %d", ringwal.ErrInvalid, limit, MaxLimit)
+	}
+	page := DeadLetterPage{}
+	if q.Queue != DefaultQueue {
+		q.Limit = limit + 1 // one more tells whether there is a next page
+		ds, err := e.DeadLetters(q)
+		if err != nil {
+			return page, err
+		}
+		if len(ds) > limit {
+			ds = ds[:limit]
+			page.Next = strconv.FormatUint(ds[limit-1].ID, 10)
+		}
+		page.Entries = NewDeadLetterViews(ds)
+		return page, nil
+	}
+	q.Queue = ""
+	var out []ringwal.DeadLetter
+	for scanned := 0; ; {
+		q.Limit = min(max(2*(limit+1), 256), defaultScan-scanned)
+		ds, err := e.DeadLetters(q)
+		if err != nil {
+			return page, err
+		}
+		for _, d := range ds {
+			q.After = d.ID
+			scanned++
+			if d.Queue != "" {
+				continue
+			}
+			if len(out) == limit { // one more: there is a next page
+				page.Next = strconv.FormatUint(out[limit-1].ID, 10)
+				page.Entries = NewDeadLetterViews(out)
+				return page, nil
+			}
+			out = append(out, d)
+		}
+		if len(ds) < q.Limit { // read to the end
+			break
+		}
+		if scanned >= defaultScan { // read enough: go on from the last read
+			page.Next = strconv.FormatUint(q.After, 10)
+			break
+		}
+	}
+	page.Entries = NewDeadLetterViews(out)
+	return page, nil
 }

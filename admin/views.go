@@ -22,6 +22,9 @@ const (
 // MessageView is a ringwal.Message. Payload is the payload as text when
 // it is valid UTF-8 (PayloadEncoding "text"), else base64 ("base64").
 type MessageView struct {
+	// Queue is the message's queue as the engine names it: absent (""),
+	// the default queue.
+	Queue           string            `json:"queue,omitempty"`
 	DedupID         string            `json:"dedup_id"`
 	Key             string            `json:"key"`
 	Priority        string            `json:"priority"`
@@ -37,7 +40,7 @@ type MessageView struct {
 // NewMessageView returns m's view.
 func NewMessageView(m ringwal.Message) MessageView {
 	v := MessageView{
-		DedupID: m.DedupID, Key: m.Key, Priority: m.Priority.String(),
+		Queue: m.Queue, DedupID: m.DedupID, Key: m.Key, Priority: m.Priority.String(),
 		Headers: m.Headers, DelaySeconds: m.Delay.Seconds(), Deadline: m.Deadline,
 		TTLSeconds: m.TTL.Seconds(), MaxAttempts: m.MaxAttempts,
 	}
@@ -110,6 +113,7 @@ type DeadLetterView struct {
 	ID            ringwal.ID        `json:"id"`
 	Category      classify.Category `json:"category"`
 	Key           string            `json:"key"`
+	Queue         string            `json:"queue,omitempty"` // the engine's name: absent for the default queue
 	Message       MessageView       `json:"message"`
 	Attempts      int               `json:"attempts"`
 	LastError     string            `json:"last_error"`
@@ -123,7 +127,7 @@ type DeadLetterView struct {
 
 // NewDeadLetterView returns d's view.
 func NewDeadLetterView(d ringwal.DeadLetter) DeadLetterView {
-	v := DeadLetterView{ID: ringwal.ID(d.ID), Category: d.Category, Key: d.Key, Message: NewMessageView(d.Message),
+	v := DeadLetterView{ID: ringwal.ID(d.ID), Category: d.Category, Key: d.Key, Queue: d.Queue, Message: NewMessageView(d.Message),
 		Attempts: d.Attempts, Failures: make([]FailureView, len(d.Failures)), FirstFailedAt: d.FirstFailedAt,
 		DeadAt: d.DeadAt, Reviewed: d.Reviewed, ReviewedAt: d.ReviewedAt, Note: d.Note}
 	for i, f := range d.Failures {
