@@ -9,7 +9,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -115,41 +114,18 @@ func (l *localSource) next(_ context.Context, n int) ([]admin.InfoView, error) {
 
 // deadLetters reads q.Queue as an admin name: the default queue's dead
 // letters, which the engine's query cannot pick apart (its "" is every
-// queue), are those of every queue whose Queue is "".
-func (l *localSource) deadLetters(_ context.Context, q dlq.Query) ([]admin.DeadLetterView, error) {
+// queue), are read through admin's pages, as the admin API reads them.
+func (l *localSource) deadLetters(ctx context.Context, q dlq.Query) ([]admin.DeadLetterView, error) {
 	if q.Queue == admin.DefaultQueue {
-		return l.defaultDeadLetters(q)
+		return pageDeadLetters(ctx, q, func(_ context.Context, q dlq.Query) (admin.DeadLetterPage, error) {
+			return admin.NewDeadLetterPage(l.e, q)
+		})
 	}
 	ds, err := l.e.DeadLetters(q)
 	if err != nil {
 		return nil, fmt.Errorf("listing dead letters: %w", err)
 	}
 	return admin.NewDeadLetterViews(ds), nil
-}
-
-// defaultDeadLetters returns the default queue's dead letters q matches
-// (q.Queue aside), q.Limit of them at most, reading every queue's a page
-// at a time.
-func (l *localSource) defaultDeadLetters(q dlq.Query) ([]admin.DeadLetterView, error) {
-	want := q.Limit
-	q.Queue = ""
-	var out []ringwal.DeadLetter
-	for {
-		q.Limit = admin.MaxLimit
-		ds, err := l.e.DeadLetters(q)
-		if err != nil {
-			return nil, fmt.Errorf("listing dead letters: %w", err)
-		}
-		for _, d := range ds {
-			if d.Queue == "" && (want == 0 || len(out) < want) {
-				out = append(out, d)
-			}
-			q.After = d.ID
-		}
-		if len(ds) < q.Limit || (want > 0 && len(out) >= want) {
-			return admin.NewDeadLetterViews(out), nil
-		}
-	}
 }
 
 func (l *localSource) redrive(_ context.Context, id ringwal.ID) error { return l.e.Redrive(id) }
@@ -208,16 +184,9 @@ func (r *remoteSource) next(ctx context.Context, n int) ([]admin.InfoView, error
 // queues' (the admin API refuses it too).
 var errDefaultQueuePurge = fmt.Errorf("--queue %s: the default queue's dead letters cannot be purged apart from the named queues' (filter by category, key or time, or purge by ID): %w", admin.DefaultQueue, ringwal.ErrInvalid)
 
-// errNoQueueFilter refuses a queue filter that the admin client of this
-// build would not send: the API would answer for every queue.
-var errNoQueueFilter = errors.New("--queue over --addr: this build's admin client sends no queue filter for dead letters")
-
 // deadLetters follows the API's pages until q is exhausted (or q.Limit
 // entries are in).
 func (r *remoteSource) deadLetters(ctx context.Context, q dlq.Query) ([]admin.DeadLetterView, error) {
-	if q.Queue != "" && !admin.DeadLetterQueryValues(q).Has("queue") {
-		return nil, errNoQueueFilter
-	}
 	return pageDeadLetters(ctx, q, func(ctx context.Context, q dlq.Query) (admin.DeadLetterPage, error) {
 		page, err := r.c.DeadLetters(ctx, q)
 		return page, r.explain(err)
@@ -261,11 +230,8 @@ func (r *remoteSource) review(ctx context.Context, id ringwal.ID, note string) e
 func (r *remoteSource) purge(ctx context.Context, q dlq.Query) (int, error) {
 	var res admin.PurgeResult
 	var err error
-	switch {
-	case q.Queue == admin.DefaultQueue:
+	if q.Queue == admin.DefaultQueue {
 		return 0, errDefaultQueuePurge
-	case q.Queue != "" && !purgeCarriesQueue(q):
-		return 0, errNoQueueFilter
 	}
 	if q.Queue == "" && len(q.Categories) == 0 && q.Key == "" && q.Since.IsZero() && q.Until.IsZero() &&
 		q.Reviewed == dlq.Any && q.After == 0 && q.Limit == 0 {
@@ -283,15 +249,4 @@ func closeSource(s source, errp *error) {
 	if err := s.close(); err != nil {
 		*errp = errors.Join(*errp, err)
 	}
-}
-
-// purgeCarriesQueue reports whether the purge request the admin client
-// sends for q names q's queue (else it would purge every queue's).
-func purgeCarriesQueue(q dlq.Query) bool {
-	b, err := json.Marshal(admin.NewPurgeRequest(q))
-	if err != nil {
-		return false
-	}
-	var fields map[string]any
-	return json.Unmarshal(b, &fields) == nil && fields["queue"] == q.Queue
 }
