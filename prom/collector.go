@@ -23,10 +23,13 @@ const OtherBreakerKey = "_other"
 // package doc for the metrics). The caller registers it, and unregisters
 // it if the registry outlives the engine. Each scrape calls e.Stats once.
 func NewCollector(e *ringwal.Engine) prometheus.Collector {
-	return &collector{e: e}
+	return &collector{e: e, queues: newQueueSeries()}
 }
 
-type collector struct{ e *ringwal.Engine }
+type collector struct {
+	e      *ringwal.Engine
+	queues *queueSeries // which queues have series of their own
+}
 
 // descs are the collector's descriptors, shared by every collector.
 type descSet struct {
@@ -41,6 +44,9 @@ type descSet struct {
 	oldestPending, recoveryDuration, recoveryRecords, recoveryTorn *prometheus.Desc
 
 	wait, handling, walBatchRecords, walWrite, walFsync *prometheus.Desc
+
+	published, unrouted, queues, queueMessages, queueDead                  *prometheus.Desc
+	queueEnqueued, queueAcked, queueDeadLettered, queueOldest, queuePaused *prometheus.Desc
 
 	all []*prometheus.Desc
 }
@@ -87,6 +93,18 @@ func newDescs() *descSet {
 	d.recoveryRecords = nd("recovery_records", "Log records Open replayed.")
 	d.recoveryTorn = nd("recovery_torn_bytes", "Bytes of torn log tail Open cut off.")
 
+	d.published = nd("published_total", "Publish calls that put copies of a message into the queues bound to its topic.")
+	d.unrouted = nd("unrouted_publishes_total", "Publish calls to a topic no queue binds (no copy made).")
+	d.queues = nd("queues", "Declared queues, the default queue included.")
+	const perQueue = ` At most 50 named queues are exported; queue="_other" is the sum over the rest, queue="_default" is the default queue.`
+	d.queueMessages = nd("queue_messages", "Live messages per queue by state (pending, delayed, leased, held); dead letters are in ringwal_queue_dead_letters."+perQueue, "queue", "state")
+	d.queueDead = nd("queue_dead_letters", "Dead letters held per queue."+perQueue, "queue")
+	d.queueEnqueued = nd("queue_enqueued_total", "Messages enqueued per queue (published copies included)."+perQueue, "queue")
+	d.queueAcked = nd("queue_acked_total", "Deliveries acknowledged per queue."+perQueue, "queue")
+	d.queueDeadLettered = nd("queue_dead_lettered_total", "Messages dead-lettered per queue."+perQueue, "queue")
+	d.queueOldest = nd("queue_oldest_pending_age_seconds", "Age of the queue's longest-waiting pending message (0 when none); for _other the oldest of the rest."+perQueue, "queue")
+	d.queuePaused = nd("queue_paused", "1 while the queue's delivery is paused (Queue.Pause); for _other how many of the rest are."+perQueue, "queue")
+
 	// The engine measures one message in 64 (Stats.Wait, Stats.Handling).
 	const sample = "; one message in 64 is measured."
 	d.wait = nd("wait_seconds", "Time from enqueue (or from becoming due, for delayed and retried messages) to dequeue"+sample)
@@ -110,7 +128,7 @@ var tierPriorities = [...]ringwal.Priority{ringwal.Critical, ringwal.High, ringw
 // Collect implements prometheus.Collector: one Stats call per scrape.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	d := descs
-	s := c.e.Stats()
+	s, queueRows := c.stats()
 	counter := func(desc *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), labels...)
 	}
@@ -160,6 +178,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(d.oldestPending, s.OldestPending.Seconds())
 	collectBreakers(ch, s.Breakers)
+	collectQueues(ch, s, queueRows)
 	ch <- latencyHistogram(d.wait, s.Wait)
 	ch <- latencyHistogram(d.handling, s.Handling)
 

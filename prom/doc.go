@@ -14,15 +14,15 @@
 //	reg.MustRegister(prom.NewCollector(e))
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
-// Collect calls Stats once per scrape (cheap: its counts are kept, not
-// scanned).
+// Collect calls Stats and Queues once per scrape (cheap: their counts are
+// kept, not scanned; Queues costs a little per declared queue).
 // Two engines on one registry need their own labels: register each through
 // prometheus.WrapRegistererWith(prometheus.Labels{"engine": name}, reg).
 // Unregister the collector when the engine closes if the registry
 // outlives it (a closed engine's Stats still answer, frozen).
 //
 // Every metric is prefixed ringwal_; no label is unbounded (breaker keys
-// are capped, see below). Durations are in seconds.
+// and queues are capped, see below). Durations are in seconds.
 //
 // Counters (since Open):
 //
@@ -43,6 +43,11 @@
 //	ringwal_dead_letters_evicted_total          dead letters evicted at the store's bound (MaxDeadLetters), oldest first
 //	ringwal_wal_written_bytes_total             framed bytes handed to write(2) (disk engines only)
 //	ringwal_wal_failed_batches_total            WAL batches whose write or fsync failed (disk engines only)
+//	ringwal_published_total                     Publish calls that put copies into the queues bound to the topic
+//	ringwal_unrouted_publishes_total            Publish calls to a topic no queue binds (no copy made)
+//	ringwal_queue_enqueued_total{queue}         messages enqueued per queue (published copies included)
+//	ringwal_queue_acked_total{queue}            deliveries acknowledged per queue
+//	ringwal_queue_dead_lettered_total{queue}    messages dead-lettered per queue
 //
 // Gauges:
 //
@@ -56,6 +61,11 @@
 //	ringwal_keys{condition}                     keys paused, throttled (out of tokens, messages waiting) or at_cap
 //	ringwal_key_waiting_messages{key}           messages kept aside per key (at most 50 keys, rest under "_other")
 //	ringwal_delivery_paused                     1 while a Pause of all delivery is in force
+//	ringwal_queues                              declared queues, the default queue included
+//	ringwal_queue_messages{queue,state}         live messages per queue; state is pending, delayed, leased or held
+//	ringwal_queue_dead_letters{queue}           dead letters held per queue
+//	ringwal_queue_oldest_pending_age_seconds{queue}  age of the queue's longest-waiting pending message
+//	ringwal_queue_paused{queue}                 1 while the queue is paused (Queue.Pause); for "_other", how many are
 //	ringwal_oldest_pending_age_seconds          age of the longest-waiting pending message
 //	ringwal_recovery_duration_seconds           how long Open took to recover (disk engines only)
 //	ringwal_recovery_records                    log records Open replayed (disk engines only)
@@ -77,6 +87,27 @@
 // that is not valid UTF-8 or is literally "_other") are summed under
 // key="_other", so sum(ringwal_breaker_state) does not depend on the cap
 // and key="_other" is above 0 exactly when one of them is not closed.
+//
+// The queue label: the default queue (Message.Queue "") is
+// queue="_default" (DefaultQueueLabel); names starting with "_" are the
+// engine's, so no named queue can be mistaken for it or for "_other". At
+// most MaxQueueSeries (50) named queues are exported one by one, the rest
+// summed under queue="_other" (OtherQueueLabel): the gauges add up, the
+// oldest pending age is the oldest of them. The choice sticks, so that no
+// counter series goes back: a named queue gets a series of its own when the
+// collector first sees it while fewer than 50 have one (at the first
+// scrape, the first 50 by name), and keeps it until it is deleted, which
+// frees its place for a queue first seen later; a queue first seen with
+// every place taken stays under "_other" while it lives, and once it is
+// deleted its totals as of the last scrape stay in "_other"'s counters
+// (what it counted after that scrape is not added). A queue deleted and
+// declared again is a new queue: its own series restarts from 0, which
+// Prometheus reads as a counter reset.
+//
+// The default queue's totals are the engine's less the named queues'
+// (QueueStats): they take in the totals of deleted named queues, and the
+// collector never exports one below the last it exported (a scrape racing
+// with named queues' traffic reads them a little low).
 //
 // The wait and handling histograms measure one message in 64 (chosen by
 // ID, so that the hot path reads the precise clock rarely): their _count

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/classify"
 )
@@ -33,7 +34,11 @@ circuit breaker: "healthy"; "flaky", which times out and answers 5xx and 429
 connections for a while, so its breaker opens, holds its messages, and
 closes once it is back; and "slack", which answers 429 with a Retry-After
 for a while, so its key is paused until then: its messages wait, spending
-no attempts, while the other keys' deliveries go on. Run's workers process everything. The retry
+no attempts, while the other keys' deliveries go on. A quarter of the
+messages go to a second queue, "emails", with Run workers of its own; it
+is paused for a tenth of the act while the default queue goes on (the
+keys, their breakers and pauses are shared by both queues). Run's workers
+process everything. The retry
 policies are the defaults with every delay divided by 20, so that a short
 demo shows backoff and give-ups. A live display shows enqueued, acked,
 retried, dead letters by category, breaker states, each key's acks and a
@@ -147,6 +152,7 @@ func printSummary(w io.Writer, live liveResult, crash crashResult) {
 	row("", "breakers", fmt.Sprintf("%s; at the end: %s", strings.Join(trips, ", "), breakerStates(live.breakers)))
 	row("", "retry-after", fmt.Sprintf("%s paused %d× by a 429 Retry-After; the other keys acked %s meanwhile",
 		keySlack, live.pauses, count(live.ackedWhilePaused)))
+	row("", "queues", queuesSummary(s, live))
 	row("", "handling latency", fmt.Sprintf("p50 %s · p95 %s · p99 %s", dur(s.Handling.P50), dur(s.Handling.P95), dur(s.Handling.P99)))
 	row("", "wait for a worker", fmt.Sprintf("p50 %s · p99 %s", dur(s.Wait.P50), dur(s.Wait.P99)))
 	row("", "left in the log", fmt.Sprintf("pending %s · delayed %s · held %s · dead %s",
@@ -185,6 +191,8 @@ func printNext(w io.Writer, liveDir, crashDir, dir string) {
 		{"inspect " + liveDir, "depth per tier, delayed, dead letters per category, log size, checkpoint"},
 		{"dlq list " + liveDir, "the dead letters; add --category poison, --key flaky, --json"},
 		{"keys list " + liveDir, "the keys: paused, waiting, held, breakers"},
+		{"queues list " + liveDir, "the queues: pause, messages by state, dead letters, totals"},
+		{"dlq list --queue " + queueEmails + " " + liveDir, "one queue's dead letters"},
 		{"keys pause " + liveDir + " " + keySlack + " --until 1h", "hold a key back (logged: it holds at the next start)"},
 		{"dlq show --category " + classify.Poison.String() + " " + liveDir, "a poison message with its panic and stack"},
 		{"dlq redrive --category " + classify.Expired.String() + " " + liveDir, "give the messages whose TTL ran out another go"},
@@ -198,4 +206,22 @@ func printNext(w io.Writer, liveDir, crashDir, dir string) {
 	}
 	fmt.Fprintf(tw, "  rm -rf %s\t# when done\n", dir)
 	_ = tw.Flush()
+}
+
+// queuesSummary is the summary's queues row: each queue's acks and dead
+// letters, and what the default queue did while emails was paused.
+func queuesSummary(s ringwal.Stats, live liveResult) string {
+	parts := make([]string, 0, len(s.Queues))
+	for _, q := range s.Queues {
+		name := q.Name
+		if name == "" {
+			name = "default"
+		}
+		parts = append(parts, fmt.Sprintf("%s acked %s, dead %s", safe(name), count(q.Acked), count(q.Dead)))
+	}
+	out := strings.Join(parts, "; ")
+	if live.queuePaused {
+		out += fmt.Sprintf("; %s paused a while, the default queue acked %s meanwhile", queueEmails, count(live.defaultAckedWhile))
+	}
+	return out
 }

@@ -27,6 +27,8 @@ func TestDemo(t *testing.T) {
 		"ACT 2", "SIGKILL sent to pid", "reopened",
 		"recovery check (every ID the child reported",
 		"[ok  ]", "recovery check: held",
+		"two queues", "queues: default pending", "emails pending", "queue emails paused for",
+		"queue emails resumed by itself", "emails paused a while, the default queue acked",
 		"SUMMARY", "WHAT TO TRY NEXT", "inspect " + filepath.Join(parent, "live"),
 	} {
 		assert.Contains(t, r.stdout, want)
@@ -38,6 +40,7 @@ func TestDemo(t *testing.T) {
 	// What it leaves behind is readable by the other commands.
 	assert.Contains(t, ok(t, "inspect", filepath.Join(parent, "live")), "DEAD LETTERS BY CATEGORY")
 	assert.Contains(t, ok(t, "dlq", "list", filepath.Join(parent, "live")), "dead letters")
+	assert.Contains(t, ok(t, "queues", "list", filepath.Join(parent, "live")), "emails")
 	assert.Contains(t, ok(t, "wal", "verify", filepath.Join(parent, "crash")), "result     ok")
 
 	r = runBin(t, 30*time.Second, "demo", "--duration", "3s", "--dir", parent)

@@ -37,6 +37,7 @@ package admin's ParseDeadLetterQuery):
   --category C   only category C (repeatable, or comma-separated): transient,
                  timeout, rate_limited, resource, permanent, poison, expired,
                  unknown
+  --queue Q      only messages of queue Q (` + admin.DefaultQueue + `: the default queue's)
   --key K        only messages whose breaker key is K
   --since T      only dead-lettered at or after T (an RFC 3339 time, or a
                  duration back from now: 90m, 24h; a date 2006-01-02 is read
@@ -57,6 +58,7 @@ filters match; with neither they refuse unless --all is passed.`,
 // dlqFilter holds the filter flags.
 type dlqFilter struct {
 	categories []string
+	queue      string
 	key        string
 	since      string
 	until      string
@@ -67,6 +69,7 @@ type dlqFilter struct {
 func (f *dlqFilter) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.categories, "category", nil, "only this failure category (repeatable, or comma-separated)")
+	fl.StringVar(&f.queue, "queue", "", "only this queue's ("+admin.DefaultQueue+": the default queue's)")
 	fl.StringVar(&f.key, "key", "", "only this breaker key")
 	fl.StringVar(&f.since, "since", "", "only dead-lettered at or after this time (RFC 3339, or a duration ago: 24h)")
 	fl.StringVar(&f.until, "until", "", "only dead-lettered before this time (same forms as --since)")
@@ -78,7 +81,7 @@ func (f *dlqFilter) add(cmd *cobra.Command) {
 // means either state (any, in any case, or empty) is no filter.
 func (f *dlqFilter) set() bool {
 	r := strings.ToLower(f.reviewed)
-	return len(f.categories) > 0 || f.key != "" || f.since != "" || f.until != "" || (r != "any" && r != "")
+	return len(f.categories) > 0 || f.queue != "" || f.key != "" || f.since != "" || f.until != "" || (r != "any" && r != "")
 }
 
 // values turns the flags into the admin API's query parameters: yes, no
@@ -116,6 +119,9 @@ func (f *dlqFilter) query(now time.Time) (dlq.Query, error) {
 	if err != nil {
 		return q, usagef("%v", err)
 	}
+	// The queue by its admin name, as the admin API takes it: the sources
+	// read admin.DefaultQueue as the default queue.
+	q.Queue = f.queue
 	return q, nil
 }
 

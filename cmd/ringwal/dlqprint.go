@@ -63,13 +63,13 @@ func pastTense(verb string) string {
 // printDLQTable writes one line per dead letter.
 func printDLQTable(w io.Writer, ds []admin.DeadLetterView) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tCATEGORY\tKEY\tPRIORITY\tATTEMPTS\tDEAD AT\tREVIEWED\tLAST ERROR")
+	fmt.Fprintln(tw, "ID\tQUEUE\tCATEGORY\tKEY\tPRIORITY\tATTEMPTS\tDEAD AT\tREVIEWED\tLAST ERROR")
 	for _, d := range ds {
 		rev := "no"
 		if d.Reviewed {
 			rev = "yes"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ID, d.Category, cell(d.Key), safe(d.Message.Priority),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ID, safe(admin.AdminQueueName(d.Queue)), d.Category, cell(d.Key), safe(d.Message.Priority),
 			d.Attempts, timestamp(d.DeadAt), rev, cell(firstLine(d.LastError, 60)))
 	}
 	if err := tw.Flush(); err != nil {
@@ -84,6 +84,7 @@ func printDeadLetter(w io.Writer, d admin.DeadLetterView) {
 	tw := newTable(w)
 	m := d.Message
 	fmt.Fprintf(tw, "dead letter\t%d\n", d.ID)
+	fmt.Fprintf(tw, "queue\t%s\n", safe(admin.AdminQueueName(d.Queue)))
 	fmt.Fprintf(tw, "category\t%s\n", d.Category)
 	fmt.Fprintf(tw, "key\t%s\n", cell(d.Key))
 	fmt.Fprintf(tw, "priority\t%s\n", safe(m.Priority))

@@ -28,6 +28,17 @@ const (
 	keySlack   = "slack" // answers 429 with a Retry-After for a while
 )
 
+// queueEmails is the demo's named queue: a share of the messages go
+// there, to workers of its own, beside the default queue. Its keys are
+// the same downstreams: a key's breaker and pause hold in every queue.
+const queueEmails = "emails"
+
+// emailsShare is the percentage of messages enqueued into queueEmails.
+const emailsShare = 25
+
+// emailWorkers are the Run workers of queueEmails.
+const emailWorkers = 4
+
 // targets lists the keys in display order.
 var targets = []string{keyHealthy, keyFlaky, keyDown, keySlack}
 
@@ -79,6 +90,8 @@ type liveAct struct {
 	start                 time.Time
 	outageFrom, outageTil time.Duration // when "down" is down, from start
 	limitFrom, limitTil   time.Duration // when "slack" answers 429, from start
+	queuePauseAt          time.Duration // when queueEmails is paused, from start
+	queuePauseFor         time.Duration // for how long
 	retryAfter            time.Duration // the Retry-After it sends
 	acked                 map[string]*atomic.Uint64
 	pauses                int    // times slack's key was seen newly paused
@@ -104,6 +117,10 @@ type liveResult struct {
 	// ackedWhilePaused the other keys' acks meanwhile.
 	pauses           int
 	ackedWhilePaused uint64
+	// queuePaused: queueEmails was paused for a while, and the default
+	// queue acked defaultAckedWhile meanwhile.
+	queuePaused       bool
+	defaultAckedWhile uint64
 }
 
 // newLiveAct prepares the act: the outage of "down" covers 25% to 55% of
@@ -118,6 +135,7 @@ func newLiveAct(dir string, d time.Duration, out io.Writer) *liveAct {
 		dir: dir, duration: d, out: out,
 		outageFrom: d / 4, outageTil: d * 55 / 100,
 		limitFrom: d * 60 / 100, limitTil: d * 80 / 100, retryAfter: d / 10,
+		queuePauseAt: d * 40 / 100, queuePauseFor: d / 10,
 		acked:    acked,
 		breakers: map[string]breaker.State{keyHealthy: breaker.Closed, keyFlaky: breaker.Closed, keyDown: breaker.Closed, keySlack: breaker.Closed},
 		opened:   map[string]int{},
@@ -187,15 +205,18 @@ func (l *liveAct) run(ctx context.Context) (res liveResult, err error) {
 			l.produce(prodCtx, e, seed)
 		}(uint64(i) + 1)
 	}
-	runErr := make(chan error, 1)
+	runErr := make(chan error, 2)
 	go func() { runErr <- e.Run(actCtx, workers, l.handle) }()
+	go func() { runErr <- e.Queue(queueEmails).Run(actCtx, emailWorkers, l.handle) }()
 
-	b := newBoard(l.out, "live act", l.duration, 6, max(time.Second, l.duration/10))
-	b.event(fmt.Sprintf("%d producers, %d workers; %q goes down from %.1fs to %.1fs; %q answers 429 Retry-After %s from %.1fs to %.1fs",
-		producers, workers, keyDown, l.outageFrom.Seconds(), l.outageTil.Seconds(),
+	b := newBoard(l.out, "live act", l.duration, 7, max(time.Second, l.duration/10))
+	b.event(fmt.Sprintf("two queues: the default one with %d workers, %q with %d (%d%% of the messages); %q is paused from %.1fs to %.1fs",
+		workers, queueEmails, emailWorkers, emailsShare, queueEmails, l.queuePauseAt.Seconds(), (l.queuePauseAt + l.queuePauseFor).Seconds()))
+	b.event(fmt.Sprintf("%d producers; %q goes down from %.1fs to %.1fs; %q answers 429 Retry-After %s from %.1fs to %.1fs",
+		producers, keyDown, l.outageFrom.Seconds(), l.outageTil.Seconds(),
 		keySlack, dur(l.retryAfter), l.limitFrom.Seconds(), l.limitTil.Seconds()))
-	var lastOthers uint64
-	slackPaused := false
+	var lastOthers, defaultAckedAtPause uint64
+	slackPaused, queuePaused := false, false
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	prodDone := prodCtx.Done()
@@ -222,13 +243,28 @@ loop:
 				b.event(fmt.Sprintf("%s answered 429 Retry-After: its key is paused, %d waiting; the other keys go on", keySlack, waiting))
 			}
 			slackPaused = paused
+			if !queuePaused && time.Since(l.start) >= l.queuePauseAt {
+				queuePaused = true
+				if err := e.Queue(queueEmails).Pause(time.Now().Add(l.queuePauseFor)); err != nil {
+					return res, fmt.Errorf("pausing queue %s: %w", queueEmails, err)
+				}
+				defaultAckedAtPause = defaultAcked(st)
+				b.event(fmt.Sprintf("queue %s paused for %s: its messages wait, the default queue goes on", queueEmails, dur(l.queuePauseFor)))
+			}
+			if queuePaused && !res.queuePaused && time.Since(l.start) >= l.queuePauseAt+l.queuePauseFor {
+				res.queuePaused = true
+				res.defaultAckedWhile = defaultAcked(st) - defaultAckedAtPause
+				b.event(fmt.Sprintf("queue %s resumed by itself; the default queue acked %s meanwhile", queueEmails, count(res.defaultAckedWhile)))
+			}
 			lines, compact := l.render(st)
 			b.set(lines, compact)
 		}
 	}
 	wg.Wait()
-	if err := <-runErr; err != nil {
-		return res, fmt.Errorf("run: %w", err)
+	for range 2 {
+		if err := <-runErr; err != nil {
+			return res, fmt.Errorf("run: %w", err)
+		}
 	}
 	for drained := false; !drained; {
 		select {
@@ -318,6 +354,9 @@ func (l *liveAct) message(rng *rand.Rand, producer uint64, seq int) ringwal.Mess
 	}
 	m.DedupID = fmt.Sprintf("p%d-%d", producer, seq)
 	m.Payload = fmt.Appendf(nil, `{"order":"p%d-%d","target":%q}`, producer, seq, m.Key)
+	if rng.IntN(100) < emailsShare {
+		m.Queue = queueEmails
+	}
 	if rng.IntN(1000) < 3 {
 		m.Payload = append(append([]byte(nil), poisonPrefix...), m.Payload...)
 	}
@@ -445,12 +484,14 @@ func (l *liveAct) render(s ringwal.Stats) (lines []string, compact string) {
 		"  dead      " + deadLine(s.DeadLetteredByCategory),
 		"  breakers  " + breakerLine(states, opened),
 		"  keys      " + l.keysLine(s),
+		"  queues    " + queuesLine(s),
 		fmt.Sprintf("  latency   handling p50 %s · p99 %s   wait for a worker p99 %s",
 			dur(s.Handling.P50), dur(s.Handling.P99), dur(s.Wait.P99)),
 	}
 	compact = fmt.Sprintf("enqueued %s acked %s retried %s dead %s (%s) | pending %d delayed %d held %d waiting %d | breakers: %s | keys: %s | p99 %s",
 		count(s.Enqueued), count(s.Acked), count(s.Retried), count(s.DeadLettered), deadLine(s.DeadLetteredByCategory),
 		s.Pending, s.Delayed, s.Held, s.Waiting, breakerLine(states, opened), l.keysLine(s), dur(s.Handling.P99))
+	compact += " | queues: " + queuesLine(s)
 	return lines, compact
 }
 
@@ -506,4 +547,25 @@ func breakerLine(states map[string]breaker.State, opened map[string]int) string 
 		parts = append(parts, k+" "+st)
 	}
 	return strings.Join(parts, " · ")
+}
+
+// defaultAcked is the default queue's acks in s.
+func defaultAcked(s ringwal.Stats) uint64 {
+	if len(s.Queues) == 0 {
+		return 0
+	}
+	return s.Queues[0].Acked
+}
+
+// queuesLine shows each queue's pending messages and acks.
+func queuesLine(s ringwal.Stats) string {
+	parts := make([]string, 0, len(s.Queues))
+	for _, q := range s.Queues {
+		name := q.Name
+		if name == "" {
+			name = "default"
+		}
+		parts = append(parts, fmt.Sprintf("%s pending %s · acked %s · dead %s", safe(name), count(q.Pending), count(q.Acked), count(q.Dead)))
+	}
+	return strings.Join(parts, "  |  ")
 }

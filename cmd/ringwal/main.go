@@ -1,7 +1,7 @@
 // Command ringwal is the command-line tool of the ringwal engine: a guided
 // demo (live traffic, failures, breakers, then a SIGKILL and a recovery
-// check); operator commands (inspect, dlq, keys, messages, cancel, pause,
-// resume) over a stopped engine's data
+// check); operator commands (inspect, dlq, keys, queues, messages, cancel,
+// pause, resume) over a stopped engine's data
 // directory or, with --addr, over a running engine's admin API; wal verify
 // and dump; and serve (the web console, the JSON admin API and Prometheus
 // metrics of a stopped engine's directory).
@@ -73,7 +73,7 @@ Start with the demo:
 Then look at what it left behind with inspect, dlq and wal, or serve a data
 directory's web console, admin API and metrics.
 
-inspect, dlq, keys, messages, cancel, pause and resume work on a data
+inspect, dlq, keys, queues, messages, cancel, pause and resume work on a data
 directory no process holds (DIR), or on a running engine through the admin API its application mounts
 (admin.NewHandler): --addr URL or $RINGWAL_ADDR, with --token or
 $RINGWAL_TOKEN. Same output either way.
@@ -97,6 +97,7 @@ Exit status: 0 on success, 1 on failure, 2 on a usage error.`,
 		newInspectCmd(),
 		newDLQCmd(),
 		newKeysCmd(),
+		newQueuesCmd(),
 		newMessagesCmd(),
 		newCancelCmd(),
 		newPauseCmd(),

@@ -152,6 +152,7 @@ func TestHelpEveryCommand(t *testing.T) {
 	for _, path := range [][]string{
 		{}, {"demo"}, {"inspect"}, {"dlq"}, {"dlq", "list"}, {"dlq", "show"}, {"dlq", "redrive"},
 		{"dlq", "review"}, {"dlq", "purge"}, {"wal"}, {"wal", "verify"}, {"wal", "dump"}, {"serve"},
+		{"queues"}, {"queues", "list"}, {"queues", "pause"}, {"queues", "resume"}, {"queues", "delete"},
 	} {
 		out := ok(t, append(path, "--help")...)
 		assert.Contains(t, out, "Usage:", "help of %v", path)

@@ -18,16 +18,18 @@ import (
 func newMessagesCmd() *cobra.Command {
 	var t target
 	var states []string
+	var queue string
 	var limit int
 	var after uint64
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "messages [DIR] KEY [--state S] [--limit N] [--after ID]",
+		Use:   "messages [DIR] KEY [--queue Q] [--state S] [--limit N] [--after ID]",
 		Short: "List a key's live messages: state, why each waits, attempts, payload",
 		Long: `Messages lists the live messages of KEY (pending, delayed, leased, held),
 in the order they would be delivered where one exists (an ordered key),
 else in enqueue order, with why each waits on its key (ordered, in-flight,
-rate, paused). Cancel one with ` + "`ringwal cancel ID`" + `.
+rate, paused). --queue Q lists only queue Q's (` + admin.DefaultQueue + `: the default
+queue's). Cancel one with ` + "`ringwal cancel ID`" + `.
 
 ` + sourceHelp,
 		Example: "  ringwal messages --addr http://127.0.0.1:9464 'slack:#ops' --state pending\n  ringwal messages DIR flaky --limit 20",
@@ -45,7 +47,7 @@ rate, paused). Cancel one with ` + "`ringwal cancel ID`" + `.
 				return err
 			}
 			defer closeSource(src, &err)
-			q := admin.MessageQuery{Key: rest[0], States: sts, After: ringwal.ID(after)}
+			q := admin.MessageQuery{Queue: queue, Key: rest[0], States: sts, After: ringwal.ID(after)}
 			ms, err := allMessages(cmd, src, q, limit)
 			if err != nil {
 				return err
@@ -57,6 +59,7 @@ rate, paused). Cancel one with ` + "`ringwal cancel ID`" + `.
 		}),
 	}
 	t.add(cmd)
+	cmd.Flags().StringVar(&queue, "queue", "", "only this queue's messages ("+admin.DefaultQueue+": the default queue's)")
 	cmd.Flags().StringSliceVar(&states, "state", nil, "only this state: pending, delayed, leased, held (repeatable, or comma-separated)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many (0 = all)")
 	cmd.Flags().Uint64Var(&after, "after", 0, "page on: only messages after the one with this ID")
@@ -92,13 +95,13 @@ func allMessages(cmd *cobra.Command, src source, q admin.MessageQuery, limit int
 // printMessages writes messages as a table.
 func printMessages(w io.Writer, ms []admin.InfoView) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tSTATE\tWAITING\tPRIORITY\tATTEMPTS\tENQUEUED\tPAYLOAD")
+	fmt.Fprintln(tw, "ID\tQUEUE\tSTATE\tWAITING\tPRIORITY\tATTEMPTS\tENQUEUED\tPAYLOAD")
 	for _, in := range ms {
 		payload := in.Message.Payload
 		if in.Message.PayloadEncoding != admin.PayloadText {
 			payload = "(binary, base64: " + payload + ")"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", in.ID, safe(in.State), cell(in.Waiting), safe(in.Message.Priority),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", in.ID, safe(admin.AdminQueueName(in.Message.Queue)), safe(in.State), cell(in.Waiting), safe(in.Message.Priority),
 			in.Attempts, timestamp(in.EnqueuedAt), safe(strings.TrimSpace(firstLine(payload, 40))))
 	}
 	if err := tw.Flush(); err != nil {

@@ -1,7 +1,7 @@
 package main
 
-// Where the operator commands (inspect, dlq, keys, messages, cancel,
-// pause, resume) read and act: a data
+// Where the operator commands (inspect, dlq, keys, queues, messages,
+// cancel, pause, resume) read and act: a data
 // directory that no process holds (the engine is opened here), or a
 // running application's admin handler (--addr, through admin.Client).
 // Both answer in admin's views, so the output is the same either way.
@@ -42,6 +42,7 @@ type source interface {
 	review(ctx context.Context, id ringwal.ID, note string) error
 	purge(ctx context.Context, q dlq.Query) (int, error)
 	keySource
+	queueSource
 	close() error
 }
 
@@ -111,7 +112,15 @@ func (l *localSource) next(_ context.Context, n int) ([]admin.InfoView, error) {
 	return out, nil
 }
 
-func (l *localSource) deadLetters(_ context.Context, q dlq.Query) ([]admin.DeadLetterView, error) {
+// deadLetters reads q.Queue as an admin name: the default queue's dead
+// letters, which the engine's query cannot pick apart (its "" is every
+// queue), are read through admin's pages, as the admin API reads them.
+func (l *localSource) deadLetters(ctx context.Context, q dlq.Query) ([]admin.DeadLetterView, error) {
+	if q.Queue == admin.DefaultQueue {
+		return pageDeadLetters(ctx, q, func(_ context.Context, q dlq.Query) (admin.DeadLetterPage, error) {
+			return admin.NewDeadLetterPage(l.e, q)
+		})
+	}
 	ds, err := l.e.DeadLetters(q)
 	if err != nil {
 		return nil, fmt.Errorf("listing dead letters: %w", err)
@@ -126,6 +135,9 @@ func (l *localSource) review(_ context.Context, id ringwal.ID, note string) erro
 }
 
 func (l *localSource) purge(_ context.Context, q dlq.Query) (int, error) {
+	if q.Queue == admin.DefaultQueue {
+		return 0, errDefaultQueuePurge
+	}
 	return l.e.PurgeDeadLetters(q)
 }
 
@@ -167,9 +179,23 @@ func (r *remoteSource) next(ctx context.Context, n int) ([]admin.InfoView, error
 	return v, r.explain(err)
 }
 
+// errDefaultQueuePurge refuses a purge of the default queue's dead
+// letters alone: the engine's purge cannot pick them apart from the named
+// queues' (the admin API refuses it too).
+var errDefaultQueuePurge = fmt.Errorf("--queue %s: the default queue's dead letters cannot be purged apart from the named queues' (filter by category, key or time, or purge by ID): %w", admin.DefaultQueue, ringwal.ErrInvalid)
+
 // deadLetters follows the API's pages until q is exhausted (or q.Limit
 // entries are in).
 func (r *remoteSource) deadLetters(ctx context.Context, q dlq.Query) ([]admin.DeadLetterView, error) {
+	return pageDeadLetters(ctx, q, func(ctx context.Context, q dlq.Query) (admin.DeadLetterPage, error) {
+		page, err := r.c.DeadLetters(ctx, q)
+		return page, r.explain(err)
+	})
+}
+
+// pageDeadLetters follows the pages read fetches until q is exhausted (or
+// q.Limit entries are in).
+func pageDeadLetters(ctx context.Context, q dlq.Query, read func(context.Context, dlq.Query) (admin.DeadLetterPage, error)) ([]admin.DeadLetterView, error) {
 	want := q.Limit
 	out := []admin.DeadLetterView{}
 	for {
@@ -177,9 +203,9 @@ func (r *remoteSource) deadLetters(ctx context.Context, q dlq.Query) ([]admin.De
 		if want > 0 {
 			q.Limit = min(admin.MaxLimit, want-len(out))
 		}
-		page, err := r.c.DeadLetters(ctx, q)
+		page, err := read(ctx, q)
 		if err != nil {
-			return nil, fmt.Errorf("listing dead letters: %w", r.explain(err))
+			return nil, fmt.Errorf("listing dead letters: %w", err)
 		}
 		out = append(out, page.Entries...)
 		if page.Next == "" || (want > 0 && len(out) >= want) {
@@ -204,7 +230,10 @@ func (r *remoteSource) review(ctx context.Context, id ringwal.ID, note string) e
 func (r *remoteSource) purge(ctx context.Context, q dlq.Query) (int, error) {
 	var res admin.PurgeResult
 	var err error
-	if len(q.Categories) == 0 && q.Key == "" && q.Since.IsZero() && q.Until.IsZero() &&
+	if q.Queue == admin.DefaultQueue {
+		return 0, errDefaultQueuePurge
+	}
+	if q.Queue == "" && len(q.Categories) == 0 && q.Key == "" && q.Since.IsZero() && q.Until.IsZero() &&
 		q.Reviewed == dlq.Any && q.After == 0 && q.Limit == 0 {
 		res, err = r.c.PurgeAll(ctx)
 	} else {
