@@ -67,28 +67,11 @@ type rate struct {
 func (sm *sampler) rates() (rs []rate, span time.Duration, ok bool) {
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
-	if sm.n < 2 {
-		return nil, 0, false
-	}
-	newest := sm.ring[(sm.next+sampleRing-1)%sampleRing]
-	oldest := newest
-	for i := 2; i <= sm.n; i++ {
-		s := sm.ring[(sm.next+sampleRing-i)%sampleRing]
-		if newest.at.Sub(s.at) > rateWindow || s.at.After(oldest.at) {
-			break
-		}
-		oldest = s
-	}
-	span = newest.at.Sub(oldest.at)
-	if span < sampleEvery {
+	newest, oldest, span, ok := window(sm.ring[:], sm.next, sm.n, func(s sample) time.Time { return s.at })
+	if !ok {
 		return nil, span, false
 	}
-	per := func(a, b uint64) float64 {
-		if a < b {
-			return 0
-		}
-		return float64(a-b) / span.Seconds()
-	}
+	per := perSecond(span)
 	return []rate{
 		{"enqueued", per(newest.enqueued, oldest.enqueued)},
 		{"delivered", per(newest.dequeued, oldest.dequeued)},
@@ -97,4 +80,37 @@ func (sm *sampler) rates() (rs []rate, span time.Duration, ok bool) {
 		{"retried", per(newest.retried, oldest.retried)},
 		{"dead-lettered", per(newest.dead, oldest.dead)},
 	}, span, true
+}
+
+// window finds, in a ring of samples (next: where the next one goes; n:
+// how many it holds), the newest sample and the oldest one within
+// rateWindow of it, and the span between them; ok is false while there
+// are fewer than two, or they span less than sampleEvery (a first visit).
+func window[S any](ring []S, next, n int, at func(S) time.Time) (newest, oldest S, span time.Duration, ok bool) {
+	if n < 2 {
+		return newest, oldest, 0, false
+	}
+	size := len(ring)
+	newest = ring[(next+size-1)%size]
+	oldest = newest
+	for i := 2; i <= n; i++ {
+		s := ring[(next+size-i)%size]
+		if at(newest).Sub(at(s)) > rateWindow || at(s).After(at(oldest)) {
+			break
+		}
+		oldest = s
+	}
+	span = at(newest).Sub(at(oldest))
+	return newest, oldest, span, span >= sampleEvery
+}
+
+// perSecond turns the growth of a counter over span into a rate (a
+// counter that went back, after a restart, counts as 0).
+func perSecond(span time.Duration) func(now, then uint64) float64 {
+	return func(now, then uint64) float64 {
+		if now < then {
+			return 0
+		}
+		return float64(now-then) / span.Seconds()
+	}
 }

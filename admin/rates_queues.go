@@ -66,28 +66,11 @@ func (sm *sampler) addQueues(at time.Time, s ringwal.Stats) {
 func (sm *sampler) queueRates() (rs map[string]queueRate, span time.Duration, ok bool) {
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
-	if sm.qn < 2 {
-		return nil, 0, false
-	}
-	newest := sm.qring[(sm.qnext+queueRing-1)%queueRing]
-	oldest := newest
-	for i := 2; i <= sm.qn; i++ {
-		s := sm.qring[(sm.qnext+queueRing-i)%queueRing]
-		if newest.at.Sub(s.at) > rateWindow || s.at.After(oldest.at) {
-			break
-		}
-		oldest = s
-	}
-	span = newest.at.Sub(oldest.at)
-	if span < sampleEvery {
+	newest, oldest, span, ok := window(sm.qring[:], sm.qnext, sm.qn, func(s queueSample) time.Time { return s.at })
+	if !ok {
 		return nil, span, false
 	}
-	per := func(a, b uint64) float64 {
-		if a < b {
-			return 0
-		}
-		return float64(a-b) / span.Seconds()
-	}
+	per := perSecond(span)
 	rs = make(map[string]queueRate, len(newest.queues))
 	for name, n := range newest.queues {
 		o := oldest.queues[name]
