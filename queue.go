@@ -30,12 +30,17 @@ import (
 
 // queue is one declared queue.
 type queue struct {
+	// What a delivery reads, on one line: its name, number, effective
+	// options (the lease), and its pause.
 	e    *Engine
 	name string
 	num  uint16
-	decl QueueOptions // as declared, for QueueInfo
 	eff  atomic.Pointer[qeff]
-	rt   atomic.Pointer[qrun] // nil until first used; the default queue's is rt0
+	// pausedUntil: the queue's delivery is paused until then (unix ns;
+	// untilResumed: until Resume; 0: not paused).
+	pausedUntil atomic.Int64
+	rt          atomic.Pointer[qrun] // nil until first used; the default queue's is rt0
+	decl        QueueOptions         // as declared, for QueueInfo
 	// live counts the queue's messages in the slab, for MaxMessages
 	// (named queues only: the engine's own count caps the default one);
 	// producers waiting for room under that cap sleep on space.
@@ -45,9 +50,6 @@ type queue struct {
 	// handle is what Engine.Queue returns for it (it names the queue, so
 	// it stays good across a deletion and a new declaration).
 	handle Queue
-	// pausedUntil: the queue's delivery is paused until then (unix ns;
-	// untilResumed: until Resume; 0: not paused).
-	pausedUntil atomic.Int64
 	// counts: the queue's messages by state (counts.go), named queues only.
 	counts countStripe
 	// Lifetime totals of a named queue (the default queue's are the

@@ -108,8 +108,8 @@ func (e *Engine) ackLogged(r *rec, now int64, wait bool) error {
 // should the ack not reach the log.
 func (e *Engine) settleDone(r *rec, back *unacked) (uint64, *keyState) {
 	id, ks := r.id.Load(), r.ks
-	if r.queue != 0 {
-		e.queues.at(r.queue).acked.Add(1)
+	if n := r.queue; n != 0 {
+		e.queues.at(n).acked.Add(1)
 	}
 	if r.key != "" {
 		e.breakers.Done(r.ticket, true)
