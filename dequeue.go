@@ -97,15 +97,28 @@ func (rt *qrun) passBaton() {
 // contention it may also return false after losing many races to other
 // consumers (Dequeue keeps trying). Safe for concurrent use.
 func (e *Engine) TryDequeue() (Delivery, bool) {
-	return e.tryDequeue(&e.rt0)
+	var d Delivery
+	if e.leaseNext(&e.rt0, &d) {
+		return d, true
+	}
+	return Delivery{}, false
 }
 
 // tryDequeue is TryDequeue from rt's queue.
 func (e *Engine) tryDequeue(rt *qrun) (Delivery, bool) {
-	if e.closing.Load() {
-		return Delivery{}, false
-	}
 	var d Delivery
+	if e.leaseNext(rt, &d) {
+		return d, true
+	}
+	return Delivery{}, false
+}
+
+// leaseNext leases the next ready message of rt's queue into d (which
+// must be zero), or reports false (TryDequeue's contract).
+func (e *Engine) leaseNext(rt *qrun, d *Delivery) bool {
+	if e.closing.Load() {
+		return false
+	}
 	// Only lost races count against the bound: a stale entry popped, or a
 	// message that went elsewhere (held, expired), is progress, and a
 	// ready message may wait behind any number of them.
@@ -119,13 +132,13 @@ func (e *Engine) tryDequeue(rt *qrun) (Delivery, bool) {
 			case takeStale:
 				continue
 			}
-			return Delivery{}, false
+			return false
 		}
-		if e.lease(rt, slot, r, &d) {
-			return d, true
+		if e.lease(rt, slot, r, d) {
+			return true
 		}
 	}
-	return Delivery{}, false
+	return false
 }
 
 // Why take found nothing to lease.
@@ -255,8 +268,7 @@ func (e *Engine) lease(rt *qrun, slot uint32, r *rec, d *Delivery) bool {
 		e.metrics.observeWait(leasedAt - r.at) // at: when it became ready
 		r.setExtended(false)
 	}
-	f := rt.q.eff.Load()
-	expiry := addSat(addSat(leasedAt, f.leaseTimeout), f.leaseSlop)
+	expiry := addSat(leasedAt, rt.q.leaseFor.Load())
 	r.at = expiry
 	// Fill d while the record is still ours: once published, a lease
 	// expiry or a Requeue may move it on.

@@ -107,7 +107,7 @@ func Open(dir string, o Options) (*Engine, error) {
 	}
 	e.q0 = queue{e: e, handle: Queue{e: e}}
 	e.q0.rt.Store(&e.rt0)
-	e.q0.eff.Store(e.effective(QueueOptions{}))
+	e.q0.setEff(e.effective(QueueOptions{}))
 	e.minLease.Store(int64(o.LeaseTimeout))
 	e.rt0.init(&e.q0, tierCap, sched.SchedulerOptions{
 		Picker:        sched.PickerOptions{Policy: policy, Weights: o.Weights, AgingAfter: o.AgingAfter},

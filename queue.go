@@ -36,6 +36,9 @@ type queue struct {
 	name string
 	num  uint16
 	eff  atomic.Pointer[qeff]
+	// leaseFor is eff's lease timeout plus its slop, here for the hot path
+	// (a lease reads this line for the pause anyway).
+	leaseFor atomic.Int64
 	// pausedUntil: the queue's delivery is paused until then (unix ns;
 	// untilResumed: until Resume; 0: not paused).
 	pausedUntil atomic.Int64
@@ -55,6 +58,12 @@ type queue struct {
 	// Lifetime totals of a named queue (the default queue's are the
 	// engine's less the named ones').
 	enqueued, acked, deadLettered atomic.Uint64
+}
+
+// setEff sets q's effective options.
+func (q *queue) setEff(f *qeff) {
+	q.eff.Store(f)
+	q.leaseFor.Store(addSat(f.leaseTimeout, f.leaseSlop))
 }
 
 // enter counts a message claimed for q; false if q is being deleted or
@@ -324,7 +333,7 @@ func (e *Engine) declare(name string, o QueueOptions, update bool) (*queue, erro
 		t.next, t.n = num, t.n+1
 	} else {
 		q.decl = o
-		q.eff.Store(e.effective(o))
+		q.setEff(e.effective(o))
 		if q == &e.q0 {
 			t.q0Declared = true
 		}
@@ -337,7 +346,7 @@ func (e *Engine) declare(name string, o QueueOptions, update bool) (*queue, erro
 func (e *Engine) newQueue(num uint16, name string, o QueueOptions) *queue {
 	q := &queue{e: e, name: name, num: num, decl: o, handle: Queue{e: e, name: name}}
 	q.space.init()
-	q.eff.Store(e.effective(o))
+	q.setEff(e.effective(o))
 	e.queues.put(q)
 	return q
 }
@@ -369,13 +378,13 @@ func (e *Engine) declareReplayed(num uint16, name string, o QueueOptions) {
 	defer t.mu.Unlock()
 	if num == 0 {
 		e.q0.decl = o
-		e.q0.eff.Store(e.effective(o))
+		e.q0.setEff(e.effective(o))
 		t.q0Declared = true
 		return
 	}
 	if q := t.at(num); q != nil {
 		q.decl = o
-		q.eff.Store(e.effective(o))
+		q.setEff(e.effective(o))
 		return
 	}
 	e.newQueue(num, name, o)
