@@ -52,15 +52,14 @@ func (e *Engine) restore(rs *replayState) error {
 	// Every message enters the slab here (dead-lettered ones leave it
 	// again, counted as they go), and its queue's count.
 	e.ctr.added.Add(int64(len(order)))
-	if e.queues.n > 0 {
-		e.restoreQueueCounts(rs, order)
-	}
 	var notes []wal.Record
-	for _, part := range e.publishPlain(rs, order) {
+	parts := e.publishPlain(rs, order)
+	e.restoreQueueRings(parts)
+	for _, part := range parts {
 		// The part's plain prefix is published; its refs go to the
 		// tiers before anything after them is placed.
-		e.pushRefs(part.refs, part.tiers, part.queues)
-		for _, slot := range order[part.from+len(part.refs) : part.to] {
+		e.pushRefs(part)
+		for _, slot := range order[part.from+part.n : part.to] {
 			note, err := e.restoreOne(rs, slot, now)
 			if err != nil {
 				return err
@@ -95,8 +94,11 @@ func (e *Engine) restoreOne(rs *replayState, slot uint32, now int64) (*wal.Recor
 	st := rs.state(slot)
 	id := r.id.Load()
 	// Set now that the message is known to live: keyForPlacement
-	// counts it against its key.
+	// counts it against its key, and its queue counts it too.
 	r.ks = e.keyForPlacement(r.key)
+	if r.queue != 0 {
+		e.queues.at(r.queue).live.Add(1)
+	}
 	var note *wal.Record
 	if st == stLeased {
 		e.recovered.crashed++
@@ -132,9 +134,16 @@ func (e *Engine) restoreOne(rs *replayState, slot uint32, now int64) (*wal.Recor
 // and tiers, in order, for order[from:from+len(refs)].
 type plainPart struct {
 	from, to int
-	refs     []ref
+	n        int   // plain messages published: the prefix order[from:from+n]
+	refs     []ref // the default queue's, in order, and their tiers
 	tiers    []uint8
-	queues   []uint16 // refs[i]'s queue; nil while every one is the default queue's
+	named    []*queueRefs // by queue number: each named queue's, in order; nil if none
+}
+
+// queueRefs are a named queue's refs of a part, in order, and their tiers.
+type queueRefs struct {
+	refs  []ref
+	tiers []uint8
 }
 
 // plainPartMin is the fewest messages worth a goroutine of their own.
@@ -158,21 +167,30 @@ func (e *Engine) publishPlain(rs *replayState, order []uint32) []plainPart {
 		p := &parts[i]
 		p.from, p.to = len(order)*i/n, len(order)*(i+1)/n
 		publish := func() {
-			p.refs, p.tiers = make([]ref, 0, p.to-p.from), make([]uint8, 0, p.to-p.from)
-			keyless := e.keys.policy == nil
+			keyless, named := e.keys.policy == nil, e.queues.n > 0
+			if !named {
+				p.refs, p.tiers = make([]ref, 0, p.to-p.from), make([]uint8, 0, p.to-p.from)
+			}
 			for _, slot := range order[p.from:p.to] {
 				r := rs.slab.at(slot)
 				if rs.state(slot) != stPending || r.more != nil && (r.deadline() != 0 || r.expiresAt() != 0) || !keyless && r.key != "" {
 					return
 				}
 				tier, rf := e.publishReady(slot, r, r.at)
-				if r.queue != 0 && p.queues == nil {
-					p.queues = make([]uint16, len(p.refs), p.to-p.from)
+				p.n++
+				if r.queue == 0 {
+					p.refs, p.tiers = append(p.refs, rf), append(p.tiers, uint8(tier))
+					continue
 				}
-				if p.queues != nil {
-					p.queues = append(p.queues, r.queue)
+				if p.named == nil {
+					p.named = make([]*queueRefs, int(e.queues.next)+1)
 				}
-				p.refs, p.tiers = append(p.refs, rf), append(p.tiers, uint8(tier))
+				b := p.named[r.queue]
+				if b == nil {
+					b = new(queueRefs)
+					p.named[r.queue] = b
+				}
+				b.refs, b.tiers = append(b.refs, rf), append(b.tiers, uint8(tier))
 			}
 		}
 		if i == n-1 {
@@ -189,36 +207,37 @@ func (e *Engine) publishPlain(rs *replayState, order []uint32) []plainPart {
 	return parts
 }
 
-// restoreQueueCounts counts each named queue's messages (its cap) and
-// sets up its machinery with rings sized for its pending backlog (within
-// Options.TierCapacity), so that the backlog goes into its rings in
-// batches rather than spill one message at a time.
-func (e *Engine) restoreQueueCounts(rs *replayState, order []uint32) {
-	type counts struct {
-		live    int64
-		backlog [ring.NumTiers]int
+// restoreQueueRings counts each named queue's plain messages (its cap;
+// restoreOne counts the others) and sets up its machinery with rings sized
+// for that backlog (within Options.TierCapacity), so that the backlog goes
+// into its rings in batches rather than spill one message at a time.
+func (e *Engine) restoreQueueRings(parts []plainPart) {
+	var backlog [][ring.NumTiers]int
+	for _, p := range parts {
+		for n, b := range p.named {
+			if b == nil {
+				continue
+			}
+			if backlog == nil {
+				backlog = make([][ring.NumTiers]int, len(p.named))
+			}
+			for _, t := range b.tiers {
+				backlog[n][t]++
+			}
+			e.queues.at(uint16(n)).live.Add(int64(len(b.refs)))
+		}
 	}
-	byNum := make([]counts, int(e.queues.next)+1) // numbers replay declared
-	for _, slot := range order {
-		r := rs.slab.at(slot)
-		if r.queue == 0 {
-			continue
-		}
-		c := &byNum[r.queue]
-		c.live++
-		if rs.state(slot) == stPending {
-			c.backlog[r.tierIndex()]++
-		}
-	}
-	for n := range byNum {
-		c := &byNum[n]
-		if c.live == 0 {
-			continue
-		}
+	for n := range backlog {
 		q := e.queues.at(uint16(n))
-		q.live.Add(c.live)
-		b := &c.backlog
-		if q.rt.Load() != nil {
+		if q == nil || q.rt.Load() != nil {
+			continue
+		}
+		b := &backlog[n]
+		total := 0
+		for _, c := range b {
+			total += c
+		}
+		if total == 0 {
 			continue
 		}
 		var tierCap [ring.NumTiers]int
@@ -231,27 +250,23 @@ func (e *Engine) restoreQueueCounts(rs *replayState, order []uint32) {
 	}
 }
 
-// pushRefs pushes refs into their queues' tiers (tiers[i] and queues[i]
-// are refs[i]'s; queues nil: all the default queue's), in order, a run of
-// one queue's tier at a time.
-func (e *Engine) pushRefs(refs []ref, tiers []uint8, queues []uint16) {
-	if queues != nil {
-		refs, tiers, queues = groupByQueue(refs, tiers, queues)
-	}
-	queueOf := func(i int) uint16 {
-		if queues == nil {
-			return 0
+// pushRefs pushes a part's plain refs into their queues' tiers, each
+// queue's in order, a run of one tier at a time.
+func (e *Engine) pushRefs(p plainPart) {
+	pushRuns(&e.rt0, p.refs, p.tiers)
+	for n, b := range p.named {
+		if b != nil {
+			pushRuns(e.queues.at(uint16(n)).run(), b.refs, b.tiers)
 		}
-		return queues[i]
 	}
+}
+
+// pushRuns pushes refs into rt's tiers (tiers[i] is refs[i]'s), in order.
+func pushRuns(rt *qrun, refs []ref, tiers []uint8) {
 	for i := 0; i < len(refs); {
 		j := i + 1
-		for j < len(refs) && tiers[j] == tiers[i] && queueOf(j) == queueOf(i) {
+		for j < len(refs) && tiers[j] == tiers[i] {
 			j++
-		}
-		rt := &e.rt0
-		if n := queueOf(i); n != 0 {
-			rt = e.queues.at(n).run()
 		}
 		rt.pushTierBatch(int(tiers[i]), refs[i:j])
 		i = j
@@ -487,37 +502,4 @@ func (e *Engine) closeLog() error {
 		err = cerr
 	}
 	return err
-}
-
-// groupByQueue reorders a part's refs so that each queue's come together,
-// in their order (a queue's order is all restore must keep: queues do not
-// share rings), for pushRefs to push them in runs.
-func groupByQueue(refs []ref, tiers []uint8, queues []uint16) ([]ref, []uint8, []uint16) {
-	top := uint16(0)
-	for _, n := range queues {
-		top = max(top, n)
-	}
-	start := make([]int, int(top)+1) // counts, then where each queue's run starts
-	distinct := 0
-	for _, n := range queues {
-		if start[n] == 0 {
-			distinct++
-		}
-		start[n]++
-	}
-	if distinct == 1 {
-		return refs, tiers, queues
-	}
-	at := 0
-	for n, c := range start {
-		start[n] = at
-		at += c
-	}
-	r2, t2, q2 := make([]ref, len(refs)), make([]uint8, len(refs)), make([]uint16, len(refs))
-	for i, n := range queues {
-		j := start[n]
-		start[n]++
-		r2[j], t2[j], q2[j] = refs[i], tiers[i], n
-	}
-	return r2, t2, q2
 }
