@@ -13,7 +13,6 @@ import (
 	"github.com/ringwal/ringwal/dlq"
 	"github.com/ringwal/ringwal/internal/pad"
 	"github.com/ringwal/ringwal/ring"
-	"github.com/ringwal/ringwal/sched"
 	"github.com/ringwal/ringwal/wal"
 )
 
@@ -101,18 +100,11 @@ func Open(dir string, o Options) (*Engine, error) {
 		tierCap[i] = min(o.TierCapacity, o.MaxMessages)
 	}
 	e.counts = &liveCounts{queues: &e.queues}
-	policy := sched.Weighted
-	if o.Strict {
-		policy = sched.Strict
-	}
 	e.q0 = queue{e: e, handle: Queue{e: e}}
 	e.q0.rt.Store(&e.rt0)
 	e.q0.setEff(e.effective(QueueOptions{}))
 	e.minLease.Store(int64(o.LeaseTimeout))
-	e.rt0.init(&e.q0, tierCap, sched.SchedulerOptions{
-		Picker:        sched.PickerOptions{Policy: policy, Weights: o.Weights, AgingAfter: o.AgingAfter},
-		DeadlineSlack: o.DeadlineSlack,
-	})
+	e.rt0.init(&e.q0, tierCap, e.schedulerOptions(false))
 	bo := o.Breaker
 	bo.Clock = o.Clock
 	userHook := bo.OnStateChange
@@ -288,8 +280,7 @@ func (e *Engine) observeHandling(r *rec) {
 	if !sampled(r.id.Load()) || r.extended() {
 		return
 	}
-	f := e.queueOf(r).eff.Load()
-	start := r.at - f.leaseTimeout - f.leaseSlop
+	start := r.at - e.queueOf(r).leaseFor.Load()
 	e.metrics.observeHandling(e.preciseNow() - start)
 }
 

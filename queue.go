@@ -120,6 +120,7 @@ type qeff struct {
 	maxMessages int64 // 0: no cap of its own
 	policies    [numCategories]classify.RetryPolicy
 	topics      []string // bound topics (Publish)
+	strict      bool     // the queue's scheduler (fixed once it is set up)
 }
 
 // qrun is a queue's delivery machinery: what its consumers take from and
@@ -165,7 +166,7 @@ func (e *Engine) effective(o QueueOptions) *qeff {
 	if lt == 0 {
 		lt = e.opts.LeaseTimeout
 	}
-	f := &qeff{leaseTimeout: int64(lt), maxMessages: int64(o.MaxMessages), topics: o.Topics}
+	f := &qeff{leaseTimeout: int64(lt), maxMessages: int64(o.MaxMessages), topics: o.Topics, strict: o.Strict}
 	if e.coarse != nil {
 		f.leaseSlop = int64(coarseTick) + int64(lt)>>10
 	}
@@ -185,12 +186,22 @@ func (q *queue) run() *qrun {
 	if rt := q.rt.Load(); rt != nil {
 		return rt
 	}
-	rt := new(qrun)
 	var tierCap [ring.NumTiers]int
 	for i := range tierCap {
-		tierCap[i] = min(namedTierCapacity, q.e.opts.TierCapacity, q.e.opts.MaxMessages)
+		tierCap[i] = namedTierCapacity
 	}
-	rt.init(q, tierCap, q.e.schedulerOptions(q.decl.Strict))
+	return q.setUp(tierCap)
+}
+
+// setUp sets up q's delivery machinery with rings of tierCap (within the
+// engine's TierCapacity and MaxMessages), unless another goroutine did
+// first, and returns it.
+func (q *queue) setUp(tierCap [ring.NumTiers]int) *qrun {
+	for i := range tierCap {
+		tierCap[i] = min(tierCap[i], q.e.opts.TierCapacity, q.e.opts.MaxMessages)
+	}
+	rt := new(qrun)
+	rt.init(q, tierCap, q.e.schedulerOptions(q.eff.Load().strict))
 	if q.rt.CompareAndSwap(nil, rt) {
 		return rt
 	}

@@ -242,11 +242,9 @@ func (e *Engine) restoreQueueRings(parts []plainPart) {
 		}
 		var tierCap [ring.NumTiers]int
 		for t := range tierCap {
-			tierCap[t] = min(max(namedTierCapacity, b[t]), e.opts.TierCapacity, e.opts.MaxMessages)
+			tierCap[t] = max(namedTierCapacity, b[t])
 		}
-		rt := new(qrun)
-		rt.init(q, tierCap, e.schedulerOptions(q.decl.Strict))
-		q.rt.Store(rt)
+		q.setUp(tierCap)
 	}
 }
 
