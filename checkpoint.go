@@ -111,10 +111,7 @@ func (e *Engine) emitDeclaration(num uint16, now int64, emit func(*wal.Record) e
 	if q == nil {
 		return fmt.Errorf("ringwal: checkpoint: a message names queue %d, which is not declared", num)
 	}
-	e.queues.mu.Lock()
-	o := q.decl
-	e.queues.mu.Unlock()
-	rec, err := queueRecord(num, q.name, o, now)
+	rec, err := q.declaration(now)
 	if err != nil {
 		return err
 	}

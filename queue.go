@@ -413,16 +413,24 @@ func (e *Engine) declarations(now int64) ([]wal.Record, error) {
 			return
 		}
 		e.queues.mu.Lock()
-		o, declared := q.decl, q.num != 0 || e.queues.q0Declared
+		declared := q.num != 0 || e.queues.q0Declared
 		e.queues.mu.Unlock()
 		if !declared {
 			return
 		}
 		var rec wal.Record
-		rec, err = queueRecord(q.num, q.name, o, now)
+		rec, err = q.declaration(now)
 		out = append(out, rec)
 	})
 	return out, err
+}
+
+// declaration is q's declaration record as of now.
+func (q *queue) declaration(now int64) (wal.Record, error) {
+	q.e.queues.mu.Lock()
+	o := q.decl
+	q.e.queues.mu.Unlock()
+	return queueRecord(q.num, q.name, o, now)
 }
 
 // noteLeaseTimeout lowers the lease scan's period if q's leases are

@@ -17,23 +17,22 @@ type QueueStats struct {
 }
 
 // Stats returns the queue's counts. Its cost grows with the queue's
-// backlog's front, not the backlog (see Engine.Stats); it does not
-// declare the queue (an undeclared one reads as empty). Safe for
-// concurrent use.
+// backlog's front, not the backlog; the default queue's is the engine's
+// Stats (its totals are derived from the engine's). It does not declare
+// the queue (an undeclared one reads as empty). Safe for concurrent use.
 func (q *Queue) Stats() QueueStats {
 	r, err := q.e.queueNamed(q.name, false)
 	if err != nil {
 		return QueueStats{Name: q.name}
 	}
 	e := q.e
-	e.counts.start(e.slab)
-	s := e.queueStats(r)
 	if r.num == 0 {
-		// The default queue's totals: the engine's less the named ones'.
-		all := e.Stats()
-		return all.Queues[0]
+		// The default queue's totals are the engine's less the named ones':
+		// the engine's Stats reads them all.
+		return e.Stats().Queues[0]
 	}
-	return s
+	e.counts.start(e.slab)
+	return e.queueStats(r)
 }
 
 // queueStats reads named queue q's counts (for the default queue, only
