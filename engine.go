@@ -100,6 +100,7 @@ func Open(dir string, o Options) (*Engine, error) {
 		tierCap[i] = min(o.TierCapacity, o.MaxMessages)
 	}
 	e.counts = &liveCounts{queues: &e.queues}
+	e.queues.topics.Store(&map[string][]*queue{})
 	e.q0 = queue{e: e, handle: Queue{e: e}}
 	e.q0.rt.Store(&e.rt0)
 	e.q0.setEff(e.effective(QueueOptions{}))

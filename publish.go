@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 )
 
 // Topics: a queue binds topics (QueueOptions.Topics), and Publish puts one
@@ -55,17 +54,5 @@ func (e *Engine) Publish(ctx context.Context, topic string, m Message) ([]ID, er
 	return ids, err
 }
 
-// bound returns the queues bound to topic, by name.
-func (e *Engine) bound(topic string) []*queue {
-	var out []*queue
-	e.queues.each(func(q *queue) {
-		for _, t := range q.eff.Load().topics {
-			if t == topic {
-				out = append(out, q)
-				return
-			}
-		}
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
-}
+// bound returns the queues bound to topic, by name. Lock-free.
+func (e *Engine) bound(topic string) []*queue { return (*e.queues.topics.Load())[topic] }

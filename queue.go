@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -60,10 +62,43 @@ type queue struct {
 	enqueued, acked, deadLettered atomic.Uint64
 }
 
-// setEff sets q's effective options.
+// setEff sets q's effective options, and binds it to their topics.
+// queues.mu held (or Open, before anyone else sees q).
 func (q *queue) setEff(f *qeff) {
+	var was []string
+	if old := q.eff.Load(); old != nil {
+		was = old.topics
+	}
 	q.eff.Store(f)
 	q.leaseFor.Store(addSat(f.leaseTimeout, f.leaseSlop))
+	if !slices.Equal(was, f.topics) {
+		q.e.queues.rebind(q, was, f.topics)
+	}
+}
+
+// rebind moves q from the topics in was to those in now: the topic map is
+// copied on write, so that Publish reads it without a lock, and each
+// topic's queues stay in name order. queues.mu held.
+func (t *queueTable) rebind(q *queue, was, now []string) {
+	old := t.topics.Load()
+	m := make(map[string][]*queue, len(*old)+len(now))
+	for topic, qs := range *old {
+		m[topic] = qs
+	}
+	for _, topic := range was {
+		qs := slices.DeleteFunc(slices.Clone(m[topic]), func(x *queue) bool { return x == q })
+		if len(qs) == 0 {
+			delete(m, topic)
+		} else {
+			m[topic] = qs
+		}
+	}
+	for _, topic := range now {
+		qs := m[topic]
+		i, _ := slices.BinarySearchFunc(qs, q.name, func(x *queue, name string) int { return strings.Compare(x.name, name) })
+		m[topic] = slices.Insert(slices.Clone(qs), i, q)
+	}
+	t.topics.Store(&m)
 }
 
 // enter counts a message claimed for q; false if q is being deleted or
@@ -219,6 +254,8 @@ type queueTable struct {
 	// q0Declared: the default queue was declared with options (its
 	// declaration is logged and carried by snapshots).
 	q0Declared bool
+	// topics maps a topic to the queues bound to it, by name (rebind).
+	topics atomic.Pointer[map[string][]*queue]
 	// gone holds the totals of deleted queues (the default queue's are
 	// derived from the engine's less every named queue's).
 	gone QueueStats
@@ -608,6 +645,7 @@ func (e *Engine) DeleteQueue(name string) error {
 // replay must never map one number to two queues); t.mu held.
 func (e *Engine) forget(q *queue) {
 	q.state.Store(queueDeleted)
+	e.queues.rebind(q, q.eff.Load().topics, nil)
 	g := &e.queues.gone
 	g.Enqueued += q.enqueued.Load()
 	g.Acked += q.acked.Load()

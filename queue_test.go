@@ -574,3 +574,24 @@ func TestQueueVerbsAllocateNothing(t *testing.T) {
 	})
 	assert.Zero(t, allocs, "a named queue's enqueue, dequeue and ack")
 }
+
+func TestTopicBindingsFollowDeclarationsAndDeletions(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	require.NoError(t, e.DeclareQueue("", ringwal.QueueOptions{Topics: []string{"t"}}))
+	require.NoError(t, e.DeclareQueue("b", ringwal.QueueOptions{Topics: []string{"t"}}))
+	ids, err := e.Publish(ctxBG, "t", ringwal.Message{})
+	require.NoError(t, err)
+	assert.Len(t, ids, 2, "the default queue binds topics too")
+	assert.Len(t, drainQueue(t, e, e.TryDequeue), 1)
+	assert.Len(t, drainQueue(t, e, e.Queue("b").TryDequeue), 1)
+
+	require.NoError(t, e.DeclareQueue("b", ringwal.QueueOptions{Topics: []string{"u"}}))
+	require.NoError(t, e.DeclareQueue("", ringwal.QueueOptions{}))
+	ids, err = e.Publish(ctxBG, "t", ringwal.Message{})
+	require.NoError(t, err)
+	assert.Empty(t, ids, "an update unbinds")
+	require.NoError(t, e.DeleteQueue("b"))
+	ids, err = e.Publish(ctxBG, "u", ringwal.Message{})
+	require.NoError(t, err)
+	assert.Empty(t, ids, "a deletion unbinds")
+}
