@@ -376,18 +376,28 @@ func (e *Engine) declare(name string, o QueueOptions, update bool) (*queue, erro
 	if err := e.logQueue(num, name, o); err != nil {
 		return nil, err
 	}
-	if q == nil {
-		q = e.newQueue(num, name, o)
-		t.next, t.n = num, t.n+1
-	} else {
-		q.decl = o
-		q.setEff(e.effective(o))
-		if q == &e.q0 {
-			t.q0Declared = true
-		}
-	}
+	q = e.applyDeclaration(num, name, o)
 	e.noteLeaseTimeout(q)
 	return q, nil
+}
+
+// applyDeclaration makes a declaration (logged, or found in the log)
+// visible: a new queue, or new options for one; t.mu held.
+func (e *Engine) applyDeclaration(num uint16, name string, o QueueOptions) *queue {
+	t := &e.queues
+	q := t.at(num)
+	if num == 0 {
+		q = &e.q0
+		t.q0Declared = true
+	}
+	if q == nil {
+		q = e.newQueue(num, name, o)
+		t.next, t.n = max(t.next, num), t.n+1
+		return q
+	}
+	q.decl = o
+	q.setEff(e.effective(o))
+	return q
 }
 
 // newQueue registers a named queue; t.mu held.
@@ -421,22 +431,9 @@ func (e *Engine) logQueue(num uint16, name string, o QueueOptions) error {
 // declareReplayed applies a declaration found in the log (replay runs
 // before the engine is used: nothing is logged).
 func (e *Engine) declareReplayed(num uint16, name string, o QueueOptions) {
-	t := &e.queues
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if num == 0 {
-		e.q0.decl = o
-		e.q0.setEff(e.effective(o))
-		t.q0Declared = true
-		return
-	}
-	if q := t.at(num); q != nil {
-		q.decl = o
-		q.setEff(e.effective(o))
-		return
-	}
-	e.newQueue(num, name, o)
-	t.next, t.n = max(t.next, num), t.n+1
+	e.queues.mu.Lock()
+	defer e.queues.mu.Unlock()
+	e.applyDeclaration(num, name, o)
 }
 
 // declarations returns the declaration record of every declared queue,
