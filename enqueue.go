@@ -165,7 +165,7 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait boo
 func (e *Engine) claimWaiting(ctx context.Context, m *Message, q *queue, ks *keyState, wait bool) (now int64, slot uint32, id uint64, err error) {
 	for {
 		now = e.now()
-		slot, id, err = e.claim(now, m, q, ks)
+		slot, id, err = e.claim(now, nowOrPrecise, m, q, ks)
 		if err == nil || !wait || err == errQueueGone {
 			return now, slot, id, err
 		}
@@ -303,7 +303,15 @@ func (e *Engine) hasSpace(q *queue, tier, n int) bool {
 
 // claim takes a slot for a new message of queue q, fills it and counts
 // it live; the record is left owned (unpublished).
-func (e *Engine) claim(now int64, m *Message, q *queue, ks *keyState) (uint32, uint64, error) {
+// at is the enqueue time: now, read again precisely for a message with a
+// Delay or TTL, unless at says now is exact (a Publish's copies after the
+// first share its time).
+func (e *Engine) claim(now int64, at enqueueTime, m *Message, q *queue, ks *keyState) (uint32, uint64, error) {
+	if at == nowOrPrecise && (m.TTL > 0 || m.Delay > 0) {
+		// Their due times count from here and must not come early:
+		// read the clock rather than the cache, which may lag.
+		now = e.preciseNow()
+	}
 	skip := uint64(probeLimit)
 	for i := 0; i < claimAttempts; i++ {
 		id := e.nextID.Add(1)
@@ -318,11 +326,6 @@ func (e *Engine) claim(now int64, m *Message, q *queue, ks *keyState) (uint32, u
 			skip = min(2*skip, e.slab.mask+1)
 			continue
 		}
-		if m.TTL > 0 || m.Delay > 0 {
-			// Their due times count from here and must not come early:
-			// read the clock rather than the cache, which may lag.
-			now = e.preciseNow()
-		}
 		e.slab.at(slot).fill(m, q.num, now, 0, 0, nil, ks)
 		if !q.enter() {
 			e.ctr.unused.Add(1)
@@ -333,6 +336,14 @@ func (e *Engine) claim(now int64, m *Message, q *queue, ks *keyState) (uint32, u
 	}
 	return 0, 0, errNoSlot
 }
+
+// enqueueTime says how claim takes its now.
+type enqueueTime bool
+
+const (
+	nowOrPrecise enqueueTime = false // now, or the precise clock when due times count from it
+	exactly      enqueueTime = true  // now as given
+)
 
 // errQueueGone: the queue a claim was for is being deleted or was; the
 // enqueue looks it up again (and declares it afresh once it is gone).

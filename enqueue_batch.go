@@ -28,6 +28,12 @@ import (
 // would make room.) If it fails, it leaves nothing behind: no record, no
 // key count, no DedupID reservation.
 func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
+	return e.enqueueBatch(ctx, ms, nil)
+}
+
+// enqueueBatch is EnqueueBatch; with of set, ms are the copies of a
+// Publish of *of, logged as one record (publishRecord).
+func (e *Engine) enqueueBatch(ctx context.Context, ms []Message, of *Message) ([]ID, error) {
 	if err := e.intake(); err != nil {
 		return nil, err
 	}
@@ -43,7 +49,7 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := batchIntake{e: e, ms: ms, qs: qs, ids: make([]ID, len(ms)), slots: make([]uint32, 0, len(ms))}
+	b := batchIntake{e: e, ms: ms, qs: qs, of: of, ids: make([]ID, len(ms)), slots: make([]uint32, 0, len(ms))}
 	for {
 		ids, again, err := b.try(ctx)
 		if !again {
@@ -57,6 +63,7 @@ type batchIntake struct {
 	e     *Engine
 	ms    []Message
 	qs    []*queue // ms[i]'s queue; nil when every message goes to the default queue
+	of    *Message // the published message, when ms are its copies
 	ids   []ID
 	slots []uint32      // claimed records of messages to add, in order
 	kss   []*keyState   // keys admitted for messages not yet claimed
@@ -99,13 +106,10 @@ func (b *batchIntake) try(ctx context.Context) (_ []ID, again bool, _ error) {
 		return nil, again, err
 	}
 	if e.log != nil && len(b.slots) > 0 {
-		recs := make([]wal.Record, len(b.slots))
-		for i, slot := range b.slots {
-			r := e.slab.at(slot)
-			r.commit(e.counts)
-			enqueueRecord(&recs[i], r, r.id.Load())
+		for _, slot := range b.slots {
+			e.slab.at(slot).commit(e.counts)
 		}
-		if err := e.log.AppendBatch(recs); err != nil {
+		if err := e.log.AppendBatch(b.records()); err != nil {
 			for _, slot := range b.slots {
 				e.slab.at(slot).uncommit()
 			}
@@ -134,6 +138,23 @@ func (b *batchIntake) try(ctx context.Context) (_ []ID, again bool, _ error) {
 		return b.ids, false, fmt.Errorf("%d of %d messages: %w", dups, len(b.ms), ErrDuplicate)
 	}
 	return b.ids, false, nil
+}
+
+// records returns the log records of the claimed messages: one enqueue
+// record each, or the one record of a Publish's copies.
+func (b *batchIntake) records() []wal.Record {
+	e := b.e
+	if b.of != nil && len(b.slots) > 1 {
+		recs := make([]wal.Record, 1)
+		e.publishRecord(&recs[0], b.slots, b.of.DedupID)
+		return recs
+	}
+	recs := make([]wal.Record, len(b.slots))
+	for i, slot := range b.slots {
+		r := e.slab.at(slot)
+		enqueueRecord(&recs[i], r, r.id.Load())
+	}
+	return recs
 }
 
 // batchQueues resolves each message's queue (declaring those not declared
@@ -257,8 +278,15 @@ func (b *batchIntake) claim(ctx context.Context) (again bool, err error) {
 	for i := range b.ms {
 		m := &b.ms[i]
 		ks := b.kss[i]
-		now := e.now()
-		slot, id, err := e.claim(now, m, b.queue(i), ks)
+		var slot uint32
+		var id uint64
+		if b.of != nil && len(b.slots) > 0 {
+			// A Publish's copies are one record, with one Time: each
+			// copy counts its Delay and TTL from the first's.
+			slot, id, err = e.claim(e.slab.at(b.slots[0]).enqueuedAt, exactly, m, b.queue(i), ks)
+		} else {
+			slot, id, err = e.claim(e.now(), nowOrPrecise, m, b.queue(i), ks)
+		}
 		b.kss[i] = nil // the record carries it from here (unclaim unenters it)
 		if err == errQueueGone {
 			ks.unenter()
@@ -276,6 +304,7 @@ func (b *batchIntake) claim(ctx context.Context) (again bool, err error) {
 			}
 			return true, nil
 		}
+		now := e.slab.at(slot).enqueuedAt
 		b.now = now
 		if e.dedups(m) {
 			if e.log != nil && b.mine == nil {

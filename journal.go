@@ -111,6 +111,8 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 			return
 		}
 		e.applyEnqueue(rs, r, slot, m)
+	case wal.KindPublish:
+		e.applyPublish(rs, r)
 	case wal.KindQueue:
 		e.applyQueue(rs, r)
 	case wal.KindQueuePause:

@@ -68,3 +68,45 @@ func (e *Engine) applyQueue(rs *replayState, r *wal.Record) {
 	}
 	e.declareReplayed(num, name, o)
 }
+
+// --- KindPublish: the copies of one Publish, in one record.
+
+// publishRecord fills dst with the one record of a Publish whose copies
+// are the claimed records in slots (in order of ID): the message's fields
+// once, as the first copy's enqueue record has them (every copy has the
+// same Time), the DedupID given to Publish (each copy's is it + "/" + its
+// queue's name), and each copy's queue and ID. The caller owns the
+// records.
+func (e *Engine) publishRecord(dst *wal.Record, slots []uint32, dedupID string) {
+	first := e.slab.at(slots[0])
+	enqueueRecord(dst, first, first.id.Load())
+	dst.Kind, dst.Queue, dst.DedupID = wal.KindPublish, 0, dedupID
+	dst.Copies = make([]wal.Copy, len(slots))
+	for i, slot := range slots {
+		r := e.slab.at(slot)
+		dst.Copies[i] = wal.Copy{Queue: uint32(r.queue), ID: r.id.Load()}
+	}
+}
+
+// applyPublish replays a Publish as the enqueue record of each copy.
+func (e *Engine) applyPublish(rs *replayState, r *wal.Record) {
+	one := *r
+	one.Kind, one.Copies = wal.KindEnqueue, nil
+	for _, c := range r.Copies {
+		one.ID, one.Queue = c.ID, c.Queue
+		if r.DedupID != "" {
+			q := &e.q0
+			if c.Queue != 0 {
+				if q = e.queues.at(uint16(c.Queue)); q == nil {
+					e.apply(rs, &one) // refused there: a queue the log never declared
+					return
+				}
+			}
+			one.DedupID = r.DedupID + "/" + q.name
+		}
+		e.apply(rs, &one)
+		if rs.err != nil {
+			return
+		}
+	}
+}

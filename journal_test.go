@@ -62,6 +62,13 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 		enqueueRecord(&out, &r, id)
 		return out
 	}
+	// publish is the record of a Publish whose copies went to the default
+	// queue and to queue 7.
+	publish := func() wal.Record {
+		out := enqueue()
+		out.Kind, out.Copies = wal.KindPublish, []wal.Copy{{Queue: 0, ID: id}, {Queue: 7, ID: id + 1}}
+		return out
+	}
 	fail := dlq.Failure{At: time.Unix(0, t0+10), Category: classify.Transient, Error: "503"}
 	dead := deadLetterRecord(id, dlq.Failure{At: time.Unix(0, t0+20), Category: classify.Permanent, Error: "400"}, 2, "")
 
@@ -105,6 +112,25 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 			first, dup := e.dedup.lookup(m.DedupID, t0, int64(time.Hour))
 			assert.True(t, dup, "the DedupID is indexed")
 			assert.Equal(t, id, first)
+		}},
+		{wal.KindPublish, []wal.Record{mustQueueRecord(t, 7, "emails", QueueOptions{})}, publish(), func(t *testing.T, e *Engine, rs *replayState) {
+			for i, c := range []struct {
+				queue   uint16
+				dedupID string
+			}{{0, m.DedupID + "/"}, {7, m.DedupID + "/emails"}} {
+				slot, r := rs.get(id + uint64(i))
+				require.NotNil(t, r, "copy %d is live", i)
+				assert.Equal(t, c.queue, r.queue)
+				want := m
+				want.DedupID = c.dedupID
+				assert.Equal(t, want, r.message(), "copy %d has every field of the message", i)
+				assert.Equal(t, t0, r.enqueuedAt)
+				assert.Equal(t, stDelayed, rs.state(slot))
+				first, dup := e.dedup.lookup(c.dedupID, t0, int64(time.Hour))
+				assert.True(t, dup, "copy %d's DedupID is indexed", i)
+				assert.Equal(t, id+uint64(i), first)
+			}
+			assert.Equal(t, id+1, rs.maxID, "every copy's ID is taken")
 		}},
 		{wal.KindQueue, nil, mustQueueRecord(t, 7, "emails", QueueOptions{MaxMessages: 3, LeaseTimeout: time.Minute,
 			Policies: map[classify.Category]classify.RetryPolicy{classify.Transient: {MaxAttempts: 2}}}), func(t *testing.T, e *Engine, rs *replayState) {
@@ -232,16 +258,7 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 			c.check(t, e, rs)
 		})
 	}
-	// The queue kinds (issue #26) exist in the log format; the engine
-	// neither writes nor replays them yet (stage 1b of the queues design
-	// adds them to wal only). Each must gain a case here when it does.
-	notYet := map[wal.Kind]bool{
-		wal.KindPublish: true}
 	for k := wal.KindEnqueue; k.Valid(); k++ {
-		if notYet[k] {
-			assert.False(t, covered[k], "record kind %v has a case now: take it out of notYet", k)
-			continue
-		}
 		assert.True(t, covered[k], "record kind %v has no round-trip case", k)
 	}
 }

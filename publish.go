@@ -11,8 +11,8 @@ import (
 // are built so: one queue per group, competing consumers inside it.
 
 // Publish puts one copy of m into every queue bound to topic
-// (QueueOptions.Topics), all or none: the copies are logged in one batch,
-// which a crash keeps whole or drops whole. Each copy has its own ID (the
+// (QueueOptions.Topics), all or none: the copies are logged in one
+// record, which a crash keeps whole or drops whole. Each copy has its own ID (the
 // IDs are returned in the order of the queues' names), attempts and
 // fate. m.Queue must be "". A topic no queue binds gets no copy, no ID
 // and no error, and is counted (Stats.UnroutedPublishes). A bound queue at
@@ -47,7 +47,7 @@ func (e *Engine) Publish(ctx context.Context, topic string, m Message) ([]ID, er
 			copies[i].DedupID = m.DedupID + "/" + q.name
 		}
 	}
-	ids, err := e.EnqueueBatch(ctx, copies)
+	ids, err := e.enqueueBatch(ctx, copies, &m)
 	if err == nil || errors.Is(err, ErrDuplicate) {
 		e.ctr.published.Add(1)
 	}

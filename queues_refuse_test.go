@@ -19,7 +19,9 @@ func TestLogRecordsTheEngineCannotApplyAreRefused(t *testing.T) {
 		want error
 	}{
 		"message of an undeclared queue": {wal.Record{Kind: wal.KindEnqueue, ID: 1, Queue: 1, Time: 1, Payload: []byte("x")}, wal.ErrCorrupt},
-		"a kind not handled":             {wal.Record{Kind: wal.KindQueueDelete, Queue: 1, Key: "emails", Time: 1}, ringwal.ErrVersion},
+		"publish copy in an undeclared queue": {wal.Record{Kind: wal.KindPublish, ID: 1, Time: 1, DedupID: "d",
+			Copies: []wal.Copy{{Queue: 0, ID: 1}, {Queue: 1, ID: 2}}}, wal.ErrCorrupt},
+		"a kind not handled": {wal.Record{Kind: wal.KindQueueDelete, Queue: 1, Key: "emails", Time: 1}, ringwal.ErrVersion},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()

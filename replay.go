@@ -366,13 +366,17 @@ func (rs *replayState) newPreparer() func(r *wal.Record) {
 }
 
 func (rs *replayState) prepareRecord(r *wal.Record, arena *payloadArena) {
-	if r.Kind != wal.KindEnqueue {
+	if r.Kind != wal.KindEnqueue && r.Kind != wal.KindPublish {
 		return
 	}
 	if r.Payload != nil {
-		r.Payload = arena.clone(r.Payload)
+		r.Payload = arena.clone(r.Payload) // a Publish's copies share it
 	}
-	rs.ahead.Load().prepare(r.ID)
+	ahead := rs.ahead.Load()
+	ahead.prepare(r.ID)
+	for _, c := range r.Copies {
+		ahead.prepare(c.ID)
+	}
 }
 
 // replay rebuilds the engine's state from the newest snapshot and the log

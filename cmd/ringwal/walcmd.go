@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -203,7 +204,9 @@ takes no lock and changes nothing.
 
 Fields: index, kind, id, time, then what the kind carries: priority, key,
 dedup_id, headers, payload (text) or payload_base64, not_before, deadline,
-expires_at, max_attempts, attempt, until, category, text, crashes.`,
+expires_at, max_attempts, attempt, until, category, text, crashes, queue
+(a named queue's number; a queue record's key is its name) and copies (a
+publish record's copies: each one's queue number and ID).`,
 		Example: "  ringwal wal dump DIR | head\n  ringwal wal dump --kind deadletter --kind redrive DIR\n  ringwal wal dump --id 42 DIR",
 		Args:    cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
@@ -236,7 +239,7 @@ expires_at, max_attempts, attempt, until, category, text, crashes.`,
 				if len(want) > 0 && !want[r.Kind] {
 					return nil
 				}
-				if len(wantID) > 0 && !wantID[r.ID] {
+				if len(wantID) > 0 && !wantID[r.ID] && !slices.ContainsFunc(r.Copies, func(c wal.Copy) bool { return wantID[c.ID] }) {
 					return nil
 				}
 				return enc.Encode(recordJSON(index, r))
@@ -250,9 +253,18 @@ expires_at, max_attempts, attempt, until, category, text, crashes.`,
 			return nil
 		}),
 	}
-	cmd.Flags().StringSliceVar(&kinds, "kind", nil, "only records of this kind (repeatable): enqueue, lease, extend, ack, nack, deadletter, redrive, review, purge, requeue, failure, dedup, checkpoint")
-	cmd.Flags().StringSliceVar(&ids, "id", nil, "only records of this message ID (repeatable)")
+	cmd.Flags().StringSliceVar(&kinds, "kind", nil, "only records of this kind (repeatable): "+kindList())
+	cmd.Flags().StringSliceVar(&ids, "id", nil, "only records of this message ID (repeatable; a publish record shows for each of its copies)")
 	return cmd
+}
+
+// kindList names every record kind, for --kind's help.
+func kindList() string {
+	var names []string
+	for k := wal.Kind(1); k.Valid(); k++ {
+		names = append(names, k.String())
+	}
+	return strings.Join(names, ", ")
 }
 
 // normalizeKind makes kind names comparable: "deadletter", "dead_letter"
@@ -282,6 +294,14 @@ type walRecordJSON struct {
 	Category      string            `json:"category,omitempty"`
 	Text          string            `json:"text,omitempty"`
 	Crashes       int32             `json:"crashes,omitempty"`
+	Queue         uint32            `json:"queue,omitempty"`
+	Copies        []walCopyJSON     `json:"copies,omitempty"`
+}
+
+// walCopyJSON is one copy of a dumped publish record.
+type walCopyJSON struct {
+	Queue uint32 `json:"queue"`
+	ID    uint64 `json:"id"`
 }
 
 // recordJSON converts a log record to its JSON form.
@@ -290,9 +310,13 @@ func recordJSON(index uint64, r *wal.Record) walRecordJSON {
 		Index: index, Kind: r.Kind.String(), ID: r.ID, Time: time.Unix(0, r.Time).UTC(),
 		Key: r.Key, DedupID: r.DedupID, MaxAttempts: r.MaxAttempts, Attempt: r.Attempt, Text: r.Text, Crashes: r.Crashes,
 		NotBefore: optTime(r.NotBefore), Deadline: optTime(r.Deadline), ExpiresAt: optTime(r.ExpiresAt), Until: optTime(r.Until),
+		Queue: r.Queue,
+	}
+	for _, c := range r.Copies {
+		j.Copies = append(j.Copies, walCopyJSON{Queue: c.Queue, ID: c.ID})
 	}
 	switch r.Kind {
-	case wal.KindEnqueue:
+	case wal.KindEnqueue, wal.KindPublish:
 		j.Priority = ringwal.Priority(r.Priority).String()
 		if text, ok := payloadText(r.Payload); ok {
 			j.Payload = &text

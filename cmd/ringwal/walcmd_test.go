@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringwal/ringwal"
 )
 
 // lastSegment returns the path and size of the log's last segment file.
@@ -111,4 +114,32 @@ func TestWALDump(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(only), "\n")
 	require.Len(t, lines, 1, only)
 	assert.Contains(t, lines[0], `"kind":"deadletter"`)
+}
+
+func TestWALDumpShowsQueuesAndPublishCopies(t *testing.T) {
+	dir := t.TempDir()
+	e, err := ringwal.Open(dir, ringwal.Options{Queues: map[string]ringwal.QueueOptions{
+		"audit": {Topics: []string{"orders"}}, "billing": {Topics: []string{"orders"}}}})
+	require.NoError(t, err)
+	ids, err := e.Publish(context.Background(), "orders", ringwal.Message{Payload: []byte("order-1")})
+	require.NoError(t, err)
+	require.Len(t, ids, 2)
+	require.NoError(t, e.Close())
+
+	out := ok(t, "wal", "dump", "--kind", "publish", "--id", fmt.Sprint(ids[1]), dir)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 1, out)
+	var r walRecordJSON
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &r))
+	assert.Equal(t, "publish", r.Kind)
+	require.NotNil(t, r.Payload)
+	assert.Equal(t, "order-1", *r.Payload)
+	require.Len(t, r.Copies, 2)
+	assert.Equal(t, uint64(ids[0]), r.Copies[0].ID)
+	assert.Equal(t, uint64(ids[1]), r.Copies[1].ID)
+	assert.NotEqual(t, r.Copies[0].Queue, r.Copies[1].Queue, "each copy names its queue's number")
+
+	queues := ok(t, "wal", "dump", "--kind", "queue", dir)
+	assert.Contains(t, queues, `"key":"audit"`)
+	assert.Contains(t, queues, `"queue":`+fmt.Sprint(r.Copies[0].Queue))
 }
