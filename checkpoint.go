@@ -19,7 +19,11 @@ func (e *Engine) Checkpoint() error {
 	if e.log == nil {
 		return nil
 	}
+	// Deleted queues' numbers retired before the snapshot begins are in
+	// none of its records: once it is in place they may be given again.
+	retired := e.queues.takeRetired()
 	_, err := e.log.Checkpoint(e.snapshot)
+	e.queues.releaseRetired(retired, err == nil)
 	if err != nil {
 		return fmt.Errorf("ringwal: checkpoint: %w", err)
 	}

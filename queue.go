@@ -251,6 +251,11 @@ type queueTable struct {
 	byName sync.Map // string -> *queue
 	next   uint16   // the last number given
 	n      int      // declared named queues
+	// retired: numbers of queues deleted since the last checkpoint began,
+	// not given again until one completes (queue_delete.go).
+	retired []uint16
+	// releasing counts the retired numbers a running checkpoint will free.
+	releasing int
 	// q0Declared: the default queue was declared with options (its
 	// declaration is logged and carried by snapshots).
 	q0Declared bool
@@ -333,6 +338,24 @@ func (e *Engine) DeclareQueue(name string, o QueueOptions) error {
 
 // declare creates or (update) updates the queue called name.
 func (e *Engine) declare(name string, o QueueOptions, update bool) (*queue, error) {
+	q, err := e.declareOnce(name, o, update)
+	// Every number is taken, some by deleted queues: a checkpoint frees
+	// those (queue_delete.go). Declarations racing for them may take them
+	// first; this one tries again after each checkpoint, up to 64. Rare:
+	// it needs 65,535 queues declared.
+	for tries := 0; err == errNumbersRetired; tries++ {
+		if tries == 64 {
+			return nil, fmt.Errorf("%w: queue %q: all %d queue numbers are in use", ErrFull, name, wal.MaxQueue)
+		}
+		if err := e.Checkpoint(); err != nil {
+			return nil, fmt.Errorf("ringwal: queue %q: freeing deleted queues' numbers: %w", name, err)
+		}
+		q, err = e.declareOnce(name, o, update)
+	}
+	return q, err
+}
+
+func (e *Engine) declareOnce(name string, o QueueOptions, update bool) (*queue, error) {
 	if name != "" {
 		if err := validQueueName(name); err != nil {
 			return nil, err
@@ -361,12 +384,12 @@ func (e *Engine) declare(name string, o QueueOptions, update bool) (*queue, erro
 		if t.n >= e.opts.MaxQueues {
 			return nil, fmt.Errorf("%w: queue %q: MaxQueues %d declared", ErrFull, name, e.opts.MaxQueues)
 		}
-		num = t.next + 1
-		for tries := 0; t.at(num) != nil || num == 0; tries++ {
-			if tries > wal.MaxQueue {
-				return nil, fmt.Errorf("%w: queue %q: every queue number has been used (a deleted queue's is not given again)", ErrFull, name)
+		var ok bool
+		if num, ok = t.number(); !ok {
+			if len(t.retired) > 0 || t.releasing > 0 {
+				return nil, errNumbersRetired
 			}
-			num++
+			return nil, fmt.Errorf("%w: queue %q: all %d queue numbers are in use", ErrFull, name, wal.MaxQueue)
 		}
 	}
 	// Durable before visible: once a message can name the number, the
@@ -390,7 +413,9 @@ func (e *Engine) applyDeclaration(num uint16, name string, o QueueOptions) *queu
 		q = &e.q0
 		t.q0Declared = true
 	}
-	if q == nil {
+	if q == nil || q.state.Load() == queueDeleted {
+		// A number given again after its queue's deletion (replaying a
+		// log that holds both): a new queue.
 		q = e.newQueue(num, name, o)
 		t.next, t.n = max(t.next, num), t.n+1
 		return q
@@ -592,77 +617,4 @@ func (e *Engine) queueAgain(ctx context.Context, name string) (*queue, error) {
 			return nil, err
 		}
 	}
-}
-
-// DeleteQueue deletes the named queue: its declaration, options, pause
-// and counts go, and a later message to that name declares it afresh.
-// It refuses, with an error wrapping ErrInvalid that says how many,
-// while the queue holds live messages or dead letters (cancel, drain or
-// purge them first); the default queue cannot be deleted (ErrInvalid),
-// an undeclared name is ErrNotFound. Its consumers (Dequeue, Run) return
-// an error wrapping ErrNotFound. It is logged and survives a restart.
-// Safe for concurrent use.
-func (e *Engine) DeleteQueue(name string) error {
-	if err := e.usable(); err != nil {
-		return err
-	}
-	if name == "" {
-		return invalidf("the default queue cannot be deleted")
-	}
-	// No Redrive moves a dead letter back into a queue while it is checked.
-	e.redriveMu.Lock()
-	defer e.redriveMu.Unlock()
-	t := &e.queues
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	v, ok := t.byName.Load(name)
-	if !ok {
-		return notFoundQueue(name)
-	}
-	q := v.(*queue)
-	q.state.Store(queueDeleting)
-	live, dead := q.live.Load(), e.dead.QueueLen(name)
-	if live != 0 || dead != 0 {
-		q.state.Store(queueDeclared)
-		return invalidf("queue %q holds %d live messages and %d dead letters", name, live, dead)
-	}
-	if e.log != nil {
-		rec := wal.Record{Kind: wal.KindQueueDelete, Queue: uint32(q.num), Key: name, Time: e.preciseNow()}
-		if err := e.log.Append(&rec); err != nil {
-			q.state.Store(queueDeclared)
-			return fmt.Errorf("ringwal: deleting queue %q: %w", name, mapWALError(err))
-		}
-	}
-	e.forget(q)
-	return nil
-}
-
-// forget removes a deleted queue from the registry and wakes its
-// sleepers, which find it deleted. Its number is not given again (a
-// replay must never map one number to two queues); t.mu held.
-func (e *Engine) forget(q *queue) {
-	q.state.Store(queueDeleted)
-	e.queues.rebind(q, q.eff.Load().topics, nil)
-	g := &e.queues.gone
-	g.Enqueued += q.enqueued.Load()
-	g.Acked += q.acked.Load()
-	g.DeadLettered += q.deadLettered.Load()
-	e.queues.byName.Delete(q.name)
-	e.queues.n--
-	if rt := q.rt.Load(); rt != nil {
-		rt.ready.signal()
-	}
-	q.space.signal()
-}
-
-// applyQueueDelete replays a deletion.
-func (e *Engine) applyQueueDelete(rs *replayState, r *wal.Record) {
-	q := e.queues.at(uint16(r.Queue))
-	if q == nil || r.Queue == 0 {
-		rs.refuse(r)
-		return
-	}
-	e.queues.mu.Lock()
-	defer e.queues.mu.Unlock()
-	e.forget(q)
 }

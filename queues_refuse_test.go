@@ -21,7 +21,7 @@ func TestLogRecordsTheEngineCannotApplyAreRefused(t *testing.T) {
 		"message of an undeclared queue": {wal.Record{Kind: wal.KindEnqueue, ID: 1, Queue: 1, Time: 1, Payload: []byte("x")}, wal.ErrCorrupt},
 		"publish copy in an undeclared queue": {wal.Record{Kind: wal.KindPublish, ID: 1, Time: 1, DedupID: "d",
 			Copies: []wal.Copy{{Queue: 0, ID: 1}, {Queue: 1, ID: 2}}}, wal.ErrCorrupt},
-		"a kind not handled": {wal.Record{Kind: wal.KindQueueDelete, Queue: 1, Key: "emails", Time: 1}, ringwal.ErrVersion},
+		"deletion of the default queue": {wal.Record{Kind: wal.KindQueueDelete, Time: 1}, wal.ErrCorrupt},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -35,6 +35,45 @@ func TestLogRecordsTheEngineCannotApplyAreRefused(t *testing.T) {
 
 			_, err = ringwal.Open(dir, ringwal.Options{})
 			assert.ErrorIs(t, err, tc.want)
+		})
+	}
+}
+
+// A deletion record can follow a snapshot that no longer holds its queue
+// (a checkpoint began between DeleteQueue's record and its batch): replay
+// ignores it, and the number may name another queue by then.
+func TestDeletionTheSnapshotAlreadyHoldsIsIgnored(t *testing.T) {
+	for name, recs := range map[string][]wal.Record{
+		"no such queue": {{Kind: wal.KindQueueDelete, Queue: 1, Key: "emails", Time: 1}},
+		"the number names another queue": {
+			{Kind: wal.KindQueue, Queue: 1, Key: "webhooks", Time: 1},
+			{Kind: wal.KindQueueDelete, Queue: 1, Key: "emails", Time: 2},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			l, err := wal.Open(dir, wal.Options{})
+			require.NoError(t, err)
+			_, err = l.Replay(func(*wal.Record) error { return nil })
+			require.NoError(t, err)
+			require.NoError(t, l.RequireFormat(2))
+			for i := range recs {
+				require.NoError(t, l.Append(&recs[i]))
+			}
+			require.NoError(t, l.Close())
+
+			e, err := ringwal.Open(dir, ringwal.Options{})
+			require.NoError(t, err)
+			defer e.Close()
+			var names []string
+			for _, q := range e.Queues() {
+				names = append(names, q.Name)
+			}
+			if len(recs) == 2 {
+				assert.Equal(t, []string{"", "webhooks"}, names, "the other queue keeps the number")
+			} else {
+				assert.Equal(t, []string{""}, names)
+			}
 		})
 	}
 }
