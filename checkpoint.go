@@ -54,6 +54,9 @@ func (e *Engine) snapshot(emit func(*wal.Record) error) error {
 	if err := e.snapshotQueuePauses(now, emit); err != nil {
 		return err
 	}
+	if err := e.emitSchedules(now, emit); err != nil {
+		return err
+	}
 	var lr liveRecords
 	for slot := 0; slot < e.slab.size(); slot++ {
 		r := e.slab.lookup(uint32(slot))

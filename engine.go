@@ -64,6 +64,11 @@ type Engine struct {
 	lastSettleWarn atomic.Int64 // unix ns of the last settle-failure warning
 	leaseKey       leaseKey     // folded into this engine's leases (leasetag.go)
 
+	// scheds: the schedules (schedule.go); openedAt: when Open finished
+	// replaying, which tells ticks missed while closed from late ones.
+	scheds   scheduleTable
+	openedAt int64
+
 	// The named queues: last, so that their 2 KiB of chunk pointers keep
 	// no hot field of the default queue's path apart from the others.
 	queues queueTable
@@ -162,6 +167,8 @@ func Open(dir string, o Options) (*Engine, error) {
 		e.openFailed()
 		return nil, err
 	}
+	e.openedAt = e.preciseNow()
+	e.armSchedules(e.openedAt)
 	e.recovered.duration = o.Clock.Now().Sub(start)
 	e.hk.start()
 	if e.log != nil {
@@ -234,6 +241,7 @@ func (e *Engine) Close() error {
 
 	e.closed.Store(true)
 	e.hk.stop()
+	e.stopSchedules()
 	if e.coarse != nil {
 		e.coarse.close()
 	}

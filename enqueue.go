@@ -53,17 +53,19 @@ func (e *Engine) validate(m *Message) error {
 // or DedupID over 4096 bytes, a Deadline, Delay or TTL out of range: see
 // Message) returns ErrInvalid. Safe for concurrent use.
 func (e *Engine) Enqueue(ctx context.Context, m Message) (ID, error) {
-	return e.enqueue(ctx, m, true)
+	return e.enqueue(ctx, m, true, nil)
 }
 
 // TryEnqueue is Enqueue that returns ErrFull instead of waiting for space.
 // (It still waits for the log as the durability mode promises.) Safe for
 // concurrent use.
 func (e *Engine) TryEnqueue(m Message) (ID, error) {
-	return e.enqueue(context.Background(), m, false)
+	return e.enqueue(context.Background(), m, false, nil)
 }
 
-func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) {
+// enqueue is Enqueue (wait) or TryEnqueue; tick, when set, is the
+// schedule run m is: its record is that run's (journal_schedule.go).
+func (e *Engine) enqueue(ctx context.Context, m Message, wait bool, tick *scheduleTick) (ID, error) {
 	if err := e.intake(); err != nil {
 		return 0, err
 	}
@@ -79,7 +81,7 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 		q.run() // set up before a record of its queue exists (runOf)
 	}
 	for {
-		id, again, err := e.enqueueOnce(ctx, &m, q, wait)
+		id, again, err := e.enqueueOnce(ctx, &m, q, wait, tick)
 		if errors.Is(err, errQueueGone) {
 			if q, err = e.queueAgain(ctx, m.Queue); err != nil {
 				return 0, err
@@ -95,7 +97,7 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 // enqueueOnce is one try of enqueue. again reports that m's DedupID was
 // being logged by another enqueue when m reserved it: the claim is given
 // back, and the next try waits for that enqueue before it claims again.
-func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait bool) (_ ID, again bool, _ error) {
+func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait bool, tick *scheduleTick) (_ ID, again bool, _ error) {
 	dedup := e.dedups(m)
 	if dedup && e.log != nil {
 		// Nothing is held yet: wait here for a first enqueue of this
@@ -144,6 +146,9 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait boo
 		r.commit(e.counts)
 		var rec wal.Record
 		enqueueRecord(&rec, r, id)
+		if tick != nil {
+			tick.stamp(&rec)
+		}
 		if err := e.log.Append(&rec); err != nil {
 			e.abortClaim(slot, mine)
 			return 0, false, fmt.Errorf("ringwal: enqueue: %w", mapWALError(err))

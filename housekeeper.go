@@ -31,6 +31,7 @@ const (
 	timerMaxHold                      // a held message reached its key's MaxHold
 	timerResumeAll                    // a Pause of all delivery ended
 	timerQueueResume                  // a queue's Pause ended (ID: the queue's number)
+	timerSchedule                     // a schedule's tick is due (ID: the schedule's id, Gen: its generation)
 )
 
 const (
@@ -136,6 +137,8 @@ func (h *housekeeper) fire(at time.Time, en sched.Entry) {
 		e.endPauseAll(now)
 	case timerQueueResume:
 		e.endQueuePause(uint16(en.ID), now)
+	case timerSchedule:
+		e.scheduleDue(en)
 	}
 }
 

@@ -113,6 +113,12 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 		e.applyEnqueue(rs, r, slot, m)
 	case wal.KindPublish:
 		e.applyPublish(rs, r)
+	case wal.KindSchedule:
+		e.applySchedule(rs, r)
+	case wal.KindScheduleRemove:
+		e.applyScheduleRemove(r)
+	case wal.KindScheduleTick:
+		e.applyScheduleTick(rs, r)
 	case wal.KindQueue:
 		e.applyQueue(rs, r)
 	case wal.KindQueuePause:

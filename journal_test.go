@@ -69,6 +69,18 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 		out.Kind, out.Copies = wal.KindPublish, []wal.Copy{{Queue: 0, ID: id}, {Queue: 7, ID: id + 1}}
 		return out
 	}
+	// nightly is a schedule's record; tick its run's.
+	nightly := func() wal.Record {
+		r, err := scheduleRecord(&schedule{s: Schedule{Name: "nightly", Spec: "@daily", CatchUp: CatchUpAll,
+			Message: Message{Payload: []byte("report")}}, anchor: t0 - 10, from: t0 - 10, last: t0 - 5, runs: 3}, t0)
+		require.NoError(t, err)
+		return r
+	}
+	tick := func() wal.Record {
+		out := enqueue()
+		(&scheduleTick{name: "nightly", at: t0 + 100}).stamp(&out)
+		return out
+	}
 	fail := dlq.Failure{At: time.Unix(0, t0+10), Category: classify.Transient, Error: "503"}
 	dead := deadLetterRecord(id, dlq.Failure{At: time.Unix(0, t0+20), Category: classify.Permanent, Error: "400"}, 2, "")
 
@@ -131,6 +143,28 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 				assert.Equal(t, id+uint64(i), first)
 			}
 			assert.Equal(t, id+1, rs.maxID, "every copy's ID is taken")
+		}},
+		{wal.KindSchedule, nil, nightly(), func(t *testing.T, e *Engine, rs *replayState) {
+			s := e.scheds.lookup("nightly")
+			require.NotNil(t, s)
+			assert.Equal(t, "@daily", s.s.Spec)
+			assert.Equal(t, "report", string(s.s.Message.Payload))
+			assert.Equal(t, CatchUpAll, s.s.CatchUp)
+			assert.Equal(t, t0-5, s.last)
+			assert.EqualValues(t, 3, s.runs)
+			assert.False(t, s.broken)
+		}},
+		{wal.KindScheduleRemove, []wal.Record{nightly()}, wal.Record{Kind: wal.KindScheduleRemove, Key: "nightly", Time: t0}, func(t *testing.T, e *Engine, rs *replayState) {
+			assert.Nil(t, e.scheds.lookup("nightly"))
+		}},
+		{wal.KindScheduleTick, []wal.Record{nightly()}, tick(), func(t *testing.T, e *Engine, rs *replayState) {
+			got := live(t, rs)
+			assert.Equal(t, m, got.message(), "the run's message")
+			assert.Equal(t, stDelayed, got.state, "its Delay, not the tick, makes it delayed")
+			s := e.scheds.lookup("nightly")
+			assert.Equal(t, t0+100, s.last)
+			assert.EqualValues(t, id, s.lastID)
+			assert.EqualValues(t, 4, s.runs)
 		}},
 		{wal.KindQueue, nil, mustQueueRecord(t, 7, "emails", QueueOptions{MaxMessages: 3, LeaseTimeout: time.Minute,
 			Policies: map[classify.Category]classify.RetryPolicy{classify.Transient: {MaxAttempts: 2}}}), func(t *testing.T, e *Engine, rs *replayState) {

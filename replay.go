@@ -366,7 +366,13 @@ func (rs *replayState) newPreparer() func(r *wal.Record) {
 }
 
 func (rs *replayState) prepareRecord(r *wal.Record, arena *payloadArena) {
-	if r.Kind != wal.KindEnqueue && r.Kind != wal.KindPublish {
+	switch r.Kind {
+	case wal.KindEnqueue, wal.KindPublish:
+	case wal.KindScheduleTick:
+		if r.ID == 0 {
+			return
+		}
+	default:
 		return
 	}
 	if r.Payload != nil {

@@ -43,7 +43,12 @@ const (
 	KindQueueDelete // Queue deleted, its number retired: Queue, Key = its name, Time
 	KindPublish     // one message into several queues: its fields as KindEnqueue's, once; ID = the first copy's ID; Copies = every copy's queue and ID
 
-	kindMax = KindPublish
+	// Schedules (issue #27; format version 2, as the queue kinds).
+	KindSchedule       // schedule added or changed (the last one per name wins): Key = its name, Time, Text = it and its state as JSON
+	KindScheduleRemove // schedule Key removed, Time
+	KindScheduleTick   // a schedule's tick handled: Text = the schedule's name, Until = the tick (0: a run TriggerSchedule asked for); ID = the run's message, with its fields and Queue as KindEnqueue's, or 0 when Attempt ticks were skipped
+
+	kindMax = KindScheduleTick
 )
 
 var kindNames = [...]string{
@@ -54,6 +59,7 @@ var kindNames = [...]string{
 	KindPause: "pause", KindResume: "resume", KindCancel: "cancel",
 	KindQueue: "queue", KindQueuePause: "queuepause", KindQueueResume: "queueresume",
 	KindQueueDelete: "queuedelete", KindPublish: "publish",
+	KindSchedule: "schedule", KindScheduleRemove: "scheduleremove", KindScheduleTick: "scheduletick",
 }
 
 // String returns the kind's lower-case name.

@@ -155,7 +155,8 @@ func TestCheckQueuesRefusesUndecodableRecords(t *testing.T) {
 
 func TestNewKindsHaveNames(t *testing.T) {
 	want := map[Kind]string{KindQueue: "queue", KindQueuePause: "queuepause", KindQueueResume: "queueresume",
-		KindQueueDelete: "queuedelete", KindPublish: "publish"}
+		KindQueueDelete: "queuedelete", KindPublish: "publish",
+		KindSchedule: "schedule", KindScheduleRemove: "scheduleremove", KindScheduleTick: "scheduletick"}
 	for k, name := range want {
 		assert.True(t, k.Valid())
 		assert.Equal(t, name, k.String())
@@ -164,7 +165,8 @@ func TestNewKindsHaveNames(t *testing.T) {
 	assert.EqualValues(t, 16, KindCancel)
 	assert.EqualValues(t, 17, KindQueue)
 	assert.EqualValues(t, 21, KindPublish)
-	assert.Equal(t, KindPublish, kindMax)
+	assert.EqualValues(t, 24, KindScheduleTick)
+	assert.Equal(t, KindScheduleTick, kindMax)
 	assert.False(t, (kindMax + 1).Valid())
-	assert.Equal(t, "kind(22)", (kindMax + 1).String())
+	assert.Equal(t, "kind(25)", (kindMax + 1).String())
 }

@@ -53,6 +53,11 @@ func sampleRecords() []Record {
 			Copies: []Copy{{Queue: 0, ID: 20}, {Queue: 7, ID: 21}, {Queue: MaxQueue, ID: 1 << 40}}},
 		{Kind: KindPublish, ID: math.MaxUint64 - 1, Payload: []byte("x"),
 			Copies: []Copy{{Queue: 1, ID: math.MaxUint64 - 1}, {Queue: 2, ID: math.MaxUint64}, {Queue: 3, ID: math.MaxUint64}}},
+		// Schedules:
+		{Kind: KindSchedule, Key: "nightly", Time: t0, Text: `{"spec":"@daily"}`},
+		{Kind: KindScheduleRemove, Key: "nightly", Time: t0 + 1},
+		{Kind: KindScheduleTick, ID: 30, Queue: 7, Time: t0, Text: "nightly", Until: t0 - 5, Payload: []byte("report")},
+		{Kind: KindScheduleTick, Time: t0, Text: "nightly", Until: t0, Attempt: 12}, // 12 ticks skipped
 	}
 }
 

@@ -1,0 +1,175 @@
+package ringwal
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/ringwal/ringwal/wal"
+)
+
+// The log records of schedules: a schedule and its state (added, changed,
+// paused, resumed; and in snapshots), its removal, and each tick handled.
+
+// scheduleJSON is a schedule and its state as its record carries them.
+type scheduleJSON struct {
+	Spec       string        `json:"spec"`
+	Message    Message       `json:"message"`
+	Overlap    Overlap       `json:"overlap,omitempty"`
+	CatchUp    CatchUp       `json:"catch_up,omitempty"`
+	MaxCatchUp int           `json:"max_catch_up,omitempty"`
+	Jitter     time.Duration `json:"jitter,omitempty"`
+	Paused     bool          `json:"paused,omitempty"`
+	Anchor     int64         `json:"anchor"`
+	From       int64         `json:"from"`
+	Last       int64         `json:"last,omitempty"`
+	LastID     ID            `json:"last_id,omitempty"`
+	Runs       uint64        `json:"runs,omitempty"`
+	Skipped    uint64        `json:"skipped,omitempty"`
+	LastError  string        `json:"last_error,omitempty"`
+}
+
+// scheduleRecord is s's record as of now; s.mu held (or s not yet seen by
+// anyone else).
+func scheduleRecord(s *schedule, now int64) (wal.Record, error) {
+	b, err := json.Marshal(scheduleJSON{
+		Spec: s.s.Spec, Message: s.s.Message, Overlap: s.s.Overlap, CatchUp: s.s.CatchUp,
+		MaxCatchUp: s.s.MaxCatchUp, Jitter: s.s.Jitter, Paused: s.s.Paused,
+		Anchor: s.anchor, From: s.from, Last: s.last, LastID: s.lastID, Runs: s.runs, Skipped: s.skipped, LastError: s.lastErr,
+	})
+	if err != nil {
+		return wal.Record{}, fmt.Errorf("ringwal: schedule %q: %w", s.s.Name, err)
+	}
+	return wal.Record{Kind: wal.KindSchedule, Key: s.s.Name, Time: now, Text: string(b)}, nil
+}
+
+// logSchedule appends s's record and waits until it is as durable as the
+// mode promises (a memory-only engine logs nothing).
+func (e *Engine) logSchedule(s *schedule) error {
+	if e.log == nil {
+		return nil
+	}
+	if err := e.log.RequireFormat(2); err != nil {
+		return fmt.Errorf("ringwal: schedule %q: %w", s.s.Name, mapWALError(err))
+	}
+	rec, err := scheduleRecord(s, e.preciseNow())
+	if err != nil {
+		return err
+	}
+	if err := e.log.Append(&rec); err != nil {
+		return fmt.Errorf("ringwal: schedule %q: %w", s.s.Name, mapWALError(err))
+	}
+	return nil
+}
+
+func (e *Engine) logScheduleRemove(name string) error {
+	if e.log == nil {
+		return nil
+	}
+	rec := wal.Record{Kind: wal.KindScheduleRemove, Key: name, Time: e.preciseNow()}
+	if err := e.log.Append(&rec); err != nil {
+		return fmt.Errorf("ringwal: removing schedule %q: %w", name, mapWALError(err))
+	}
+	return nil
+}
+
+// scheduleTick marks an enqueue as a schedule's run: its record becomes
+// the tick's (stamp).
+type scheduleTick struct {
+	name string
+	at   int64 // the tick; 0: a run TriggerSchedule asked for
+}
+
+// stamp turns the run's enqueue record into the tick's record.
+func (t *scheduleTick) stamp(rec *wal.Record) {
+	rec.Kind, rec.Text, rec.Until = wal.KindScheduleTick, t.name, t.at
+}
+
+// logSkip appends the record of n ticks of schedule name skipped, the
+// latest at tick, and waits for it.
+func (e *Engine) logSkip(name string, tick int64, n uint64) error {
+	if e.log == nil {
+		return nil
+	}
+	rec := wal.Record{Kind: wal.KindScheduleTick, Text: name, Until: tick, Attempt: int32(min(n, 1<<31-1)), Time: e.preciseNow()}
+	if err := e.log.Append(&rec); err != nil {
+		return fmt.Errorf("ringwal: schedule %q: skipping ticks: %w", name, mapWALError(err))
+	}
+	return nil
+}
+
+// applySchedule replays a schedule's record: it replaces any of its name.
+// A spec this machine cannot parse (a zone it lacks) keeps the schedule,
+// which never ticks and says why.
+func (e *Engine) applySchedule(rs *replayState, r *wal.Record) {
+	var j scheduleJSON
+	if err := json.Unmarshal([]byte(r.Text), &j); err != nil {
+		if rs.err == nil {
+			rs.err = fmt.Errorf("%w: schedule %q: %v", wal.ErrCorrupt, r.Key, err)
+		}
+		return
+	}
+	s := &schedule{
+		s: Schedule{Name: r.Key, Spec: j.Spec, Message: j.Message, Overlap: j.Overlap, CatchUp: j.CatchUp,
+			MaxCatchUp: j.MaxCatchUp, Jitter: j.Jitter, Paused: j.Paused},
+		anchor: j.Anchor, from: j.From, last: j.Last, lastID: j.LastID, runs: j.Runs, skipped: j.Skipped, lastErr: j.LastError,
+	}
+	sp, err := parseSpec(j.Spec)
+	if err != nil {
+		s.broken, s.lastErr = true, err.Error()
+	}
+	s.sp = sp
+	if old := e.scheds.lookup(r.Key); old != nil {
+		old.removed = true
+	}
+	e.scheds.put(s)
+}
+
+func (e *Engine) applyScheduleRemove(r *wal.Record) {
+	if s := e.scheds.lookup(r.Key); s != nil {
+		s.removed = true
+		e.scheds.remove(s)
+	}
+}
+
+// applyScheduleTick replays a tick: the run's message, as its enqueue
+// record would, and the schedule's state. A tick of a schedule removed
+// since (or replaced: the record of a newer one follows) changes no
+// schedule.
+func (e *Engine) applyScheduleTick(rs *replayState, r *wal.Record) {
+	if r.ID != 0 {
+		one := *r
+		one.Kind, one.Text, one.Until = wal.KindEnqueue, "", 0
+		e.apply(rs, &one)
+	}
+	s := e.scheds.lookup(r.Text)
+	if s == nil {
+		return
+	}
+	if r.ID != 0 {
+		s.noteRun(r.Until, ID(r.ID))
+	} else {
+		s.noteSkip(r.Until, uint64(max(r.Attempt, 0)), "")
+	}
+}
+
+// emitSchedules emits every schedule's record, for a snapshot. Each is
+// read under its lock, which a run holds until its state includes it.
+func (e *Engine) emitSchedules(now int64, emit func(*wal.Record) error) error {
+	for _, s := range e.scheds.list() {
+		s.mu.Lock()
+		rec, err := scheduleRecord(s, now)
+		removed := s.removed
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if removed {
+			continue
+		}
+		if err := emit(&rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,397 @@
+package ringwal
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ringwal/ringwal/sched"
+)
+
+// This file owns schedules: what a schedule is, the registry and the
+// verbs that change it. schedule_spec.go owns the ticks a spec names,
+// schedule_run.go running them, journal_schedule.go their log records.
+
+// Overlap says what a schedule's tick does while the previous run is live.
+type Overlap uint8
+
+const (
+	// OverlapAllow (zero): every tick runs.
+	OverlapAllow Overlap = iota
+	// OverlapSkip: a tick is skipped (counted in ScheduleInfo.Skipped)
+	// while the previous run is Pending, Delayed, Leased or Held.
+	OverlapSkip
+)
+
+// CatchUp says what a schedule does with the ticks that passed while the
+// engine was closed (or that it could not run in time).
+type CatchUp uint8
+
+const (
+	// CatchUpSkip (zero): missed ticks are skipped (counted in Skipped);
+	// the next run is the next future tick.
+	CatchUpSkip CatchUp = iota
+	// CatchUpOne: one run stands for all the missed ticks.
+	CatchUpOne
+	// CatchUpAll: each missed tick runs, the latest MaxCatchUp of them
+	// (older ones are counted in Skipped).
+	CatchUpAll
+)
+
+// defaultMaxCatchUp is MaxCatchUp's zero value.
+const defaultMaxCatchUp = 100
+
+// Schedule is a durable periodic job: at each tick of Spec, Message is
+// enqueued (into Message.Queue).
+type Schedule struct {
+	// Name identifies the schedule (1 to 128 bytes, as a queue name).
+	Name string
+	// Spec is when it ticks: cron fields (5, or 6 with seconds first),
+	// a descriptor (@yearly, @monthly, @weekly, @daily, @hourly), or
+	// @every with a Go duration (@every 90s). Calendar specs read the
+	// wall clock of UTC, or of the zone a CRON_TZ=Area/City prefix names;
+	// across a DST change a wall-clock time the clock repeats runs once
+	// (the first time), and those it skips run once, when the gap ends.
+	// @every ticks count from when the schedule was added.
+	Spec string
+	// Message is enqueued at each tick. Its Delay and TTL count from the
+	// run; a Deadline is absolute (rarely what a periodic job wants).
+	Message Message
+	// Overlap: OverlapAllow (zero) or OverlapSkip.
+	Overlap Overlap
+	// CatchUp: what happens to ticks missed while the engine was closed.
+	CatchUp CatchUp
+	// MaxCatchUp bounds CatchUpAll's runs; 0 means 100.
+	MaxCatchUp int
+	// Jitter: each run is enqueued at a random moment up to Jitter after
+	// its tick (the tick itself is what is recorded).
+	Jitter time.Duration
+	// Paused: no tick runs. Ticks that pass while paused are not run, not
+	// even on ResumeSchedule.
+	Paused bool
+}
+
+// ScheduleInfo is a schedule and its state.
+type ScheduleInfo struct {
+	Schedule
+	// Next is the next tick (zero while paused, or when the spec never
+	// fires again); Last the last tick run or skipped (zero: none yet).
+	Next, Last time.Time
+	// LastID is the last run's message (0: none yet).
+	LastID ID
+	// Runs counts the runs (ticks, catch-ups and TriggerSchedule's);
+	// Skipped the ticks not run (Overlap, CatchUp, or a full queue).
+	Runs, Skipped uint64
+	// LastError is why the last tick did not run, "" after a run.
+	LastError string
+}
+
+// schedule is one registered schedule. Its state changes under mu, which
+// a run holds from before its record is logged until its state says so
+// (a snapshot reads the state under mu: it sees the run or the run's
+// record comes after the snapshot's cut).
+type schedule struct {
+	id uint64 // names it in timer entries
+	mu sync.Mutex
+	s  Schedule
+	sp spec
+	// gen moves on with every change: a timer entry of another generation
+	// is stale.
+	gen uint32
+	// anchor is when it was added (@every counts from it); from: ticks at
+	// or before it never run (when it was added, changed or resumed).
+	anchor, from int64
+	last         int64 // the last tick handled (run or skipped), 0: none
+	lastID       ID
+	runs         uint64
+	skipped      uint64
+	lastErr      string
+	next         int64 // the tick its timer waits for (0: none)
+	// removed: RemoveSchedule or a replacing AddSchedule took it out.
+	removed bool
+	// broken: its spec does not parse here (a zone this machine lacks):
+	// it never ticks, LastError says why.
+	broken bool
+}
+
+// scheduleTable holds the schedules by name and by id.
+type scheduleTable struct {
+	// change orders the changes (add, remove, pause, resume): each holds
+	// it, then the schedule's mu.
+	change sync.Mutex
+	mu     sync.Mutex // the maps
+	byName map[string]*schedule
+	byID   map[uint64]*schedule
+	lastID uint64
+	run    scheduleRunner
+}
+
+func (t *scheduleTable) lookup(name string) *schedule {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byName[name]
+}
+
+func (t *scheduleTable) byTimer(id uint64) *schedule {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byID[id]
+}
+
+// list returns the schedules by name.
+func (t *scheduleTable) list() []*schedule {
+	t.mu.Lock()
+	out := make([]*schedule, 0, len(t.byName))
+	for _, s := range t.byName {
+		out = append(out, s)
+	}
+	t.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].s.Name < out[j].s.Name })
+	return out
+}
+
+// put registers s under its name, in place of any other.
+func (t *scheduleTable) put(s *schedule) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byName == nil {
+		t.byName, t.byID = make(map[string]*schedule), make(map[uint64]*schedule)
+	}
+	if old := t.byName[s.s.Name]; old != nil {
+		delete(t.byID, old.id)
+	}
+	t.lastID++
+	s.id = t.lastID
+	t.byName[s.s.Name] = s
+	t.byID[s.id] = s
+}
+
+func (t *scheduleTable) remove(s *schedule) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byName[s.s.Name] == s {
+		delete(t.byName, s.s.Name)
+	}
+	delete(t.byID, s.id)
+}
+
+// validSchedule checks s as AddSchedule does and returns its parsed spec.
+func (e *Engine) validSchedule(s *Schedule) (spec, error) {
+	if err := validQueueName(s.Name); err != nil {
+		return spec{}, invalidf("schedule name: %v", err)
+	}
+	sp, err := parseSpec(s.Spec)
+	if err != nil {
+		return spec{}, err
+	}
+	now := time.Unix(0, e.preciseNow())
+	if sp.next(now, now).IsZero() {
+		return spec{}, invalidf("schedule %q: spec %q never fires", s.Name, s.Spec)
+	}
+	switch {
+	case s.Overlap > OverlapSkip:
+		return spec{}, invalidf("schedule %q: Overlap %d", s.Name, s.Overlap)
+	case s.CatchUp > CatchUpAll:
+		return spec{}, invalidf("schedule %q: CatchUp %d", s.Name, s.CatchUp)
+	case s.MaxCatchUp < 0:
+		return spec{}, invalidf("schedule %q: MaxCatchUp %d is negative", s.Name, s.MaxCatchUp)
+	case s.Jitter < 0:
+		return spec{}, invalidf("schedule %q: Jitter %v is negative", s.Name, s.Jitter)
+	}
+	m := s.Message
+	if err := e.validate(&m); err != nil {
+		return spec{}, invalidf("schedule %q: message: %v", s.Name, err)
+	}
+	return sp, nil
+}
+
+// AddSchedule adds s, or replaces the schedule of the same name. It is
+// logged (durable as the mode promises before it returns) and survives
+// restarts. Adding a schedule equal to the one registered changes
+// nothing: services may add their schedules at every start, and missed
+// ticks still catch up. A changed schedule keeps its counts and last run;
+// its ticks count from now. A bad name, spec (see Schedule.Spec; a spec
+// that never fires or a period that is not positive) or message is
+// ErrInvalid. Safe for concurrent use.
+func (e *Engine) AddSchedule(s Schedule) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	sp, err := e.validSchedule(&s)
+	if err != nil {
+		return err
+	}
+	s.Message = cloneMessage(s.Message)
+	t := &e.scheds
+	t.change.Lock()
+	defer t.change.Unlock()
+	now := e.preciseNow()
+	ns := &schedule{s: s, sp: sp, anchor: now, from: now}
+	if old := t.lookup(s.Name); old != nil {
+		// Held until old is marked removed: a run of old under way logs
+		// its tick before ns's record, and none starts after.
+		old.mu.Lock()
+		defer old.mu.Unlock()
+		if reflect.DeepEqual(old.s, s) {
+			return nil
+		}
+		ns.last, ns.lastID, ns.runs, ns.skipped, ns.lastErr = old.last, old.lastID, old.runs, old.skipped, old.lastErr
+		if err := e.logSchedule(ns); err != nil {
+			return err
+		}
+		old.removed = true
+		old.gen++
+	} else if err := e.logSchedule(ns); err != nil {
+		return err
+	}
+	t.put(ns)
+	e.arm(ns, now)
+	return nil
+}
+
+// RemoveSchedule removes the named schedule (logged). A run already under
+// way finishes. An unknown name is ErrNotFound. Safe for concurrent use.
+func (e *Engine) RemoveSchedule(name string) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	t := &e.scheds
+	t.change.Lock()
+	defer t.change.Unlock()
+	s := t.lookup(name)
+	if s == nil {
+		return notFoundSchedule(name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := e.logScheduleRemove(name); err != nil {
+		return err
+	}
+	s.removed = true
+	s.gen++
+	t.remove(s)
+	return nil
+}
+
+// PauseSchedule stops the named schedule's ticks until ResumeSchedule
+// (logged). Safe for concurrent use.
+func (e *Engine) PauseSchedule(name string) error { return e.setSchedulePaused(name, true) }
+
+// ResumeSchedule restarts the named schedule's ticks from now: ticks that
+// passed while it was paused do not run (logged). Safe for concurrent use.
+func (e *Engine) ResumeSchedule(name string) error { return e.setSchedulePaused(name, false) }
+
+func (e *Engine) setSchedulePaused(name string, paused bool) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	t := &e.scheds
+	t.change.Lock()
+	defer t.change.Unlock()
+	s := t.lookup(name)
+	if s == nil {
+		return notFoundSchedule(name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.s.Paused == paused {
+		return nil
+	}
+	now := e.preciseNow()
+	was, wasFrom := s.s.Paused, s.from
+	s.s.Paused = paused
+	if !paused {
+		s.from = max(s.from, now)
+	}
+	if err := e.logSchedule(s); err != nil {
+		s.s.Paused, s.from = was, wasFrom
+		return err
+	}
+	s.gen++
+	s.next = 0
+	if !paused {
+		e.armLocked(s, now)
+	}
+	return nil
+}
+
+// Schedules lists the schedules by name. Safe for concurrent use.
+func (e *Engine) Schedules() []ScheduleInfo {
+	var out []ScheduleInfo
+	for _, s := range e.scheds.list() {
+		s.mu.Lock()
+		out = append(out, s.info())
+		s.mu.Unlock()
+	}
+	return out
+}
+
+// info is s's ScheduleInfo; s.mu held.
+func (s *schedule) info() ScheduleInfo {
+	in := ScheduleInfo{Schedule: s.s, LastID: s.lastID, Runs: s.runs, Skipped: s.skipped, LastError: s.lastErr}
+	in.Message = cloneMessage(s.s.Message)
+	if s.last != 0 {
+		in.Last = time.Unix(0, s.last)
+	}
+	if s.next != 0 && !s.s.Paused {
+		in.Next = time.Unix(0, s.next)
+	}
+	return in
+}
+
+// arm sets s's timer for its next tick after now; e.scheds.mu may be
+// held, s.mu not.
+func (e *Engine) arm(s *schedule, now int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.armLocked(s, now)
+}
+
+// armLocked is arm with s.mu held. The next tick is the first after the
+// later of its last tick and its from, so that a tick already handled
+// never runs again and one due while the engine was closed is due now.
+func (e *Engine) armLocked(s *schedule, now int64) {
+	if s.removed || s.s.Paused || s.broken {
+		s.next = 0
+		return
+	}
+	base := max(s.last, s.from)
+	next := s.sp.next(time.Unix(0, base), time.Unix(0, s.anchor))
+	if next.IsZero() {
+		s.next = 0
+		return
+	}
+	s.next = next.UnixNano()
+	at := s.next
+	if j := s.s.Jitter; j > 0 {
+		at = addSat(at, e.jitter(j))
+	}
+	if e.hk != nil {
+		e.hk.schedule(at, sched.Entry{Kind: timerSchedule, ID: s.id, Gen: s.gen})
+	}
+}
+
+func notFoundSchedule(name string) error {
+	return fmt.Errorf("%w: schedule %q", ErrNotFound, name)
+}
+
+// jitter returns a random delay in [0, j) (unix ns).
+func (e *Engine) jitter(j time.Duration) int64 { return rand.Int64N(int64(j)) }
+
+// cloneMessage copies m's Payload and Headers, which the engine keeps.
+func cloneMessage(m Message) Message {
+	if m.Payload != nil {
+		m.Payload = append([]byte(nil), m.Payload...)
+	}
+	if m.Headers != nil {
+		h := make(map[string]string, len(m.Headers))
+		for k, v := range m.Headers {
+			h[k] = v
+		}
+		m.Headers = h
+	}
+	return m
+}

@@ -1,0 +1,155 @@
+package ringwal_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/clock"
+)
+
+// scheduleStart is the schedule tests' fake time: a Monday, midnight UTC.
+var scheduleStart = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+
+// scheduleInfo returns the named schedule's info.
+func scheduleInfo(t *testing.T, e *ringwal.Engine, name string) ringwal.ScheduleInfo {
+	t.Helper()
+	for _, s := range e.Schedules() {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no schedule %q", name)
+	return ringwal.ScheduleInfo{}
+}
+
+// awaitHandled waits (real time, polling) until the named schedule has
+// handled n ticks in all (runs and skips): runs happen on the engine's
+// goroutine a moment after the fake clock passes them.
+func awaitHandled(t *testing.T, e *ringwal.Engine, name string, n uint64) ringwal.ScheduleInfo {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		in := scheduleInfo(t, e, name)
+		if in.Runs+in.Skipped >= n {
+			return in
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("schedule %q: %d runs and %d skipped, want %d in all", name, in.Runs, in.Skipped, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestScheduleRunsAtEachTick(t *testing.T) {
+	fake := clock.NewFake(scheduleStart)
+	e, _ := memEngine(t, ringwal.Options{Clock: fake})
+	require.NoError(t, e.AddSchedule(ringwal.Schedule{Name: "report", Spec: "*/10 * * * *",
+		Message: ringwal.Message{Queue: "reports", Payload: []byte("build"), Headers: map[string]string{"kind": "daily"}}}))
+	in := scheduleInfo(t, e, "report")
+	assert.True(t, in.Next.Equal(scheduleStart.Add(10*time.Minute)), "next %v", in.Next)
+	assert.True(t, in.Last.IsZero())
+
+	fake.Advance(9 * time.Minute)
+	_, ok := e.Queue("reports").TryDequeue()
+	assert.False(t, ok, "no run before the tick")
+	for i := uint64(1); i <= 3; i++ {
+		fake.Advance(time.Minute)
+		in = awaitHandled(t, e, "report", i)
+		fake.Advance(9 * time.Minute)
+	}
+	assert.EqualValues(t, 3, in.Runs)
+	assert.True(t, in.Last.Equal(scheduleStart.Add(30*time.Minute)))
+	got := drainQueue(t, e, e.Queue("reports").TryDequeue)
+	assert.Equal(t, []string{"build", "build", "build"}, got)
+	info, err := e.Get(in.LastID)
+	assert.ErrorIs(t, err, ringwal.ErrNotFound, "the last run was acked: %v", info)
+}
+
+func TestScheduleVerbs(t *testing.T) {
+	fake := clock.NewFake(scheduleStart)
+	e, _ := memEngine(t, ringwal.Options{Clock: fake})
+	s := ringwal.Schedule{Name: "sync", Spec: "@every 1m", Message: ringwal.Message{Payload: []byte("sync")}}
+	require.NoError(t, e.AddSchedule(s))
+	require.NoError(t, e.AddSchedule(s), "adding the same schedule again changes nothing")
+	assert.Len(t, e.Schedules(), 1)
+
+	id, err := e.TriggerSchedule("sync")
+	require.NoError(t, err)
+	in := scheduleInfo(t, e, "sync")
+	assert.Equal(t, id, in.LastID)
+	assert.EqualValues(t, 1, in.Runs)
+	assert.True(t, in.Last.IsZero(), "a trigger is not a tick")
+	assert.True(t, in.Next.Equal(scheduleStart.Add(time.Minute)), "the next tick is unchanged")
+
+	require.NoError(t, e.PauseSchedule("sync"))
+	assert.True(t, scheduleInfo(t, e, "sync").Paused)
+	assert.True(t, scheduleInfo(t, e, "sync").Next.IsZero())
+	fake.Advance(5 * time.Minute)
+	require.NoError(t, e.ResumeSchedule("sync"))
+	in = scheduleInfo(t, e, "sync")
+	assert.EqualValues(t, 0, in.Skipped, "ticks that passed while paused are not run, nor counted")
+	assert.True(t, in.Next.Equal(scheduleStart.Add(6*time.Minute)), "next %v", in.Next)
+	fake.Advance(time.Minute)
+	in = awaitHandled(t, e, "sync", 2)
+	assert.EqualValues(t, 2, in.Runs)
+
+	require.NoError(t, e.RemoveSchedule("sync"))
+	assert.Empty(t, e.Schedules())
+	assert.ErrorIs(t, e.RemoveSchedule("sync"), ringwal.ErrNotFound)
+	assert.ErrorIs(t, e.PauseSchedule("sync"), ringwal.ErrNotFound)
+	_, err = e.TriggerSchedule("sync")
+	assert.ErrorIs(t, err, ringwal.ErrNotFound)
+	fake.Advance(time.Hour)
+	assert.Len(t, drainQueue(t, e, e.TryDequeue), 2, "a removed schedule runs no more")
+
+	for _, bad := range []ringwal.Schedule{
+		{Name: "", Spec: "@hourly"},
+		{Name: "x", Spec: "@every 0s"},
+		{Name: "x", Spec: "0 0 30 2 *"},
+		{Name: "x", Spec: "@hourly", Message: ringwal.Message{Priority: 9}},
+		{Name: "x", Spec: "@hourly", Jitter: -time.Second},
+		{Name: "x", Spec: "@hourly", CatchUp: 7},
+	} {
+		assert.ErrorIs(t, e.AddSchedule(bad), ringwal.ErrInvalid, "%+v", bad)
+	}
+}
+
+func TestScheduleOverlapSkipWhileThePreviousRunIsLive(t *testing.T) {
+	fake := clock.NewFake(scheduleStart)
+	e, _ := memEngine(t, ringwal.Options{Clock: fake, Queues: map[string]ringwal.QueueOptions{"imports": {LeaseTimeout: time.Hour}}})
+	require.NoError(t, e.AddSchedule(ringwal.Schedule{Name: "import", Spec: "@every 1m", Overlap: ringwal.OverlapSkip,
+		Message: ringwal.Message{Queue: "imports"}}))
+	fake.Advance(time.Minute)
+	awaitHandled(t, e, "import", 1)
+	d, ok := e.Queue("imports").TryDequeue()
+	require.True(t, ok)
+	fake.Advance(time.Minute)
+	in := awaitHandled(t, e, "import", 2)
+	assert.EqualValues(t, 1, in.Skipped, "leased: still live")
+	assert.Contains(t, in.LastError, "still live")
+	require.NoError(t, e.Ack(d.Lease))
+	fake.Advance(time.Minute)
+	in = awaitHandled(t, e, "import", 3)
+	assert.EqualValues(t, 2, in.Runs)
+	assert.Empty(t, in.LastError)
+}
+
+func TestScheduleIntoAFullQueueSkipsTheTick(t *testing.T) {
+	fake := clock.NewFake(scheduleStart)
+	e, _ := memEngine(t, ringwal.Options{Clock: fake, Queues: map[string]ringwal.QueueOptions{"small": {MaxMessages: 1}}})
+	require.NoError(t, e.AddSchedule(ringwal.Schedule{Name: "fill", Spec: "@every 1m", Message: ringwal.Message{Queue: "small"}}))
+	fake.Advance(time.Minute)
+	awaitHandled(t, e, "fill", 1)
+	fake.Advance(time.Minute)
+	in := awaitHandled(t, e, "fill", 2)
+	assert.EqualValues(t, 1, in.Runs)
+	assert.EqualValues(t, 1, in.Skipped)
+	assert.Contains(t, in.LastError, `queue "small"`)
+	_, err := e.TriggerSchedule("fill")
+	assert.True(t, errors.Is(err, ringwal.ErrFull), "%v", err)
+}
