@@ -110,7 +110,7 @@ func (e *Engine) applySchedule(rs *replayState, r *wal.Record) {
 		return
 	}
 	s := &schedule{
-		s: Schedule{Name: r.Key, Spec: j.Spec, Message: j.Message, Overlap: j.Overlap, CatchUp: j.CatchUp,
+		s: Schedule{Name: r.Key, Spec: j.Spec, Message: cloneMessage(j.Message), Overlap: j.Overlap, CatchUp: j.CatchUp,
 			MaxCatchUp: j.MaxCatchUp, Jitter: j.Jitter, Paused: j.Paused},
 		anchor: j.Anchor, from: j.From, last: j.Last, lastID: j.LastID, runs: j.Runs, skipped: j.Skipped, lastErr: j.LastError,
 	}

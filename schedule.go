@@ -57,8 +57,10 @@ type Schedule struct {
 	// (the first time), and those it skips run once, when the gap ends.
 	// @every ticks count from when the schedule was added.
 	Spec string
-	// Message is enqueued at each tick. Its Delay and TTL count from the
-	// run; a Deadline is absolute (rarely what a periodic job wants).
+	// Message is enqueued at each tick, with two headers more: the
+	// schedule's name (ScheduleHeader) and the tick (TickHeader). Its
+	// Delay and TTL count from the run; a Deadline is absolute (rarely
+	// what a periodic job wants).
 	Message Message
 	// Overlap: OverlapAllow (zero) or OverlapSkip.
 	Overlap Overlap
@@ -381,12 +383,22 @@ func notFoundSchedule(name string) error {
 // jitter returns a random delay in [0, j) (unix ns).
 func (e *Engine) jitter(j time.Duration) int64 { return rand.Int64N(int64(j)) }
 
-// cloneMessage copies m's Payload and Headers, which the engine keeps.
+// cloneMessage copies m's Payload and Headers, which the engine keeps,
+// and puts m in the form its record reads back as (empty as nil, the
+// Deadline in UTC), so that adding the same schedule again compares
+// equal to the replayed one.
 func cloneMessage(m Message) Message {
-	if m.Payload != nil {
+	if len(m.Payload) == 0 {
+		m.Payload = nil
+	} else {
 		m.Payload = append([]byte(nil), m.Payload...)
 	}
-	if m.Headers != nil {
+	if !m.Deadline.IsZero() {
+		m.Deadline = m.Deadline.UTC().Round(0)
+	}
+	if len(m.Headers) == 0 {
+		m.Headers = nil
+	} else {
 		h := make(map[string]string, len(m.Headers))
 		for k, v := range m.Headers {
 			h[k] = v

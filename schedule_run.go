@@ -108,7 +108,8 @@ func (e *Engine) runDue(en sched.Entry) {
 			run = ticks[len(ticks)-1:]
 		}
 	case CatchUpOne:
-		run, missed = ticks[len(ticks)-1:], 0
+		run = ticks[len(ticks)-1:] // one for all: the others are not skipped
+		ticks, missed = run, 0
 	case CatchUpAll:
 		limit := s.s.MaxCatchUp
 		if limit == 0 {
@@ -194,14 +195,31 @@ func (e *Engine) runLive(id ID) bool {
 	return err == nil && info.State != Dead
 }
 
+// The headers a schedule's run carries besides its message's own.
+const (
+	// ScheduleHeader names the schedule a message is a run of.
+	ScheduleHeader = "ringwal-schedule"
+	// TickHeader is the tick the run is for (RFC 3339, UTC), absent for
+	// a run TriggerSchedule asked for.
+	TickHeader = "ringwal-tick"
+)
+
 // runSchedule enqueues s's message as the run of tick (0: a run
 // TriggerSchedule asked for), without waiting for room: a full queue
 // refuses it. s.mu held.
 func (e *Engine) runSchedule(s *schedule, tick int64) (ID, error) {
 	m := s.s.Message
-	if m.Headers != nil {
-		m.Headers = cloneMessage(Message{Headers: m.Headers}).Headers // a handler may change its copy
+	// Each run's own headers (a handler may change its copy): the
+	// schedule's, its name and its tick.
+	h := make(map[string]string, len(m.Headers)+2)
+	for k, v := range m.Headers {
+		h[k] = v
 	}
+	h[ScheduleHeader] = s.s.Name
+	if tick != 0 {
+		h[TickHeader] = time.Unix(0, tick).UTC().Format(time.RFC3339Nano)
+	}
+	m.Headers = h
 	id, err := e.enqueue(context.Background(), m, false, &scheduleTick{name: s.s.Name, at: tick})
 	if err != nil {
 		return 0, fmt.Errorf("schedule %q: %w", s.s.Name, err)
