@@ -235,3 +235,27 @@ func TestDocsBenchFindingsQuoteTheRestartTable(t *testing.T) {
 		assert.Contains(t, cells, f, "the W4 finding quotes %s, which the table does not have", f)
 	}
 }
+
+// README's first example and Options.Strict: the default order is
+// weighted, so a low tier still moves while a higher one has a backlog;
+// Strict: true is the one switch to strict priority order.
+func TestDocsDefaultOrderIsWeightedStrictIsOneSwitch(t *testing.T) {
+	order := func(o ringwal.Options) int {
+		e, _ := memEngine(t, o)
+		for i := 0; i < 30; i++ {
+			enqueueP(t, e, ringwal.Critical, "c")
+		}
+		enqueueP(t, e, ringwal.Background, "b")
+		for i := 0; i < 31; i++ {
+			d := dequeue(t, e)
+			require.NoError(t, e.Ack(d.Lease))
+			if string(d.Message.Payload) == "b" {
+				return i
+			}
+		}
+		t.Fatal("the background message was not delivered")
+		return -1
+	}
+	assert.Less(t, order(ringwal.Options{}), 30, "by default the background message goes out before the critical backlog is drained")
+	assert.Equal(t, 30, order(ringwal.Options{Strict: true}), "Strict: true drains the critical tier first")
+}
