@@ -259,6 +259,21 @@ func (e *Engine) AddSchedule(s Schedule) error {
 // RemoveSchedule removes the named schedule (logged). A run already under
 // way finishes. An unknown name is ErrNotFound. Safe for concurrent use.
 func (e *Engine) RemoveSchedule(name string) error {
+	return e.changeSchedule(name, func(s *schedule) error {
+		if err := e.logScheduleRemove(name); err != nil {
+			return err
+		}
+		s.removed = true
+		s.gen++
+		e.scheds.remove(s)
+		return nil
+	})
+}
+
+// changeSchedule calls change with the named schedule, holding the
+// registry's change lock and the schedule's lock; an unknown name is
+// ErrNotFound.
+func (e *Engine) changeSchedule(name string, change func(s *schedule) error) error {
 	if err := e.usable(); err != nil {
 		return err
 	}
@@ -271,13 +286,7 @@ func (e *Engine) RemoveSchedule(name string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := e.logScheduleRemove(name); err != nil {
-		return err
-	}
-	s.removed = true
-	s.gen++
-	t.remove(s)
-	return nil
+	return change(s)
 }
 
 // PauseSchedule stops the named schedule's ticks until ResumeSchedule
@@ -289,18 +298,10 @@ func (e *Engine) PauseSchedule(name string) error { return e.setSchedulePaused(n
 func (e *Engine) ResumeSchedule(name string) error { return e.setSchedulePaused(name, false) }
 
 func (e *Engine) setSchedulePaused(name string, paused bool) error {
-	if err := e.usable(); err != nil {
-		return err
-	}
-	t := &e.scheds
-	t.change.Lock()
-	defer t.change.Unlock()
-	s := t.lookup(name)
-	if s == nil {
-		return notFoundSchedule(name)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	return e.changeSchedule(name, func(s *schedule) error { return e.setPausedLocked(s, paused) })
+}
+
+func (e *Engine) setPausedLocked(s *schedule, paused bool) error {
 	if s.s.Paused == paused {
 		return nil
 	}
