@@ -10,14 +10,23 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ringwal/ringwal"
 )
 
+// scheduleRow is one schedule of the schedules page.
+type scheduleRow struct {
+	ScheduleView
+	// Why is LastError without the engine's "schedule "name": " prefix,
+	// which the row says already.
+	Why string
+}
+
 // schedulesView is the schedules page's data.
 type schedulesView struct {
-	Schedules []ScheduleView
+	Schedules []scheduleRow
 	Paused    int // how many are paused
 	Now       time.Time
 }
@@ -28,11 +37,13 @@ func (h *handler) schedulesPage(w http.ResponseWriter, r *http.Request) {
 		h.failPage(w, r, ringwal.ErrClosed)
 		return
 	}
-	v := schedulesView{Schedules: NewScheduleViews(infos), Now: h.now()}
-	for _, s := range v.Schedules {
+	v := schedulesView{Now: h.now()}
+	for _, s := range NewScheduleViews(infos) {
 		if s.Paused {
 			v.Paused++
 		}
+		why := strings.TrimPrefix(s.LastError, "schedule "+quoteSchedule(s.Name)+": ")
+		v.Schedules = append(v.Schedules, scheduleRow{ScheduleView: s, Why: why})
 	}
 	q := r.URL.Query()
 	flash := flashes[q.Get("done")]
