@@ -10,23 +10,14 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ringwal/ringwal"
 )
 
-// scheduleRow is one schedule of the schedules page.
-type scheduleRow struct {
-	ScheduleView
-	// Why is LastError without the engine's "schedule "name": " prefix,
-	// which the row says already.
-	Why string
-}
-
 // schedulesView is the schedules page's data.
 type schedulesView struct {
-	Schedules []scheduleRow
+	Schedules []ScheduleView
 	Paused    int // how many are paused
 	Now       time.Time
 }
@@ -42,8 +33,7 @@ func (h *handler) schedulesPage(w http.ResponseWriter, r *http.Request) {
 		if s.Paused {
 			v.Paused++
 		}
-		why := strings.TrimPrefix(s.LastError, "schedule "+quoteSchedule(s.Name)+": ")
-		v.Schedules = append(v.Schedules, scheduleRow{ScheduleView: s, Why: why})
+		v.Schedules = append(v.Schedules, s)
 	}
 	q := r.URL.Query()
 	flash := flashes[q.Get("done")]

@@ -6,6 +6,7 @@ package admin
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ringwal/ringwal"
@@ -86,11 +87,13 @@ func NewScheduleViews(infos []ringwal.ScheduleInfo) []ScheduleView {
 }
 
 // Outcome is the last tick's outcome in words: the last error when the
-// last tick did not run, "ran #ID" after a run, "" before any.
+// last tick did not run (without the engine's `schedule "name": `
+// prefix, which the schedule's row says already), "ran #ID" after a run,
+// "" before any.
 func (v ScheduleView) Outcome() string {
 	switch {
 	case v.LastError != "":
-		return v.LastError
+		return strings.TrimPrefix(v.LastError, "schedule "+quoteSchedule(v.Name)+": ")
 	case v.LastID != 0:
 		return "ran #" + strconv.FormatUint(uint64(v.LastID), 10)
 	}
