@@ -192,3 +192,14 @@ func TestScheduleOutputSanitized(t *testing.T) {
 	require.NoError(t, printScheduleState(&b, "paused", admin.ScheduleView{Name: "s\u009b", Paused: true}))
 	assert.Equal(t, "paused schedule s\\u009b: paused\n", b.String())
 }
+
+func TestScheduleCommandsHaveHelp(t *testing.T) {
+	for _, path := range [][]string{
+		{"schedules"}, {"schedules", "list"}, {"schedules", "pause"}, {"schedules", "resume"},
+		{"schedules", "trigger"}, {"schedules", "remove"},
+	} {
+		out := ok(t, append(path, "--help")...)
+		assert.Contains(t, out, "Usage:", "help of %v", path)
+	}
+	assert.Contains(t, ok(t, "--help"), "schedules", "listed among the commands")
+}
