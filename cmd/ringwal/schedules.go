@@ -196,7 +196,7 @@ func yesNo(b bool) string {
 
 // scheduleAct is one of the actions on a schedule.
 type scheduleAct struct {
-	use, short, long, example string
+	use, short, long string
 	// do acts and reports the action on w.
 	do func(ctx context.Context, src source, name string, w io.Writer) error
 }
