@@ -77,6 +77,21 @@ func idleCPUChild(t *testing.T) {
 		defer e.Close()
 		idleAfterTraffic(t, e, base)
 	})
+	// Schedules wait in the housekeeper's wheel, one entry each: none
+	// wakes anything before its tick.
+	t.Run("10000 schedules", func(t *testing.T) {
+		e, err := Open(t.TempDir(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		for i := range 10000 {
+			if err := e.AddSchedule(Schedule{Name: fmt.Sprint("s", i), Spec: "@daily", Message: Message{Payload: []byte("x")}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		idleAfterTraffic(t, e, base)
+	})
 }
 
 // idleAfterTraffic runs a burst of traffic through e, leaving a few

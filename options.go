@@ -135,8 +135,11 @@ type Options struct {
 	// zero weight counts as 1 (the tier is still served) and a weight
 	// above 1000 as 1000; a negative one is ErrInvalid.
 	Weights [5]int
-	// Strict serves tiers in strict priority order (aging still applies).
-	// Default false: weighted round-robin.
+	// Strict serves tiers in strict priority order: the highest non-empty
+	// tier first (aging still applies; AgingAfter -1 turns it off too).
+	// Default false: weighted round-robin over Weights, so a starving low
+	// tier still moves while a higher one has a backlog. When the order
+	// must be strict, the switch is one line: Options{Strict: true}.
 	Strict bool
 	// Policies overrides classify.DefaultPolicy per category; a category
 	// missing from it (or a nil map, the default) keeps its default

@@ -55,7 +55,9 @@ type Schedule struct {
 	// wall clock of UTC, or of the zone a CRON_TZ=Area/City prefix names;
 	// across a DST change a wall-clock time the clock repeats runs once
 	// (the first time), and those it skips run once, when the gap ends.
-	// @every ticks count from when the schedule was added.
+	// @every ticks count from when the schedule was added. Zones come
+	// from the system's zone database; a program for a machine without
+	// one imports time/tzdata.
 	Spec string
 	// Message is enqueued at each tick, with two headers more: the
 	// schedule's name (ScheduleHeader) and the tick (TickHeader). Its

@@ -153,3 +153,41 @@ func TestScheduleIntoAFullQueueSkipsTheTick(t *testing.T) {
 	_, err := e.TriggerSchedule("fill")
 	assert.True(t, errors.Is(err, ringwal.ErrFull), "%v", err)
 }
+
+func TestScheduleJitterDelaysTheRunNotTheTick(t *testing.T) {
+	fake := clock.NewFake(scheduleStart)
+	e, _ := memEngine(t, ringwal.Options{Clock: fake})
+	require.NoError(t, e.AddSchedule(ringwal.Schedule{Name: "j", Spec: "@every 1m", Jitter: 30 * time.Second,
+		Message: ringwal.Message{Queue: "jittered"}}))
+	// The fake clock moves in 5 s steps; after each the run, if due, is
+	// enqueued before the clock moves on (a run that lags shows late).
+	var offsets []time.Duration
+	for step := 1; step <= 4*12+6; step++ {
+		fake.Advance(5 * time.Second)
+		deadline := time.Now().Add(5 * time.Millisecond)
+		for time.Now().Before(deadline) && scheduleInfo(t, e, "j").Runs < uint64(len(offsets)+1) {
+			time.Sleep(100 * time.Microsecond)
+		}
+		d, ok := e.Queue("jittered").TryDequeue()
+		if !ok {
+			continue
+		}
+		tick, err := time.Parse(time.RFC3339Nano, d.Message.Headers[ringwal.TickHeader])
+		require.NoError(t, err)
+		assert.Equal(t, 0, tick.Second(), "the run is for its tick, on the minute")
+		info, err := e.Get(d.ID)
+		require.NoError(t, err)
+		offsets = append(offsets, info.EnqueuedAt.Sub(tick))
+		require.NoError(t, e.Ack(d.Lease))
+	}
+	require.Len(t, offsets, 4, "one run a minute")
+	late := 0
+	for _, off := range offsets {
+		assert.GreaterOrEqual(t, off, time.Duration(0), "never before the tick")
+		assert.LessOrEqual(t, off, 40*time.Second, "within the jitter (and a step of lag)")
+		if off > 0 {
+			late++
+		}
+	}
+	assert.Positive(t, late, "jitter moved some run: %v", offsets)
+}

@@ -77,10 +77,7 @@ func queuesBrowserFixture(t *testing.T, e *ringwal.Engine) (work func(n int)) {
 }
 
 func TestConsoleQueuesInBrowser(t *testing.T) {
-	exe := chromium()
-	if exe == "" {
-		t.Skip("no Chromium on PATH (chromium, chromium-browser, google-chrome)")
-	}
+	exe := chromium(t)
 	e := enginetest.Open(t, t.TempDir(), ringwal.Options{})
 	work := queuesBrowserFixture(t, e)
 	// The handler's clock: the rates need samples some seconds apart,

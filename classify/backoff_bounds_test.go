@@ -29,7 +29,7 @@ func TestBackoffNeverNegative(t *testing.T) {
 		{"negative prev", RetryPolicy{Base: time.Second, Jitter: DecorrelatedJitter}, 3, math.MinInt64},
 	}
 	for _, tt := range tests {
-		for _, j := range []Jitter{NoJitter, FullJitter, EqualJitter, DecorrelatedJitter} {
+		for _, j := range []Jitter{NoJitter, FullJitter, EqualJitter, DecorrelatedJitter, ProportionalJitter} {
 			p := tt.p
 			if p.Jitter == NoJitter {
 				p.Jitter = j

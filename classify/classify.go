@@ -2,6 +2,8 @@ package classify
 
 import (
 	"context"
+	"errors"
+	"io"
 	"syscall"
 )
 
@@ -45,11 +47,23 @@ func (f ClassifierFunc) Classify(err error) Category { return f(err) }
 //  5. an HTTP-like status, from a StatusCode() int or HTTPStatusCode() int
 //     method: 429 gives RateLimited, 408 Timeout, other 4xx Permanent, 5xx
 //     Transient; other codes do not match.
-//  6. a *PanicError gives Poison. The search does not descend into it: a
+//  6. a network error that says what it is: a net.Error (any error with
+//     Timeout() bool and Temporary() bool methods: *net.OpError,
+//     *url.Error, *net.DNSError) whose Temporary() is true, or whose
+//     cause is io.EOF or io.ErrUnexpectedEOF (the peer closed the
+//     connection mid-exchange: "Post …: EOF"), gives Transient. A
+//     net.Error's timeout is rule 3, and what it wraps (an errno under a
+//     *net.OpError, a *net.OpError under a *url.Error) is searched like
+//     any other child, so the cause decides when it is known; a net.Error
+//     that is neither temporary nor over a known cause (a bad address, an
+//     unknown network, a host not found) falls through to the text.
+//  7. a *PanicError gives Poison. The search does not descend into it: a
 //     panic is a handler bug whatever value was thrown.
-//  7. the message text, as a last resort, case-insensitively (see
+//  8. the message text, as a last resort, case-insensitively (see
 //     textRules): "no space left", "too many requests", "timeout",
-//     "connection refused", "permission denied" and the like.
+//     "connection refused", "connection reset", "broken pipe", "network
+//     error", "unauthorized", "forbidden", "authentication failed",
+//     "invalid token", "permission denied" and the like.
 //
 // Otherwise the result is Unknown (also for a nil err, and for
 // context.Canceled, which says only that somebody stopped waiting).
@@ -65,7 +79,9 @@ func (f ClassifierFunc) Classify(err error) Category { return f(err) }
 // from their children, is read only when no structure matched. The
 // search stops at depth 64 to bound the cost of a pathological chain.
 //
-// Rules 1 to 6 do not allocate; rule 7 calls Error() on each node.
+// Rules 1 to 7 do not allocate (net/url and net are not imported: a
+// network error is recognised by its methods, so the package stays free of
+// the resolver); rule 8 calls Error() on each node.
 func Default() Classifier { return defaultClassifier{} }
 
 type defaultClassifier struct{}
@@ -77,6 +93,7 @@ const (
 	rankTimeout
 	rankErrno
 	rankStatus
+	rankNetwork
 	rankPanic
 	rankNone // nothing structural matched: fall back on text
 )
@@ -163,6 +180,12 @@ func classifyNode(err error, limit int) (int, Category) {
 	if c, ok := statusCategory(err); ok {
 		return rankStatus, c
 	}
+	if limit <= rankNetwork {
+		return limit, Unknown
+	}
+	if networkTransient(err) {
+		return rankNetwork, Transient
+	}
 	if limit <= rankPanic {
 		return limit, Unknown
 	}
@@ -216,7 +239,36 @@ func statusCategory(err error) (Category, bool) {
 	return Unknown, false
 }
 
-// textRules is rule 7 of Default: lower-case substrings, tried in order, so
+// netError is net.Error's method set, spelled here so that the package
+// need not import net (and, with cgo, its resolver) to recognise one.
+type netError interface {
+	error
+	Timeout() bool
+	Temporary() bool
+}
+
+// networkTransient is rule 6 of Default: err alone (its children are
+// walked separately) is a network error that a retry may get past.
+// Temporary is deprecated in net for timeouts, which rule 3 handles first;
+// what it still says is true of the causes that pass (a reset or aborted
+// connection, a DNS server's temporary failure).
+func networkTransient(err error) bool {
+	e, ok := err.(netError)
+	if !ok {
+		return false
+	}
+	if e.Temporary() {
+		return true
+	}
+	u, ok := err.(interface{ Unwrap() error })
+	if !ok {
+		return false
+	}
+	cause := u.Unwrap()
+	return cause == io.EOF || errors.Is(cause, io.ErrUnexpectedEOF)
+}
+
+// textRules is rule 8 of Default: lower-case substrings, tried in order, so
 // the more specific phrases come first ("rate limit exceeded" is not a
 // timeout even though "deadline exceeded" is).
 var textRules = [...]struct {
@@ -239,17 +291,37 @@ var textRules = [...]struct {
 	{"connection refused", Transient},
 	{"connection reset", Transient},
 	{"connection aborted", Transient},
+	{"connection closed", Transient},
+	{"connection lost", Transient},
+	{"use of closed network connection", Transient},
 	{"broken pipe", Transient},
+	{"unexpected eof", Transient},
 	{"no route to host", Transient},
 	{"network is unreachable", Transient},
+	{"network is down", Transient},
+	{"network error", Transient},
+	{"network failure", Transient},
 	{"service unavailable", Transient},
 	{"bad gateway", Transient},
 	{"temporarily unavailable", Transient},
 	{"temporary failure", Transient},
 	{"try again", Transient},
 	{"permission denied", Permanent},
+	{"access denied", Permanent},
 	{"forbidden", Permanent},
 	{"unauthorized", Permanent},
+	{"unauthorised", Permanent},
+	{"not authorized", Permanent},
+	{"unauthenticated", Permanent},
+	{"authentication failed", Permanent},
+	{"authentication failure", Permanent},
+	{"authentication required", Permanent},
+	{"authorization failed", Permanent},
+	{"auth failed", Permanent},
+	{"invalid token", Permanent},
+	{"invalid credentials", Permanent},
+	{"invalid api key", Permanent},
+	{"bad credentials", Permanent},
 	{"bad request", Permanent},
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -117,6 +118,30 @@ func statusFromServer(t *testing.T, code int, retryAfter string) error {
 	return fmt.Errorf("notify %s: %w", srv.URL, responseError(resp))
 }
 
+// serverHangsUp returns an http.Client's error for a loopback server that
+// closes each connection without answering: a *url.Error over io.EOF.
+func serverHangsUp(t *testing.T) error {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			c.Close()
+		}
+	}))
+	defer srv.Close()
+	cl := srv.Client()
+	cl.Transport.(*http.Transport).DisableKeepAlives = true
+	resp, err := cl.Post(srv.URL, "text/plain", strings.NewReader("x")) // a POST is not retried by the transport
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("a server that hangs up answered")
+	}
+	var ue *url.Error
+	require.ErrorAs(t, err, &ue)
+	require.ErrorIs(t, err, io.EOF)
+	return err
+}
+
 func expiredContext() error {
 	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 	defer cancel()
@@ -203,6 +228,43 @@ func TestDefaultRealErrors(t *testing.T) {
 		{"text: permission denied", errors.New("open /etc/shadow: permission denied"), Permanent},
 		{"text of a hidden child", &opaque{msg: "send failed", err: errors.New("broken pipe")}, Transient},
 		{"structure beats text", fmt.Errorf("timeout talking to %w", &httpError{code: 404}), Permanent},
+
+		// Network errors, seen through *url.Error and *net.OpError.
+		{"server closed the connection (*url.Error over io.EOF)", serverHangsUp(t), Transient},
+		{"*url.Error over *net.OpError over ECONNRESET", &url.Error{Op: "Post", URL: "http://h/", Err: &net.OpError{
+			Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}}, Transient},
+		{"*url.Error over *net.OpError over EACCES: the cause decides", &url.Error{Op: "Get", URL: "http://h/", Err: &net.OpError{
+			Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", syscall.EACCES)}}, Permanent},
+		{"*url.Error over a timed-out *net.OpError", &url.Error{Op: "Get", URL: "http://h/", Err: &net.OpError{
+			Op: "read", Net: "tcp", Err: &timeoutWrapper{errors.New("deadline")}}}, Timeout},
+		{"*net.OpError over io.ErrUnexpectedEOF", &net.OpError{Op: "read", Net: "tcp", Err: io.ErrUnexpectedEOF}, Transient},
+		{"*net.OpError over net.ErrClosed", &net.OpError{Op: "write", Net: "tcp", Err: net.ErrClosed}, Transient},
+		{"*net.DNSError temporary", &net.DNSError{Err: "server misbehaving", Name: "h", IsTemporary: true}, Transient},
+		{"*net.DNSError timeout", &net.DNSError{Err: "i/o timeout", Name: "h", IsTimeout: true}, Timeout},
+		{"*net.DNSError not found is not known to pass",
+			&url.Error{Op: "Get", URL: "http://h/", Err: &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "h", IsNotFound: true}}}, Unknown},
+		{"*net.AddrError is not transient", &net.OpError{Op: "dial", Net: "tcp", Err: &net.AddrError{Err: "missing port in address", Addr: "h"}}, Unknown},
+		{"io.EOF outside a network error", fmt.Errorf("decode: %w", io.EOF), Unknown},
+
+		// Phrasings, as services and client libraries spell them.
+		{"text: network error", errors.New("smtp: network error while sending"), Transient},
+		{"text: network is down", errors.New("sendto: network is down"), Transient},
+		{"text: connection reset by peer", errors.New("read tcp 10.0.0.1:5->10.0.0.2:443: read: connection reset by peer"), Transient},
+		{"text: broken pipe", errors.New("write tcp 10.0.0.1:5->10.0.0.2:443: write: broken pipe"), Transient},
+		{"text: connection closed", errors.New("amqp: connection closed"), Transient},
+		{"text: unexpected EOF", errors.New("reading body: unexpected EOF"), Transient},
+		{"text: unauthorized", errors.New("webhook answered 401 Unauthorized"), Permanent},
+		{"text: forbidden", errors.New("403 Forbidden"), Permanent},
+		{"text: authentication failed", errors.New("pq: password authentication failed for user \"app\""), Permanent},
+		{"text: auth failed", errors.New("smtp: 535 auth failed"), Permanent},
+		{"text: authentication failure", errors.New("ldap: Authentication failure"), Permanent},
+		{"text: not authorized", errors.New("redis: NOAUTH not authorized"), Permanent},
+		{"text: unauthenticated", errors.New("rpc error: code = Unauthenticated desc = missing credentials"), Permanent},
+		{"text: invalid token", errors.New("api: invalid token"), Permanent},
+		{"text: invalid credentials", errors.New("login: Invalid credentials"), Permanent},
+		{"text: invalid API key", errors.New("Invalid API key provided"), Permanent},
+		{"text: access denied", errors.New("s3: Access Denied"), Permanent},
+		{"text: a rate limit is not an auth failure", errors.New("unauthorized: rate limit exceeded"), RateLimited},
 	}
 	c := Default()
 	for _, tt := range tests {
@@ -340,6 +402,7 @@ func TestClassifyDoesNotAllocate(t *testing.T) {
 		"joined":   errors.Join(errors.New("a"), &os.PathError{Op: "w", Path: "p", Err: syscall.ENOSPC}),
 		"status":   fmt.Errorf("x: %w", &httpError{code: 503}),
 		"deadline": fmt.Errorf("x: %w", context.DeadlineExceeded),
+		"network":  &url.Error{Op: "Post", URL: "http://h/", Err: io.EOF},
 	} {
 		allocs := testing.AllocsPerRun(100, func() { _ = c.Classify(err) })
 		assert.Zero(t, allocs, name)

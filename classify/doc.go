@@ -12,7 +12,8 @@
 //     after d) and Panic / PanicError (the handler panicked);
 //   - RetryPolicy, DefaultPolicy and the backoff computation with the four
 //     jitter kinds of the AWS Architecture Blog post "Exponential Backoff and
-//     Jitter";
+//     Jitter", and a proportional one (±p % around each delay) for a
+//     schedule written down as "1 s, 2 s, 4 s, 8 s with ±10 % jitter";
 //   - CountsAgainstBreaker, which says which categories are evidence that a
 //     downstream target is unhealthy.
 //

@@ -7,15 +7,18 @@ import (
 	"time"
 )
 
-// Jitter selects how Backoff randomises a delay. The kinds are those of the
-// AWS Architecture Blog post "Exponential Backoff and Jitter" (Marc Brooker,
-// 2015), with its fixed factor 2 generalised to RetryPolicy.Multiplier. Let
-// v = min(Max, Base·Multiplier^(attempt-1)):
+// Jitter selects how Backoff randomises a delay. The first four kinds are
+// those of the AWS Architecture Blog post "Exponential Backoff and Jitter"
+// (Marc Brooker, 2015), with its fixed factor 2 generalised to
+// RetryPolicy.Multiplier; ProportionalJitter is the "±10 %" of a written
+// retry schedule. Let v = min(Max, Base·Multiplier^(attempt-1)) and
+// p = RetryPolicy.JitterFraction:
 //
 //	NoJitter            v
 //	FullJitter          random in [0, v]
 //	EqualJitter         v/2 + random in [0, v/2]
 //	DecorrelatedJitter  min(Max, random in [Base, prev·(Multiplier+1)])
+//	ProportionalJitter  min(Max, random in [v·(1-p), v·(1+p)])
 //
 // Decorrelated jitter ignores the attempt number and grows from the
 // previous delay; at the default Multiplier 2 its factor is the post's 3.
@@ -35,11 +38,22 @@ const (
 	// DecorrelatedJitter draws from [Base, 3·prev] (at Multiplier 2),
 	// capped at Max: it spreads well and needs the previous delay.
 	DecorrelatedJitter
+	// ProportionalJitter draws from v ± JitterFraction·v, capped at Max:
+	// each delay stays near the schedule written down ("1 s, 2 s, 4 s, 8 s
+	// with ±10 % jitter" is Base 1s, Multiplier 2, MaxAttempts 5,
+	// JitterFraction 0.1), spread just enough that clients that failed
+	// together do not retry together. A delay at Max only moves down, so
+	// leave Max at 0 (no cap) for a schedule that ends before it.
+	ProportionalJitter
 )
 
-var jitterNames = [...]string{"none", "full", "equal", "decorrelated"}
+var jitterNames = [...]string{"none", "full", "equal", "decorrelated", "proportional"}
 
-// String returns "none", "full", "equal" or "decorrelated".
+// DefaultJitterFraction is the spread ProportionalJitter uses when
+// RetryPolicy.JitterFraction is zero: ±10 %.
+const DefaultJitterFraction = 0.1
+
+// String returns "none", "full", "equal", "decorrelated" or "proportional".
 func (j Jitter) String() string {
 	if int(j) < len(jitterNames) {
 		return jitterNames[j]
@@ -73,6 +87,10 @@ type RetryPolicy struct {
 	Multiplier float64
 	// Jitter randomises each delay; see Jitter.
 	Jitter Jitter
+	// JitterFraction is ProportionalJitter's spread, as a fraction of the
+	// delay: 0.1 draws each delay from ±10 % around it. 0 means
+	// DefaultJitterFraction (±10 %); at most 1. The other kinds ignore it.
+	JitterFraction float64
 	// MaxElapsed stops retrying once this much time has passed since the
 	// message was enqueued, whatever MaxAttempts says; 0 means no limit.
 	// See ShouldRetry.
@@ -102,12 +120,23 @@ func (p RetryPolicy) Normalize() RetryPolicy {
 	if p.MaxElapsed < 0 {
 		p.MaxElapsed = 0
 	}
+	if p.Jitter == ProportionalJitter {
+		switch {
+		case p.JitterFraction == 0 || math.IsNaN(p.JitterFraction):
+			p.JitterFraction = DefaultJitterFraction
+		case p.JitterFraction < 0:
+			p.JitterFraction = 0
+		case p.JitterFraction > 1:
+			p.JitterFraction = 1
+		}
+	}
 	return p
 }
 
 // Validate reports a policy that Normalize would have to guess about:
 // negative durations or attempts, a NaN, infinite or negative Multiplier,
-// an undeclared Jitter, or Base above a non-zero Max. The error wraps
+// an undeclared Jitter, a JitterFraction outside [0, 1], or Base above a
+// non-zero Max. The error wraps
 // ErrInvalid. The engine validates Options.Policies in Open.
 func (p RetryPolicy) Validate() error {
 	var why string
@@ -120,6 +149,8 @@ func (p RetryPolicy) Validate() error {
 		why = "Multiplier is not a finite number ≥ 0"
 	case int(p.Jitter) >= len(jitterNames):
 		why = "Jitter is not a declared kind"
+	case !(p.JitterFraction >= 0 && p.JitterFraction <= 1): // also NaN
+		why = "JitterFraction is not in [0, 1]"
 	case p.Max > 0 && p.Base > p.Max:
 		why = "Base is above Max"
 	default:
@@ -177,6 +208,13 @@ func (p RetryPolicy) BackoffRand(attempt int, prev time.Duration, r *rand.Rand) 
 	case EqualJitter:
 		half := v / 2
 		return half + randN(half, r)
+	case ProportionalJitter:
+		d := mulCap(v, p.JitterFraction, v) // ≤ v, so v-d ≥ 0
+		hi := v + d
+		if hi < v { // overflowed
+			hi = math.MaxInt64
+		}
+		return min(p.Max, v-d+randN(hi-(v-d), r))
 	}
 	return v
 }
@@ -246,7 +284,8 @@ var defaultPolicies = [numCategories]RetryPolicy{
 //	Expired          1      -                            no retry
 //
 // Transient follows the seed design's 1s-2s-4s-8s; equal jitter keeps each
-// delay within [v/2, v], the closest of the four kinds to its "about 10 %".
+// delay within [v/2, v]. The seed's exact "±10 %" is ProportionalJitter
+// (see the RetryPolicy example), which an Options.Policies entry can set.
 // Timeout waits longer because the target was slow, not down. RateLimited
 // starts later and honours the target's Retry-After through Delay, which
 // replaces the backoff when the error carries a hint. Resource exhaustion

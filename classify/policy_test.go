@@ -59,7 +59,7 @@ func TestBackoffSaturates(t *testing.T) {
 // checks each against the kind's range from the AWS post.
 func TestBackoffProperties(t *testing.T) {
 	base, maxD := 100*time.Millisecond, 5*time.Second
-	for _, j := range []Jitter{NoJitter, FullJitter, EqualJitter, DecorrelatedJitter} {
+	for _, j := range []Jitter{NoJitter, FullJitter, EqualJitter, DecorrelatedJitter, ProportionalJitter} {
 		for _, mult := range []float64{2, 1.5, 3} {
 			p := RetryPolicy{MaxAttempts: 10, Base: base, Max: maxD, Multiplier: mult, Jitter: j}
 			t.Run(j.String(), func(t *testing.T) {
@@ -83,6 +83,9 @@ func TestBackoffProperties(t *testing.T) {
 					case DecorrelatedJitter:
 						lo = base
 						hi = min(maxD, time.Duration(float64(max(prev, base))*(mult+1)))
+					case ProportionalJitter: // ±DefaultJitterFraction, capped
+						lo = min(maxD, v-v/10)
+						hi = min(maxD, v+v/10)
 					}
 					if d < lo || d > hi || d > maxD {
 						t.Fatalf("attempt %d prev %v: %v outside [%v, %v] (Max %v)", attempt, prev, d, lo, hi, maxD)
@@ -155,7 +158,7 @@ func TestBackoffConcurrentNoAlloc(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	for _, j := range []Jitter{NoJitter, FullJitter, EqualJitter, DecorrelatedJitter} {
+	for _, j := range []Jitter{NoJitter, FullJitter, EqualJitter, DecorrelatedJitter, ProportionalJitter} {
 		q := p.withJitter(j)
 		assert.Zero(t, testing.AllocsPerRun(100, func() { _ = q.Backoff(3, time.Second) }), j.String())
 	}
@@ -231,6 +234,9 @@ func TestNormalizeAndValidate(t *testing.T) {
 		{Multiplier: math.Inf(1)},
 		{Multiplier: -2},
 		{Jitter: Jitter(9)},
+		{Jitter: ProportionalJitter, JitterFraction: -0.1},
+		{Jitter: ProportionalJitter, JitterFraction: 1.5},
+		{Jitter: ProportionalJitter, JitterFraction: math.NaN()},
 		{Base: time.Minute, Max: time.Second},
 	}
 	for _, p := range bad {
@@ -242,6 +248,7 @@ func TestNormalizeAndValidate(t *testing.T) {
 func TestJitterString(t *testing.T) {
 	assert.Equal(t, "none", NoJitter.String())
 	assert.Equal(t, "decorrelated", DecorrelatedJitter.String())
+	assert.Equal(t, "proportional", ProportionalJitter.String())
 	assert.Equal(t, "jitter(9)", Jitter(9).String())
 }
 

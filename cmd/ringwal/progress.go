@@ -56,13 +56,20 @@ func newBoard(w io.Writer, title string, total time.Duration, n int, plainEvery 
 		}
 	}
 	b.p = mpb.New(mpb.WithOutput(w), mpb.WithRefreshRate(120*time.Millisecond), mpb.WithWidth(min(b.width, 100)))
-	b.timeBar = b.p.New(total.Milliseconds(),
+	// The time bar is built with no total, which leaves its completion to
+	// finish alone: mpb completes a bar built with a total only when its
+	// current reaches that total, and ignores SetTotal on it, so an act
+	// that ends early (the crash act stops once recovery is checked, well
+	// before its length) would leave it running and Wait would never
+	// return. Its total is set right after, for the filler.
+	b.timeBar = b.p.New(0,
 		mpb.BarStyle().Lbound("[").Filler("=").Tip(">").Padding("-").Rbound("]"),
 		mpb.PrependDecorators(decor.Name(title, decor.WC{W: len(title) + 1, C: decor.DindentRight})),
 		mpb.AppendDecorators(decor.Any(func(s decor.Statistics) string {
 			return fmt.Sprintf(" %5.1fs / %.1fs", float64(s.Current)/1000, total.Seconds())
 		})),
 	)
+	b.timeBar.SetTotal(total.Milliseconds(), false)
 	for i := 0; i < n; i++ {
 		i := i
 		bar := b.p.New(0, mpb.NopStyle(), mpb.PrependDecorators(decor.Any(func(decor.Statistics) string {
@@ -111,7 +118,9 @@ func (b *board) event(line string) {
 }
 
 // finish draws the final state and stops the display; in plain mode it
-// prints the compact line unless it is empty.
+// prints the compact line unless it is empty. Whether or not the act
+// used its whole length, every bar was built with no total, so
+// SetTotal(-1, true) completes each where it stands and Wait returns.
 func (b *board) finish(lines []string, compact string) {
 	if !b.tty {
 		if compact != "" {
