@@ -28,7 +28,9 @@ var (
 
 // ErrConflict is a 409: the engine refused an action the state it is in
 // forbids (DeleteQueue of a queue that still holds messages). An *Error
-// that wraps it wraps ringwal.ErrInvalid too, as the engine's error does.
+// that wraps it wraps ringwal.ErrInvalid too, as the engine's error does;
+// TriggerSchedule's (a run its message's DedupID refuses) wraps
+// ringwal.ErrDuplicate instead.
 var ErrConflict = errors.New("admin: conflict")
 
 // ErrThrottled is a 429: the client's address sent a wrong token a moment

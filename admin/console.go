@@ -40,7 +40,7 @@ type console struct {
 
 // pageNames lists the templates under console/, each rendered inside
 // layout.html.
-var pageNames = []string{"overview", "queues", "queuedelete", "keys", "messages", "cancel", "deadletters", "deadletter", "purge", "purged", "login", "error"}
+var pageNames = []string{"overview", "queues", "queuedelete", "schedules", "scheduleremove", "keys", "messages", "cancel", "deadletters", "deadletter", "purge", "purged", "login", "error"}
 
 // newConsole parses the templates and routes the console's paths to h.
 func newConsole(h *handler) *console {
@@ -58,6 +58,11 @@ func newConsole(h *handler) *console {
 	c.mux.HandleFunc("POST /queues/pause", h.pauseQueueAction)
 	c.mux.HandleFunc("POST /queues/resume", h.resumeQueueAction)
 	c.mux.HandleFunc("POST /queues/delete", h.deleteQueueAction)
+	c.mux.HandleFunc("GET /schedules", h.schedulesPage)
+	c.mux.HandleFunc("POST /schedules/pause", h.pauseScheduleAction)
+	c.mux.HandleFunc("POST /schedules/resume", h.resumeScheduleAction)
+	c.mux.HandleFunc("POST /schedules/trigger", h.triggerScheduleAction)
+	c.mux.HandleFunc("POST /schedules/remove", h.removeScheduleAction)
 	c.mux.HandleFunc("GET /keys", h.keysPage)
 	c.mux.HandleFunc("POST /keys/pause", h.pauseKeyAction)
 	c.mux.HandleFunc("POST /keys/resume", h.resumeKeyAction)

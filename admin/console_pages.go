@@ -249,16 +249,20 @@ type deadLetterView struct {
 // flashes are the messages a form action leaves for the page it
 // redirects to (?done=...).
 var flashes = map[string]string{
-	"reviewed":      "Marked reviewed.",
-	"redriven":      "Redriven: the message is pending again, with its attempts reset.",
-	"paused":        "Paused: the key's messages wait, spending no attempts.",
-	"resumed":       "Resumed: the key's messages go again.",
-	"paused-all":    "All delivery is paused: enqueues continue, nothing is handed out.",
-	"resumed-all":   "All delivery resumed.",
-	"cancelled":     "Cancelled: the message is gone for good.",
-	"queue-paused":  "Paused: the queue's consumers get nothing while its messages wait; other queues go on.",
-	"queue-resumed": "Resumed: the queue delivers again.",
-	"queue-deleted": "Deleted: the queue's declaration, options and counts are gone; a message sent to its name declares it afresh.",
+	"reviewed":           "Marked reviewed.",
+	"redriven":           "Redriven: the message is pending again, with its attempts reset.",
+	"paused":             "Paused: the key's messages wait, spending no attempts.",
+	"resumed":            "Resumed: the key's messages go again.",
+	"paused-all":         "All delivery is paused: enqueues continue, nothing is handed out.",
+	"resumed-all":        "All delivery resumed.",
+	"cancelled":          "Cancelled: the message is gone for good.",
+	"queue-paused":       "Paused: the queue's consumers get nothing while its messages wait; other queues go on.",
+	"queue-resumed":      "Resumed: the queue delivers again.",
+	"queue-deleted":      "Deleted: the queue's declaration, options and counts are gone; a message sent to its name declares it afresh.",
+	"schedule-paused":    "Paused: the schedule's ticks do not run, not even once it is resumed.",
+	"schedule-resumed":   "Resumed: the schedule ticks again from now.",
+	"schedule-removed":   "Removed: the schedule ticks no more; runs already enqueued stay.",
+	"schedule-triggered": "Triggered: one run is enqueued; the schedule's next tick is unchanged.",
 }
 
 func (h *handler) deadLetterPage(w http.ResponseWriter, r *http.Request) {

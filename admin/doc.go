@@ -48,6 +48,15 @@
 //	POST /api/queues/{queue}/resume      Queue.Resume; answers a QueueActionView
 //	POST /api/queues/{queue}/delete      Engine.DeleteQueue; answers a QueueActionView; 409 with the counts while
 //	                                     the queue holds live messages or dead letters
+//	GET  /api/schedules                  every schedule (NewScheduleViews), by name: spec, queue, message, overlap,
+//	                                     catch-up, jitter, pause, next and last tick, last run, runs, skipped, last error
+//	GET  /api/schedules/{schedule}       one schedule's ScheduleView
+//	POST /api/schedules/{schedule}/pause    Engine.PauseSchedule; answers a ScheduleActionView
+//	POST /api/schedules/{schedule}/resume   Engine.ResumeSchedule; answers a ScheduleActionView
+//	POST /api/schedules/{schedule}/trigger  Engine.TriggerSchedule; answers a ScheduleActionView with the run's "id";
+//	                                        503 with Retry-After when the queue is full, 409 when the message's
+//	                                        DedupID refuses the run
+//	POST /api/schedules/{schedule}/remove   Engine.RemoveSchedule; answers a ScheduleActionView
 //
 // A {key} in a path is one path segment, escaped (KeyPath): "slack:#ops/eu"
 // is slack:%23ops%2Feu. GET /api/messages takes the parameters of
@@ -94,6 +103,17 @@
 // than its limit, even none, and still carry a next (NewDeadLetterPage);
 // and a purge of {"queue": "_default"} is refused (400).
 //
+// # Schedules
+//
+// A {schedule} is the schedule's name, one path segment escaped as a
+// {key} is (SchedulePath); an unknown name is 404 on every schedule route.
+// A ScheduleView names its queue by admin name (DefaultQueue for the
+// default queue), its overlap ("allow", "skip") and catch-up ("skip",
+// "one", "all") by name, and its last tick's outcome by last_id (the last
+// run, a trigger's included) and last_error (why the last tick did not
+// run; absent after a run). Schedules are added and changed by the
+// application (Engine.AddSchedule), not through the API.
+//
 // # Formats
 //
 // Requests and answers are JSON (unknown fields in a request body are
@@ -109,7 +129,8 @@
 // Every error is answered {"error": "..."}, never a stack: 400 for bad
 // input (malformed JSON, a bad ID, bad query parameters), 401 without the
 // bearer token when Options.Token is set, 409 for a queue's deletion
-// refused while it holds messages, 403 for a cross-origin POST or
+// refused while it holds messages and for a schedule's trigger its
+// message's DedupID refuses, 403 for a cross-origin POST or
 // a Host not allowed (see Security), 404 for an unknown ID or path
 // (ringwal.ErrNotFound), 405 for a wrong method, 429 with Retry-After a
 // moment after a wrong token from the same address (see Security), 413
@@ -137,6 +158,12 @@
 //	POST /queues/resume             form field queue
 //	POST /queues/delete             form field queue; without confirm=yes: the confirmation page; 409 with the
 //	                                counts while the queue holds messages
+//	GET  /schedules                 every schedule: spec, queue, pause, next and last run, last outcome,
+//	                                runs and skipped, options
+//	POST /schedules/pause           form field schedule
+//	POST /schedules/resume          form field schedule
+//	POST /schedules/trigger         form field schedule: one run now
+//	POST /schedules/remove          form field schedule; without confirm=yes: the confirmation page
 //	GET  /keys                      keys and breakers: pause, waiting, held, throttled, at cap, breaker, dead letters
 //	POST /keys/pause                form fields key, until (optional: 1h, RFC 3339; empty: until resumed)
 //	POST /keys/resume               form field key
@@ -199,6 +226,7 @@
 // refuse framing.
 //
 // Operator actions (requeue, redrive, review, purge, pause, resume,
-// cancel, a queue's pause, resume and deletion), from the API or the console, are logged at Info on Options.Logger. The handler is safe for
+// cancel, a queue's pause, resume and deletion, a schedule's pause,
+// resume, trigger and removal), from the API or the console, are logged at Info on Options.Logger. The handler is safe for
 // concurrent use.
 package admin

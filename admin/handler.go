@@ -40,7 +40,7 @@ type Options struct {
 	// Host itself.
 	AllowedHosts []string
 	// Logger receives operator actions (requeue, redrive, review, purge,
-	// pause, resume, cancel) at Info and failed requests at Error. Nil discards.
+	// pause, resume, cancel, trigger, remove) at Info and failed requests at Error. Nil discards.
 	Logger *slog.Logger
 	// Clock is the time relative inputs count from ("pause for 1h", a
 	// dead-letter query's "after 30m") and pages show: give the engine's
@@ -81,6 +81,12 @@ func NewHandler(e *ringwal.Engine, o Options) http.Handler {
 	h.mux.HandleFunc("POST /api/queues/{queue}/pause", h.pauseQueue)
 	h.mux.HandleFunc("POST /api/queues/{queue}/resume", h.resumeQueue)
 	h.mux.HandleFunc("POST /api/queues/{queue}/delete", h.deleteQueue)
+	h.mux.HandleFunc("GET /api/schedules", h.schedules)
+	h.mux.HandleFunc("GET /api/schedules/{schedule}", h.schedule)
+	h.mux.HandleFunc("POST /api/schedules/{schedule}/pause", h.pauseSchedule)
+	h.mux.HandleFunc("POST /api/schedules/{schedule}/resume", h.resumeSchedule)
+	h.mux.HandleFunc("POST /api/schedules/{schedule}/trigger", h.triggerSchedule)
+	h.mux.HandleFunc("POST /api/schedules/{schedule}/remove", h.removeSchedule)
 	h.con = newConsole(h)
 	return h
 }

@@ -40,6 +40,11 @@ func endpoints(id ringwal.ID) []struct{ method, path, body string } {
 		{"POST", "/queues/" + admin.DefaultQueue + "/pause", `{"until": "1h"}`},
 		{"POST", "/queues/" + admin.DefaultQueue + "/resume", ""},
 		{"POST", "/queues/" + admin.QueuePath("a/b") + "/delete", ""},
+		{"GET", "/schedules", ""},
+		{"POST", "/schedules/" + admin.SchedulePath("a/b") + "/pause", ""},
+		{"POST", "/schedules/nightly/resume", ""},
+		{"POST", "/schedules/nightly/trigger", ""},
+		{"POST", "/schedules/nightly/remove", ""},
 		{"GET", "/messages?queue=_default", ""},
 		{"GET", "/dead-letters?queue=_default", ""},
 	}

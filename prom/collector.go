@@ -23,12 +23,13 @@ const OtherBreakerKey = "_other"
 // package doc for the metrics). The caller registers it, and unregisters
 // it if the registry outlives the engine. Each scrape calls e.Stats once.
 func NewCollector(e *ringwal.Engine) prometheus.Collector {
-	return &collector{e: e, queues: newQueueSeries()}
+	return &collector{e: e, queues: newQueueSeries(), schedules: newScheduleSeries()}
 }
 
 type collector struct {
-	e      *ringwal.Engine
-	queues *queueSeries // which queues have series of their own
+	e         *ringwal.Engine
+	queues    *queueSeries    // which queues have series of their own
+	schedules *scheduleSeries // which schedules have series of their own
 }
 
 // descs are the collector's descriptors, shared by every collector.
@@ -47,6 +48,8 @@ type descSet struct {
 
 	published, unrouted, queues, queueMessages, queueDead                  *prometheus.Desc
 	queueEnqueued, queueAcked, queueDeadLettered, queueOldest, queuePaused *prometheus.Desc
+
+	scheduleRuns, scheduleSkipped *prometheus.Desc
 
 	all []*prometheus.Desc
 }
@@ -104,6 +107,9 @@ func newDescs() *descSet {
 	d.queueDeadLettered = nd("queue_dead_lettered_total", "Messages dead-lettered per queue."+perQueue, "queue")
 	d.queueOldest = nd("queue_oldest_pending_age_seconds", "Age of the queue's longest-waiting pending message (0 when none); for _other the oldest of the rest."+perQueue, "queue")
 	d.queuePaused = nd("queue_paused", "1 while the queue's delivery is paused (Queue.Pause); for _other how many of the rest are."+perQueue, "queue")
+	const perSchedule = ` At most 50 schedules are exported; schedule="_other" is the sum over the rest.`
+	d.scheduleRuns = nd("schedule_runs_total", "Runs of each schedule (ticks, catch-ups and triggers), kept across restarts."+perSchedule, "schedule")
+	d.scheduleSkipped = nd("schedule_skipped_total", "Ticks of each schedule not run (overlap, catch-up, a full queue), kept across restarts."+perSchedule, "schedule")
 
 	// The engine measures one message in 64 (Stats.Wait, Stats.Handling).
 	const sample = "; one message in 64 is measured."
@@ -179,6 +185,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(d.oldestPending, s.OldestPending.Seconds())
 	collectBreakers(ch, s.Breakers)
 	collectQueues(ch, s, queueRows)
+	c.collectSchedules(ch)
 	ch <- latencyHistogram(d.wait, s.Wait)
 	ch <- latencyHistogram(d.handling, s.Handling)
 

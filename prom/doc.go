@@ -14,15 +14,16 @@
 //	reg.MustRegister(prom.NewCollector(e))
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
-// Collect calls Stats and Queues once per scrape (cheap: their counts are
-// kept, not scanned; Queues costs a little per declared queue).
+// Collect calls Stats, Queues and Schedules once per scrape (cheap: their
+// counts are kept, not scanned; Queues and Schedules cost a little per
+// declared queue and schedule).
 // Two engines on one registry need their own labels: register each through
 // prometheus.WrapRegistererWith(prometheus.Labels{"engine": name}, reg).
 // Unregister the collector when the engine closes if the registry
 // outlives it (a closed engine's Stats still answer, frozen).
 //
-// Every metric is prefixed ringwal_; no label is unbounded (breaker keys
-// and queues are capped, see below). Durations are in seconds.
+// Every metric is prefixed ringwal_; no label is unbounded (breaker keys,
+// queues and schedules are capped, see below). Durations are in seconds.
 //
 // Counters (since Open):
 //
@@ -48,6 +49,8 @@
 //	ringwal_queue_enqueued_total{queue}         messages enqueued per queue (published copies included)
 //	ringwal_queue_acked_total{queue}            deliveries acknowledged per queue
 //	ringwal_queue_dead_lettered_total{queue}    messages dead-lettered per queue
+//	ringwal_schedule_runs_total{schedule}       runs per schedule (ticks, catch-ups, triggers), kept across restarts
+//	ringwal_schedule_skipped_total{schedule}    ticks per schedule not run (overlap, catch-up, a full queue)
 //
 // Gauges:
 //
@@ -103,6 +106,14 @@
 // (what it counted after that scrape is not added). A queue deleted and
 // declared again is a new queue: its own series restarts from 0, which
 // Prometheus reads as a counter reset.
+//
+// The schedule label is capped the same way: at most MaxScheduleSeries
+// (50) schedules one by one, the first the collector sees, a choice that
+// sticks until the schedule is removed; the rest summed under
+// schedule="_other" (OtherScheduleLabel), which keeps the totals of those
+// removed. A schedule's counts are the engine's (ScheduleInfo.Runs and
+// Skipped), logged and kept across restarts and across an AddSchedule
+// that replaces it; one removed and added again starts from 0.
 //
 // The default queue's totals are the engine's less the named queues'
 // (QueueStats): they take in the totals of deleted named queues, and the

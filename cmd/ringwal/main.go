@@ -73,7 +73,7 @@ Start with the demo:
 Then look at what it left behind with inspect, dlq and wal, or serve a data
 directory's web console, admin API and metrics.
 
-inspect, dlq, keys, queues, messages, cancel, pause and resume work on a data
+inspect, dlq, keys, queues, schedules, messages, cancel, pause and resume work on a data
 directory no process holds (DIR), or on a running engine through the admin API its application mounts
 (admin.NewHandler): --addr URL or $RINGWAL_ADDR, with --token or
 $RINGWAL_TOKEN. Same output either way.
@@ -98,6 +98,7 @@ Exit status: 0 on success, 1 on failure, 2 on a usage error.`,
 		newDLQCmd(),
 		newKeysCmd(),
 		newQueuesCmd(),
+		newSchedulesCmd(),
 		newMessagesCmd(),
 		newCancelCmd(),
 		newPauseCmd(),

@@ -1,7 +1,7 @@
 package main
 
-// Where the operator commands (inspect, dlq, keys, queues, messages,
-// cancel, pause, resume) read and act: a data
+// Where the operator commands (inspect, dlq, keys, queues, schedules,
+// messages, cancel, pause, resume) read and act: a data
 // directory that no process holds (the engine is opened here), or a
 // running application's admin handler (--addr, through admin.Client).
 // Both answer in admin's views, so the output is the same either way.
@@ -43,6 +43,7 @@ type source interface {
 	purge(ctx context.Context, q dlq.Query) (int, error)
 	keySource
 	queueSource
+	scheduleSource
 	close() error
 }
 
