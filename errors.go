@@ -23,8 +23,10 @@ var (
 	// another engine handed it out.
 	ErrStaleLease = errors.New("ringwal: stale lease")
 	// ErrNotFound: no message with that ID (never enqueued, acked or
-	// purged); for Redrive and MarkReviewed, no dead letter with that ID.
-	ErrNotFound = errors.New("ringwal: message not found")
+	// purged); for Redrive and MarkReviewed, no dead letter with that ID;
+	// for the queue and schedule verbs, no queue or schedule of that name
+	// (the wrapping error names what was looked for).
+	ErrNotFound = errors.New("ringwal: not found")
 	// ErrInvalid: bad input; the wrapping error says what was wrong.
 	ErrInvalid = errors.New("ringwal: invalid argument")
 	// ErrLocked: another opener holds the data directory.

@@ -198,7 +198,7 @@ func (e *Engine) Cancel(id ID) error {
 		if _, dead := e.dead.Get(uint64(id)); dead {
 			return fmt.Errorf("%w: message %d is dead-lettered; use PurgeDeadLetters", ErrInvalid, id)
 		}
-		return fmt.Errorf("%w: %d", ErrNotFound, id)
+		return fmt.Errorf("%w: message %d", ErrNotFound, id)
 	}
 	r := e.slab.at(slot)
 	now := e.now()

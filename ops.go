@@ -28,7 +28,7 @@ func (e *Engine) Get(id ID) (Info, error) {
 	if info, ok := e.lookup(id); ok {
 		return info, nil
 	}
-	return Info{}, fmt.Errorf("%w: %d", ErrNotFound, id)
+	return Info{}, fmt.Errorf("%w: message %d", ErrNotFound, id)
 }
 
 // awaitRedrives waits until the Redrives under way have ended: a caller
@@ -92,7 +92,7 @@ func (e *Engine) Requeue(id ID) error {
 		if _, dead := e.dead.Get(uint64(id)); dead {
 			return fmt.Errorf("%w: message %d is dead-lettered; use Redrive", ErrInvalid, id)
 		}
-		return fmt.Errorf("%w: %d", ErrNotFound, id)
+		return fmt.Errorf("%w: message %d", ErrNotFound, id)
 	}
 	if !ok {
 		return nil // pending already
