@@ -11,8 +11,10 @@ import (
 )
 
 // Dequeue leases the next message in scheduling order, blocking until one
-// is ready, ctx ends (ctx.Err()), or Close starts (ErrClosed). A message
-// already ready is handed out even if ctx has ended. The lease lasts
+// is ready, ctx ends (ctx.Err()), or Close starts (ErrClosed). A ctx that
+// has already ended gets its error before anything is taken, even when a
+// message is ready, as Go APIs do (a consumer's loop that stops on an
+// error then stops). The lease lasts
 // Options.LeaseTimeout unless extended; settle it with Ack or Nack. A nil
 // ctx is ErrInvalid. Safe for concurrent use.
 func (e *Engine) Dequeue(ctx context.Context) (Delivery, error) {
@@ -26,6 +28,12 @@ func (e *Engine) dequeue(ctx context.Context, rt *qrun) (Delivery, error) {
 	}
 	if ctx == nil {
 		return Delivery{}, invalidf("Dequeue with a nil ctx")
+	}
+	// One interface call and an atomic load (context.Background's returns
+	// nil at once): BenchmarkHotPathSerialDequeue measured no difference
+	// beyond its noise (8 interleaved runs each way, 2-core machine).
+	if err := ctx.Err(); err != nil {
+		return Delivery{}, err
 	}
 	if d, ok := e.tryDequeue(rt); ok {
 		return d, nil
@@ -150,7 +158,8 @@ const (
 
 // DequeueBatch leases up to max ready messages (max > 0 and a non-nil
 // ctx, else ErrInvalid). It blocks as Dequeue does until the first is ready, ctx
-// ends or Close starts, then takes what else is ready without waiting.
+// ends or Close starts, then takes what else is ready without waiting. A
+// ctx that has already ended gets its error, and nothing is taken.
 // Safe for concurrent use.
 func (e *Engine) DequeueBatch(ctx context.Context, max int) ([]Delivery, error) {
 	return e.dequeueBatch(ctx, &e.rt0, max)

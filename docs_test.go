@@ -304,20 +304,6 @@ func TestDocsLatencyIsSampled(t *testing.T) {
 	assert.Zero(t, s.Wait.Count, "Wait is measured for one message in 64")
 }
 
-// Dequeue hands out a ready message even when ctx has already ended; it
-// returns ctx.Err() only when it would have to wait.
-func TestDocsDequeueWithEndedCtx(t *testing.T) {
-	e, _ := memEngine(t, ringwal.Options{})
-	ctx, cancel := context.WithCancel(ctxBG)
-	cancel()
-	id := enqueue(t, e, ringwal.Message{})
-	d, err := e.Dequeue(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, id, d.ID)
-	_, err = e.Dequeue(ctx)
-	assert.ErrorIs(t, err, context.Canceled)
-}
-
 // Nack with a nil cause records "nack without a cause" as Unknown.
 func TestDocsNackNilCause(t *testing.T) {
 	e, _ := memEngine(t, ringwal.Options{})

@@ -20,17 +20,21 @@ import (
 // fail handles a failed delivery of a busy, formerly leased record.
 func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, now int64, wait bool) error {
 	if key := r.key; key != "" {
-		e.settleBreaker(r, cat)
+		paused := cat == classify.RateLimited && e.pauseForRetryAfter(key, cause, now)
+		e.settleBreaker(r, cat, paused)
 		e.keyLeaseEnded(r.ks, now)
-		if cat == classify.RateLimited {
-			e.pauseForRetryAfter(key, cause, now)
-		}
 	}
 	e.observeHandling(r)
 	text := cause.Error()
 	f := dlq.Failure{At: time.Unix(0, now), Category: cat, Error: text}
 	prev := r.hist.Load()
 	h := prev.with(f)
+	if r.ticket.IsProbe() {
+		// A failed probe of the half-open breaker: the target is still
+		// down, and the hold MaxHold bounds goes on (from when this
+		// message was first held) rather than start again.
+		h.heldSince = prev.since()
+	}
 	r.hist.Store(h)
 	r.crashes.Store(0)
 	attempts := int(r.attempts())
@@ -128,17 +132,31 @@ func (e *Engine) bury(slot uint32, r *rec, f dlq.Failure, wait bool) error {
 	return err
 }
 
-// hold sets a busy record aside while its key's breaker is open.
+// hold sets a busy record aside while its key's breaker is open, or
+// dead-letters it when it has been held its MaxHold already (counted from
+// when it was first held: a record is released and held again at every
+// half-open probe of its key, and that must not start the count again).
 func (e *Engine) hold(slot uint32, r *rec, now int64) {
 	key := r.key
-	var maxHold time.Duration
-	if r.ks != nil {
-		maxHold = r.ks.policy.MaxHold
+	maxHold := e.maxHold(r)
+	var until int64
+	if maxHold > 0 {
+		h := r.hist.Load()
+		since := h.since()
+		if since == 0 {
+			since = now
+			r.hist.Store(h.holding(now))
+		}
+		until = addSat(since, int64(maxHold))
+		if now >= until {
+			e.deadLetterHeld(slot, r, maxHold, now)
+			return
+		}
 	}
 	id := r.id.Load()
 	rf := r.publish(e.counts, slot, stHeld)
-	if maxHold > 0 {
-		e.hk.schedule(addSat(now, int64(maxHold)), entryFor(rf, id, timerMaxHold))
+	if until != 0 {
+		e.hk.schedule(until, entryFor(rf, id, timerMaxHold))
 	}
 	keyID, first := e.held.add(key, rf)
 	if first {
@@ -146,36 +164,59 @@ func (e *Engine) hold(slot uint32, r *rec, now int64) {
 	}
 }
 
-// expireHold dead-letters a message held past its key's MaxHold, with the
-// category of the failures that opened the breaker.
+// maxHold is how long a record of a key may be held behind the key's open
+// breaker: its KeyPolicy's MaxHold, else Options.MaxHold (0: forever).
+func (e *Engine) maxHold(r *rec) time.Duration {
+	if r.ks != nil && r.ks.policy.MaxHold > 0 {
+		return r.ks.policy.MaxHold
+	}
+	return max(e.opts.MaxHold, 0)
+}
+
+// expireHold dead-letters a message held past its MaxHold (its timer).
 func (e *Engine) expireHold(slot, gen uint32, now int64) {
 	r := e.slab.at(slot)
 	if !r.own(gen, stHeld) {
 		return // released, expired or cancelled meanwhile
 	}
-	cat := classify.Category(r.ks.breakerCat.Load())
-	text := fmt.Sprintf("held longer than MaxHold %v behind the open breaker of key %q", r.ks.policy.MaxHold, r.key)
+	e.deadLetterHeld(slot, r, e.maxHold(r), now)
+}
+
+// deadLetterHeld dead-letters a busy record held maxHold behind its key's
+// open breaker, with the category of the failure that opened the breaker
+// (Transient if the breaker does not know it, which only an operator's
+// Reset and the key's eviction between the hold and now can bring about:
+// the key was failing either way).
+func (e *Engine) deadLetterHeld(slot uint32, r *rec, maxHold time.Duration, now int64) {
+	cat := classify.Transient
+	if c, ok := e.breakers.TripCause(r.key); ok {
+		cat = classify.Category(c)
+	}
+	text := fmt.Sprintf("held longer than MaxHold %v behind the open breaker of key %q", maxHold, r.key)
 	_ = e.deadLetter(slot, r, cat, text, now, false)
 }
 
 // pauseForRetryAfter pauses a key whose RateLimited failure carries a
 // Retry-After hint, until then: every message of the key waits, spending
 // no attempts; other keys are not touched. The pause is logged, so it
-// holds across a restart.
-func (e *Engine) pauseForRetryAfter(key string, cause error, now int64) {
+// holds across a restart. It reports whether the key is paused until then
+// (false without a hint, or when MaxPausedKeys refused the pause).
+func (e *Engine) pauseForRetryAfter(key string, cause error, now int64) bool {
 	d, ok := classify.RetryAfter(cause)
 	if !ok || d <= 0 {
-		return
+		return false
 	}
 	until := addSat(e.preciseNow(), int64(d))
 	changed, err := e.pauseKey(key, until, now)
 	if err != nil {
 		e.opts.Logger.Warn("ringwal: key not paused", "key", key, "err", err)
+		return false
 	}
 	if changed {
 		rec := pauseRecord(key, until, now)
 		_ = e.appendRecord(&rec, false)
 	}
+	return true
 }
 
 // holdRecheckMin spaces out rechecks of a key whose breaker is half-open
@@ -192,29 +233,47 @@ func (e *Engine) scheduleRecheck(key string, keyID uint64) {
 }
 
 // releaseHeld makes every held message of a key pending again, in the
-// order they were held.
+// order they were held. Released because the breaker closed, a message's
+// hold is over (MaxHold counts afresh if it is ever held again);
+// released to a half-open breaker, it goes on.
 func (e *Engine) releaseHeld(keyID uint64) {
-	refs := e.held.take(keyID)
+	key, refs := e.held.take(keyID)
+	if len(refs) == 0 {
+		return
+	}
 	now := e.preciseNow() // the timer goroutine: an idle engine's cache stays parked
+	closed := e.breakers.State(key) == breaker.Closed
 	for _, rf := range refs {
 		r := e.slab.at(rf.slot)
 		if r.own(rf.gen, stHeld) {
+			if h := r.hist.Load(); closed && h.since() != 0 {
+				r.hist.Store(h.holding(0))
+			}
 			e.makeReady(rf.slot, r, now)
 		}
 	}
 }
 
 // settleBreaker reports a failed delivery's outcome to its key's breaker:
-// categories that speak of the target's health count as failures, a
+// categories that speak of the target's health count as failures (the
+// category kept as the trip's cause, for MaxHold's dead letters), a
 // Permanent error means the target answered (a success for the breaker),
 // and the rest (Poison, Unknown, Expired) say nothing about the target.
-func (e *Engine) settleBreaker(r *rec, cat classify.Category) {
+//
+// The exception is a RateLimited failure whose Retry-After hint paused the
+// key (paused): the target is up and said when to come back, and the
+// pause already keeps every message of the key away until then. Counted
+// as well, the 429s of the requests in flight together (5 by default)
+// would open the breaker: a 1 s Retry-After would become an open timeout
+// of 5 s and more, and MaxHold would dead-letter as rate_limited messages
+// the target would have taken. Without a hint (or when the pause was
+// refused) the breaker is the key's only protection, and it counts.
+func (e *Engine) settleBreaker(r *rec, cat classify.Category, paused bool) {
 	switch {
+	case paused:
+		e.breakers.Release(r.ticket)
 	case classify.CountsAgainstBreaker(cat):
-		if r.ks != nil {
-			r.ks.breakerCat.Store(uint32(cat))
-		}
-		e.breakers.Done(r.ticket, false)
+		e.breakers.Fail(r.ticket, uint8(cat))
 	case cat == classify.Permanent:
 		e.breakers.Done(r.ticket, true)
 	default:

@@ -55,20 +55,20 @@ func (h *heldSet) add(key string, rf ref) (id uint64, first bool) {
 	return l.id, len(l.refs) == 1
 }
 
-// take removes and returns the list of the key with that ID.
-func (h *heldSet) take(id uint64) []ref {
+// take removes and returns the list of the key with that ID, and the key.
+func (h *heldSet) take(id uint64) (string, []ref) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	l := h.byID[id]
 	if l == nil {
-		return nil
+		return "", nil
 	}
 	delete(h.byID, id)
 	delete(h.byKey, l.key)
 	if l.capped {
 		h.cappedKeys.Add(-1)
 	}
-	return l.refs
+	return l.key, l.refs
 }
 
 func (h *heldSet) idOf(key string) (uint64, bool) {

@@ -19,6 +19,30 @@ type history struct {
 	// grows from it); set by fail, the record's owner, before anyone but
 	// the owner reads it.
 	delay time.Duration
+	// heldSince is when the message was first held behind its key's open
+	// breaker in the hold MaxHold bounds (unix ns; 0: not in one). A
+	// failure ends that hold (with does not copy it) unless the message
+	// failed as the half-open breaker's probe (keepHold).
+	heldSince int64
+}
+
+// holding returns a copy of h (nil: none) that says the message has been
+// held since at.
+func (h *history) holding(at int64) *history {
+	var n history
+	if h != nil {
+		n = *h // failures are never appended to in place (with clones)
+	}
+	n.heldSince = at
+	return &n
+}
+
+// since is when the hold in progress began (0: none).
+func (h *history) since() int64 {
+	if h == nil {
+		return 0
+	}
+	return h.heldSince
 }
 
 // lastDelay is the backoff the last failure was given (0: none yet).
@@ -34,7 +58,9 @@ func (h *history) with(f dlq.Failure) *history {
 	n := &history{firstFailedAt: f.At.UnixNano()}
 	var fs []dlq.Failure
 	if h != nil {
-		n.firstFailedAt = h.firstFailedAt
+		if h.firstFailedAt != 0 { // 0: held, never failed
+			n.firstFailedAt = h.firstFailedAt
+		}
 		fs = slices.Clone(h.failures) // ours to append to
 	}
 	n.failures = dlq.AppendFailure(fs, f, dlq.DefaultMaxFailures)

@@ -1,6 +1,7 @@
 package ringwal
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -131,4 +132,40 @@ func BenchmarkHotPathDelayed(b *testing.B) {
 	})
 	b.StopTimer()
 	b.ReportMetric(float64(e.hk.timers.Spilled()-spilled)/float64(b.N), "spilled/op")
+}
+
+// BenchmarkHotPathSerialDequeue is BenchmarkHotPathSerial through the
+// blocking Dequeue, which first checks its ctx (a message is always
+// ready, so it never waits): with context.Background, and with a live
+// cancellable ctx (an atomic load behind the interface call).
+func BenchmarkHotPathSerialDequeue(b *testing.B) {
+	cancellable, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+	}{{"Background", context.Background()}, {"WithCancel", cancellable}} {
+		b.Run(c.name, func(b *testing.B) {
+			e, err := Open("", Options{TierCapacity: 1 << 16, MaxMessages: 1 << 17})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			payload := make([]byte, 128)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := e.TryEnqueue(Message{Payload: payload}); err != nil {
+					b.Fatal(err)
+				}
+				d, err := e.Dequeue(c.ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := e.Ack(d.Lease); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

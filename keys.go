@@ -90,8 +90,10 @@ type KeyPolicy struct {
 	// the key. 0 = no cap.
 	MaxQueued int
 	// MaxHold dead-letters a message held behind the key's open breaker
-	// longer than this, with the category of the failures that opened it.
-	// 0 = no limit.
+	// longer than this, with the category of the failures that opened it
+	// (see Options.MaxHold for how the time counts). 0 = Options.MaxHold
+	// (default 15m, which may hold forever); a negative MaxHold is not
+	// a valid policy.
 	MaxHold time.Duration
 }
 
@@ -122,9 +124,6 @@ type keyState struct {
 	// (math.MinInt64) once the registry dropped the state, so that a
 	// racing enqueue looks it up again.
 	live atomic.Int64
-	// breakerCat is the category of the key's last failure that counted
-	// against its breaker (MaxHold dead-letters with it).
-	breakerCat atomic.Uint32
 
 	mu          sync.Mutex
 	limiter     *rate.Limiter // nil without Rate

@@ -152,6 +152,26 @@ type Options struct {
 	// (see breaker.Options): by default a key trips after 5 consecutive
 	// failures, or a failure rate of 0.5 over 20 calls in 10s.
 	Breaker breaker.Options
+	// MaxHold bounds how long a message waits behind its key's open
+	// circuit breaker (held, spending no attempts) when the key's
+	// KeyPolicy.MaxHold is zero: once held this long it is dead-lettered
+	// with the category of the failures that opened the breaker. The time
+	// counts from when the message was first held and runs on through the
+	// breaker's half-open probes (this message's own failed probe
+	// included), until the message goes through a closed breaker again.
+	// Default 15m; negative holds forever.
+	//
+	// Why 15 minutes: job queues retry a failing job for days (asynq and
+	// River 25 times, Sidekiq 25 over about three weeks), but each of
+	// those retries spends an attempt; a held message spends none, waits
+	// in memory (it counts against MaxMessages) and is the breaker's to
+	// bound, and breakers stay open for seconds to a minute (gobreaker and
+	// resilience4j 60s, Options.Breaker 5s doubling to 1m). A quarter of
+	// an hour rides out a deploy or a failover with a dozen probes or
+	// more, and still brings the messages of a target that stays down to
+	// the dead-letter queue, where an operator sees and redrives them,
+	// the same quarter hour instead of never.
+	MaxHold time.Duration
 	// CrashLoopLimit: a message leased at this many consecutive crashes is
 	// dead-lettered as Poison. Default 3.
 	CrashLoopLimit int
@@ -241,6 +261,7 @@ const (
 	defaultCloseGrace      = 5 * time.Second
 	defaultMaxDeadLetters  = 1_000_000
 	defaultMaxPausedKeys   = 10_000
+	defaultMaxHold         = 15 * time.Minute
 	// maxBreakerBuckets bounds Options.Breaker.Buckets (allocated per key).
 	maxBreakerBuckets = 1 << 16
 	// maxSlabBits bounds the slab (and so MaxMessages) at 1<<26 slots.
@@ -323,6 +344,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Classifier == nil {
 		o.Classifier = classify.Default()
+	}
+	if o.MaxHold == 0 {
+		o.MaxHold = defaultMaxHold
 	}
 	if o.CrashLoopLimit == 0 {
 		o.CrashLoopLimit = defaultCrashLoopLimit

@@ -86,7 +86,8 @@ func (q *Queue) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 }
 
 // Dequeue leases the next message of this queue, as Engine.Dequeue does
-// for the default queue.
+// for the default queue (a ctx that has already ended gets its error, and
+// nothing is taken).
 func (q *Queue) Dequeue(ctx context.Context) (Delivery, error) {
 	r, err := q.resolve()
 	if err != nil {
@@ -104,7 +105,8 @@ func (q *Queue) TryDequeue() (Delivery, bool) {
 	return q.e.tryDequeue(r.run())
 }
 
-// DequeueBatch is Engine.DequeueBatch on this queue.
+// DequeueBatch is Engine.DequeueBatch on this queue (a ctx that has
+// already ended gets its error, and nothing is taken).
 func (q *Queue) DequeueBatch(ctx context.Context, max int) ([]Delivery, error) {
 	r, err := q.resolve()
 	if err != nil {

@@ -101,11 +101,8 @@ func (e *Engine) run(ctx context.Context, rt *qrun, workers int, h Handler) erro
 // engine closes.
 func (e *Engine) work(ctx, handlerBase context.Context, rt *qrun, h Handler) {
 	for {
-		// Dequeue hands out a ready message even when ctx has ended: look
-		// first, or a steady backlog would keep Run from returning.
-		if ctx.Err() != nil {
-			return
-		}
+		// dequeue returns ctx's error before it takes anything once ctx
+		// has ended, so a steady backlog does not keep Run from returning.
 		d, err := e.dequeue(ctx, rt)
 		if err != nil {
 			return // ctx ended or the engine is closing

@@ -35,6 +35,8 @@ type keyBreaker struct {
 	probes   int    // probes in flight (half-open)
 	succ     int    // probe successes (half-open)
 	trips    uint64 // lifetime trips of this key
+	cause    uint8  // the cause given with the failure that last tripped it (Fail)
+	tripped  bool   // it tripped at least once: cause means something
 	streak   int    // trips since the last successful close: grows the open timeout
 	lastUsed int64  // last Done, or creation
 }
@@ -167,6 +169,37 @@ func (s *Set) allowSlow(b *keyBreaker) (Ticket, bool) {
 // re-opens the breaker (with a longer timeout); SuccessThreshold successes
 // close it.
 func (s *Set) Done(t Ticket, success bool) {
+	s.done(t, success, 0)
+}
+
+// Fail reports a failed call as Done(t, false) does, with cause: a code of
+// the caller's own that the breaker keeps if this failure opens it, for
+// TripCause (the engine passes the failure's category, so that what it
+// held behind the open breaker can later be dead-lettered under it).
+func (s *Set) Fail(t Ticket, cause uint8) {
+	s.done(t, false, cause)
+}
+
+// TripCause returns the cause given (by Fail; 0 by Done) with the failure
+// that last opened key's breaker. ok is false when that breaker never
+// opened, or its key is unknown (never seen, or evicted: only closed
+// breakers are).
+func (s *Set) TripCause(key string) (cause uint8, ok bool) {
+	v, found := s.m.Load(key)
+	if !found {
+		return 0, false
+	}
+	b := v.(*keyBreaker)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cause, b.tripped
+}
+
+// IsProbe reports whether t was admitted by a half-open breaker: a probe
+// of a target that was failing, rather than a call through a closed one.
+func (t Ticket) IsProbe() bool { return t.b != nil && stateOf(t.sg) == HalfOpen }
+
+func (s *Set) done(t Ticket, success bool, cause uint8) {
 	b := t.b
 	if b == nil {
 		return
@@ -186,13 +219,13 @@ func (s *Set) Done(t Ticket, success bool) {
 		} else {
 			b.consec++
 			if s.shouldTrip(b, now) {
-				s.trip(b, now)
+				s.trip(b, now, cause)
 			}
 		}
 	case HalfOpen:
 		b.probes = max(b.probes-1, 0)
 		if !success {
-			s.trip(b, now)
+			s.trip(b, now, cause)
 		} else if b.succ++; b.succ >= s.o.SuccessThreshold {
 			b.streak = 0
 			s.setState(b, Closed)
@@ -240,9 +273,10 @@ func (s *Set) shouldTrip(b *keyBreaker, now int64) bool {
 	return calls >= s.o.MinCalls && float64(fail) >= s.o.FailureRate*float64(calls)
 }
 
-// trip opens b; b.mu is held.
-func (s *Set) trip(b *keyBreaker, now int64) {
+// trip opens b because of a failure given cause; b.mu is held.
+func (s *Set) trip(b *keyBreaker, now int64, cause uint8) {
 	b.trips++
+	b.cause, b.tripped = cause, true
 	b.streak++
 	s.trips.Add(1)
 	ready := now + int64(s.o.openTimeout(b.streak))
