@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/sched"
 )
 
@@ -710,6 +711,10 @@ type KeyStats struct {
 	// AtCap: at KeyPolicy.MaxQueued, or at the isolation cap of held
 	// messages (enqueues for the key fail fast).
 	AtCap bool
+	// Breaker is the key's circuit breaker, the same data as the key's
+	// entry in Stats.Breakers (zero for a key whose breaker has seen no
+	// call).
+	Breaker breaker.KeyState
 }
 
 // keyStats lists the keys Stats reports.

@@ -17,7 +17,8 @@ type Stats struct {
 	Waiting         int
 	WaitingByReason map[WaitReason]int
 	// Keys describes every key with per-key state worth a look: a policy
-	// and live messages, a pause, messages waiting or held. Sorted by key.
+	// and live messages, a pause, messages waiting or held, a breaker
+	// (KeyStats.Breaker). Sorted by key.
 	Keys []KeyStats
 	// DeliveryPaused is true while a Pause of all delivery is in force.
 	DeliveryPaused bool
@@ -66,11 +67,13 @@ type Stats struct {
 	// pending message (leased out of order by its deadline, cancelled,
 	// requeued) is missed until they are popped.
 	OldestPending time.Duration
-	// TierUtilization is each tier ring's fill ratio, Critical first.
+	// TierUtilization is each tier ring's fill ratio, Critical first
+	// (the default queue's); TierUtilizationOf reads it by Priority.
 	TierUtilization [ring.NumTiers]float64
 	// Recovery describes what Open replayed.
 	Recovery RecoveryStats
-	// Breakers is every key's circuit breaker, sorted by key.
+	// Breakers is every key's circuit breaker, sorted by key: the same
+	// data as Keys' Breaker fields, kept for the callers that read it.
 	Breakers []breaker.KeyState
 	// WAL describes the write-ahead log's batches (zero when memory-only).
 	WAL WALStats
@@ -337,7 +340,7 @@ func (e *Engine) Stats() Stats {
 			s.Waiting += n
 		}
 	}
-	s.Keys = e.keyStats()
+	s.Keys = withBreakers(e.keyStats(), s.Breakers)
 	s.DeliveryPaused = e.deliveryPaused(e.preciseNow())
 	s.Dequeued = s.Acked + s.Nacked + s.LeaseExpiries + requeuedLeased + e.ctr.cancelledLeased.Load() + uint64(s.Leased)
 	s.Enqueued = e.metrics.enqueued.atLeast(s.Enqueued)
@@ -354,4 +357,38 @@ func (e *Engine) Stats() Stats {
 	}
 	e.queuesStats(&s, qs, qc)
 	return s
+}
+
+// TierUtilizationOf is the fill ratio of priority p's tier ring
+// (TierUtilization, which is indexed Critical first).
+func (s *Stats) TierUtilizationOf(p Priority) float64 {
+	if p < Background || p > Critical {
+		return 0
+	}
+	return s.TierUtilization[p.tier()]
+}
+
+// withBreakers sets each key's Breaker from brs and adds the keys that
+// have only a breaker; both lists are sorted by key.
+func withBreakers(keys []KeyStats, brs []breaker.KeyState) []KeyStats {
+	if len(brs) == 0 {
+		return keys
+	}
+	out := make([]KeyStats, 0, max(len(keys), len(brs)))
+	i := 0
+	for _, b := range brs {
+		for i < len(keys) && keys[i].Key < b.Key {
+			out = append(out, keys[i])
+			i++
+		}
+		if i < len(keys) && keys[i].Key == b.Key {
+			k := keys[i]
+			k.Breaker = b
+			out = append(out, k)
+			i++
+			continue
+		}
+		out = append(out, KeyStats{Key: b.Key, Breaker: b})
+	}
+	return append(out, keys[i:]...)
 }
