@@ -18,7 +18,8 @@ type Stats struct {
 	WaitingByReason map[WaitReason]int
 	// Keys describes every key with per-key state worth a look: a policy
 	// and live messages, a pause, messages waiting or held, a breaker
-	// (KeyStats.Breaker). Sorted by key.
+	// that is not closed or is failing (KeyStats.Breaker, set for every
+	// key listed). Sorted by key.
 	Keys []KeyStats
 	// DeliveryPaused is true while a Pause of all delivery is in force.
 	DeliveryPaused bool
@@ -368,8 +369,10 @@ func (s *Stats) TierUtilizationOf(p Priority) float64 {
 	return s.TierUtilization[p.tier()]
 }
 
-// withBreakers sets each key's Breaker from brs and adds the keys that
-// have only a breaker; both lists are sorted by key.
+// withBreakers sets each key's Breaker from brs and adds the keys whose
+// only state worth a look is their breaker (not closed, or failing);
+// both lists are sorted by key. A closed breaker without failures adds
+// no key: every key that was ever sent to has one.
 func withBreakers(keys []KeyStats, brs []breaker.KeyState) []KeyStats {
 	if len(brs) == 0 {
 		return keys
@@ -388,7 +391,9 @@ func withBreakers(keys []KeyStats, brs []breaker.KeyState) []KeyStats {
 			i++
 			continue
 		}
-		out = append(out, KeyStats{Key: b.Key, Breaker: b})
+		if b.State != breaker.Closed || b.ConsecutiveFailures > 0 {
+			out = append(out, KeyStats{Key: b.Key, Breaker: b})
+		}
 	}
 	return append(out, keys[i:]...)
 }
