@@ -53,6 +53,10 @@ func sampleRecords() []Record {
 			Copies: []Copy{{Queue: 0, ID: 20}, {Queue: 7, ID: 21}, {Queue: MaxQueue, ID: 1 << 40}}},
 		{Kind: KindPublish, ID: math.MaxUint64 - 1, Payload: []byte("x"),
 			Copies: []Copy{{Queue: 1, ID: math.MaxUint64 - 1}, {Queue: 2, ID: math.MaxUint64}, {Queue: 3, ID: math.MaxUint64}}},
+		// Uniqueness modes:
+		{Kind: KindEnqueue, ID: 30, Time: t0, DedupID: "import-7", Payload: []byte("u"), Unique: 2},
+		{Kind: KindEnqueue, ID: 31, Time: t0, Queue: 3, DedupID: "reindex-42", NotBefore: t0 + 5e9, Until: t0 + 9e9, Unique: 1},
+		{Kind: KindPublish, ID: 32, Time: t0, DedupID: "d", Unique: 255, Copies: []Copy{{Queue: 1, ID: 32}}},
 	}
 }
 
