@@ -12,17 +12,23 @@ import (
 // dequeues and acks it. window keeps its entries for the hour's window
 // (the map grows with the run, as it does for its users); queued and live
 // judge the DedupID against the index, and their entries go with the ack.
-// Memory-only and Write mode (a log on disk, no fsync).
+// unchecked is the floor: the DedupID travels with the message, and with
+// no DedupWindow nothing checks it. Memory-only and Write mode (a log on
+// disk, no fsync).
 func BenchmarkUniqueEnqueue(b *testing.B) {
+	modes := []struct {
+		name string
+		u    Unique
+	}{{"unchecked", UniqueWindow}, {"window", UniqueWindow}, {"queued", UniqueQueued}, {"live", UniqueLive}}
 	for _, store := range []string{"memory", "write"} {
-		for _, mode := range []Unique{UniqueWindow, UniqueQueued, UniqueLive} {
-			b.Run(store+"/"+mode.String(), func(b *testing.B) {
+		for _, mode := range modes {
+			b.Run(store+"/"+mode.name, func(b *testing.B) {
 				dir := ""
 				if store == "write" {
 					dir = b.TempDir()
 				}
 				o := Options{TierCapacity: 1 << 16, MaxMessages: 1 << 17}
-				if mode == UniqueWindow {
+				if mode.name == "window" {
 					o.DedupWindow = time.Hour
 				}
 				e, err := Open(dir, o)
@@ -38,7 +44,7 @@ func BenchmarkUniqueEnqueue(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					if _, err := e.TryEnqueue(Message{Payload: payload, DedupID: ids[i], Unique: mode}); err != nil {
+					if _, err := e.TryEnqueue(Message{Payload: payload, DedupID: ids[i], Unique: mode.u}); err != nil {
 						b.Fatal(err)
 					}
 					d, ok := e.TryDequeue()

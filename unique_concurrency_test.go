@@ -193,9 +193,9 @@ func TestUniqueBatchAndQueues(t *testing.T) {
 	before := enqueue(t, e, ringwal.Message{DedupID: "b", Unique: ringwal.UniqueLive, Payload: []byte("b0")})
 	ids, err := e.EnqueueBatch(ctxBG, []ringwal.Message{
 		{DedupID: "a", Unique: ringwal.UniqueLive, Payload: []byte("a1")},
-		{DedupID: "a", Unique: ringwal.UniqueLive, Payload: []byte("a2")},               // refused: the batch's first
+		{DedupID: "a", Unique: ringwal.UniqueLive, Payload: []byte("a2")},                // refused: the batch's first
 		{DedupID: "a", Unique: ringwal.UniqueLive, Replace: true, Payload: []byte("a3")}, // replaces the batch's first
-		{DedupID: "b", Unique: ringwal.UniqueLive, Payload: []byte("b1")},               // refused: from before
+		{DedupID: "b", Unique: ringwal.UniqueLive, Payload: []byte("b1")},                // refused: from before
 		{DedupID: "b", Unique: ringwal.UniqueLive, Replace: true, Payload: []byte("b2")}, // replaces the one from before
 		{Payload: []byte("plain")},
 	})
