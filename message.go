@@ -63,8 +63,8 @@ type Message struct {
 	// zero value) within Options.DedupWindow of the first; UniqueQueued
 	// while the first waits to be delivered; UniqueLive while the first
 	// is live. A mode other than UniqueWindow needs a DedupID
-	// (ErrInvalid without one) and works whether or not DedupWindow is
-	// set. A repeat is judged by its own mode against the last message of
+	// (ErrInvalid without one) and works whatever Options.DedupWindow
+	// says (a negative one, dedup off, included). A repeat is judged by its own mode against the last message of
 	// its DedupID that was accepted.
 	Unique Unique
 	// Replace, with UniqueQueued or UniqueLive (ErrInvalid otherwise),
@@ -203,7 +203,7 @@ type Unique uint8
 // The uniqueness modes.
 const (
 	// UniqueWindow (the zero value): a repeat within Options.DedupWindow
-	// of the first is refused, whatever became of the first; with no
+	// of the first is refused, whatever became of the first; with a negative
 	// DedupWindow, DedupIDs are not checked.
 	UniqueWindow Unique = iota
 	// UniqueQueued: a repeat is refused while the first is Pending or

@@ -13,7 +13,8 @@ import (
 // (the map grows with the run, as it does for its users); queued and live
 // judge the DedupID against the index, and their entries go with the ack.
 // unchecked is the floor: the DedupID travels with the message, and with
-// no DedupWindow nothing checks it. Memory-only and Write mode (a log on
+// a negative DedupWindow nothing checks it. queued and live run with the
+// default window (2m), which they ignore. Memory-only and Write mode (a log on
 // disk, no fsync).
 func BenchmarkUniqueEnqueue(b *testing.B) {
 	modes := []struct {
@@ -28,8 +29,11 @@ func BenchmarkUniqueEnqueue(b *testing.B) {
 					dir = b.TempDir()
 				}
 				o := Options{TierCapacity: 1 << 16, MaxMessages: 1 << 17}
-				if mode.name == "window" {
+				switch mode.name {
+				case "window":
 					o.DedupWindow = time.Hour
+				case "unchecked":
+					o.DedupWindow = -1
 				}
 				e, err := Open(dir, o)
 				if err != nil {

@@ -12,15 +12,15 @@ import (
 // Under a unique mode too, a repeat of a DedupID whose first enqueue is
 // still being logged waits for it: it is not answered (refused, or a
 // Replace) before the first is durable, and when the first's write
-// fails, the repeat is the message. No DedupWindow is set: the unique
-// modes are not a window.
+// fails, the repeat is the message. Dedup is off (a negative window):
+// the unique modes are no window.
 func TestUniqueAnswerWaitsForFirstToBeDurable(t *testing.T) {
 	for _, m := range []Message{
 		{DedupID: "imp-7", Unique: UniqueLive, Payload: []byte("repeat")},
 		{DedupID: "imp-7", Unique: UniqueQueued, Replace: true, Payload: []byte("repeat")},
 	} {
 		t.Run(m.Unique.String(), func(t *testing.T) {
-			e := openCore(t, t.TempDir(), Options{})
+			e := openCore(t, t.TempDir(), Options{DedupWindow: -1})
 			require.NoError(t, e.requireUnique())
 			// Play the first enqueue by hand, up to its log write.
 			mine := newDedupLogging()

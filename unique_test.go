@@ -47,7 +47,8 @@ func accepted(t *testing.T, e *ringwal.Engine, dedupID string, mode ringwal.Uniq
 // a DedupWindow is set, and accepted once it is gone.
 func TestUniqueLiveRefusesWhileTheFirstLives(t *testing.T) {
 	live := ringwal.UniqueLive
-	e, fake := memEngine(t, ringwal.Options{Policies: fastPolicies(5)})
+	// Dedup off (a negative window): the unique modes are no window.
+	e, fake := memEngine(t, ringwal.Options{Policies: fastPolicies(5), DedupWindow: -1})
 	first := enqueue(t, e, ringwal.Message{DedupID: "import", Unique: live, Delay: time.Second})
 	refused(t, e, "import", live, first, "delayed")
 	fake.Advance(time.Second + time.Millisecond)
@@ -71,7 +72,7 @@ func TestUniqueLiveRefusesWhileTheFirstLives(t *testing.T) {
 // DedupID.
 func TestUniqueQueuedRefusesUntilTheFirstIsLeased(t *testing.T) {
 	queued := ringwal.UniqueQueued
-	e, fake := memEngine(t, ringwal.Options{Policies: fastPolicies(5)})
+	e, fake := memEngine(t, ringwal.Options{Policies: fastPolicies(5), DedupWindow: -1})
 	first := enqueue(t, e, ringwal.Message{DedupID: "sync", Unique: queued, Delay: time.Second})
 	refused(t, e, "sync", queued, first, "delayed")
 	fake.Advance(time.Second + time.Millisecond)
@@ -120,6 +121,8 @@ func TestUniqueEndsWithTheFirstsLife(t *testing.T) {
 			}},
 		} {
 			t.Run(fmt.Sprintf("%v/%s", mode, end.name), func(t *testing.T) {
+				// The default window (2m) outlives the first: a unique mode
+				// ignores it.
 				e, fake := memEngine(t, ringwal.Options{})
 				first := enqueue(t, e, ringwal.Message{DedupID: "job", Unique: mode, TTL: time.Minute})
 				refused(t, e, "job", mode, first, "before")
