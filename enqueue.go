@@ -91,8 +91,8 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 		}
 		q.run() // set up before a record of its queue exists (runOf)
 	}
-	for {
-		id, again, err := e.enqueueOnce(ctx, &m, q, wait)
+	for try := 0; ; try++ {
+		id, again, err := e.enqueueOnce(ctx, &m, q, wait, try > 0)
 		if errors.Is(err, errQueueGone) {
 			if q, err = e.queueAgain(ctx, m.Queue); err != nil {
 				return 0, err
@@ -106,12 +106,17 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool) (ID, error) 
 }
 
 // enqueueOnce is one try of enqueue. again reports that m's DedupID was
-// being logged by another enqueue when m reserved it: the claim is given
-// back, and the next try waits for that enqueue before it claims again.
-func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait bool) (_ ID, again bool, _ error) {
+// being logged by another enqueue when m reserved it (or, under a unique
+// mode, that its entry was not the one judged): the claim is given back,
+// and the next try (retry set) waits for that enqueue, or judges m, before
+// it claims again. A unique mode's first try judges nothing: it expects
+// no entry (the common case, a DedupID not seen before, then costs the
+// index one lock), and reserve sends it back to judge if there is one.
+func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait, retry bool) (_ ID, again bool, _ error) {
 	dedup := e.dedups(m)
+	unique := dedup && m.Unique != UniqueWindow
 	var seen uint64
-	if dedup && m.Unique != UniqueWindow {
+	if unique && retry {
 		// Judged before anything is held (unique.go).
 		first, v, s, err := e.awaitUnique(ctx, m)
 		switch v {
@@ -123,7 +128,7 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait boo
 			return 0, false, err
 		}
 		seen = s
-	} else if dedup && e.log != nil {
+	} else if dedup && !unique && e.log != nil {
 		// Nothing is held yet: wait here for a first enqueue of this
 		// DedupID being logged, not while holding a claimed record.
 		if err := e.dedup.awaitLogged(ctx, m.DedupID, e.done); err != nil {
@@ -139,6 +144,10 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait boo
 	}
 	if tier := m.Priority.tier(); !e.hasSpace(q, tier, 1) {
 		// A repeat needs no room: answer it rather than wait or refuse.
+		if unique && !retry {
+			ks.unenter()
+			return 0, true, nil // judged first (holding nothing)
+		}
 		if first, dup := e.knownDuplicate(m); dup {
 			ks.unenter()
 			e.ctr.duplicates.Add(1)

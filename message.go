@@ -74,7 +74,8 @@ type Message struct {
 	// ErrDuplicate. The first keeps its ID, Key, TTL (counted from its own
 	// enqueue), Deadline, MaxAttempts, attempts and queue. A first waiting
 	// on its key (KeyPolicy) keeps its place in the key's line: its
-	// Delay is not applied. A first already leased is not replaced:
+	// Delay is not applied. A first already leased (or held behind its
+	// key's open breaker) is not replaced:
 	// UniqueQueued accepts the repeat as a new message, UniqueLive refuses
 	// it (ErrDuplicate).
 	Replace bool

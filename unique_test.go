@@ -230,3 +230,32 @@ func TestUniqueReplaceDebounces(t *testing.T) {
 	require.Equal(t, id, enqueue(t, e, m))
 	waitState(t, e, id, ringwal.Pending)
 }
+
+// A first set aside by its key (here behind MaxInFlight) keeps its place
+// in the key's line when replaced: payload and priority change, and it
+// goes out, once, when the key lets it.
+func TestUniqueReplaceOfAMessageWaitingOnItsKey(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{KeyPolicy: func(string) ringwal.KeyPolicy { return ringwal.KeyPolicy{MaxInFlight: 1} }})
+	enqueue(t, e, ringwal.Message{Key: "api", Payload: []byte("busy")})
+	busy := enginetest.Dequeue(t, e)
+	m := ringwal.Message{Key: "api", DedupID: "sync", Unique: ringwal.UniqueQueued, Replace: true, Payload: []byte("v1")}
+	first := enqueue(t, e, m)
+	_, ok := e.TryDequeue() // set aside: the key has one in flight
+	require.False(t, ok)
+	info := waitState(t, e, first, ringwal.Pending)
+	require.Equal(t, ringwal.WaitInFlight, info.Waiting)
+
+	m.Payload, m.Priority, m.Delay = []byte("v2"), ringwal.High, time.Hour
+	require.Equal(t, first, enqueue(t, e, m))
+	info, err := e.Get(first)
+	require.NoError(t, err)
+	assert.Equal(t, "v2", string(info.Message.Payload))
+	assert.Equal(t, ringwal.WaitInFlight, info.Waiting, "still in the key's line")
+
+	require.NoError(t, e.Ack(busy.Lease))
+	d := enginetest.Dequeue(t, e)
+	assert.Equal(t, first, d.ID)
+	assert.Equal(t, "v2", string(d.Message.Payload))
+	assert.Equal(t, ringwal.High, d.Message.Priority)
+	assertNothingReady(t, e, "one message")
+}
