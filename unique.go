@@ -23,12 +23,15 @@ import (
 // dead-letter records; a checkpoint carries them in its live messages'
 // enqueue records.
 //
-// A unique repeat is judged before anything is claimed (judgeUnique,
-// holding nothing, so that it may wait out the first's owner), then
-// reserves its DedupID only if the entry it judged is still there
-// (dedupIndex.reserve with its seq); otherwise it judges again. The
-// first's answer waits, as the window's does, until the first's enqueue
-// is durable (dedupLogging).
+// An enqueue under a unique mode first expects no entry for its DedupID:
+// it claims and reserves at once (one lock, as the window's enqueue
+// takes). If reserve finds an entry, the enqueue gives everything back
+// and the repeat is judged holding nothing (judgeUnique, which may wait
+// out the first's owner), then reserves its DedupID only if the entry it
+// judged is still there (dedupIndex.reserve with its seq); otherwise it
+// judges again. A repeat's answer waits, as the window's does, until the
+// first's enqueue is durable (dedupLogging). EnqueueBatch judges its
+// unique messages before it claims anything (judgeUniques).
 
 // uniqueVerdict is what judgeUnique decided for a repeat.
 type uniqueVerdict uint8

@@ -225,3 +225,27 @@ func TestUniqueBatchAndQueues(t *testing.T) {
 	_, err = q.Enqueue(ctxBG, ringwal.Message{DedupID: "file-9", Unique: ringwal.UniqueLive})
 	require.NoError(t, err, "acked: a new one")
 }
+
+// Publish honours Unique: each copy's DedupID (the message's plus its
+// queue's name) is unique in its queue, so a repeat adds no copy while
+// the first copies live.
+func TestUniquePublish(t *testing.T) {
+	e := open(t, t.TempDir(), ringwal.Options{})
+	for _, q := range []string{"audit", "mail"} {
+		require.NoError(t, e.DeclareQueue(q, ringwal.QueueOptions{Topics: []string{"signup"}}))
+	}
+	m := ringwal.Message{DedupID: "user-42", Unique: ringwal.UniqueLive, Payload: []byte("welcome")}
+	first, err := e.Publish(ctxBG, "signup", m)
+	require.NoError(t, err)
+	require.Len(t, first, 2)
+	again, err := e.Publish(ctxBG, "signup", m)
+	require.ErrorIs(t, err, ringwal.ErrDuplicate)
+	assert.Equal(t, first, again)
+	d, ok := e.Queue("mail").TryDequeue()
+	require.True(t, ok)
+	require.NoError(t, e.Ack(d.Lease))
+	ids, err := e.Publish(ctxBG, "signup", m)
+	require.ErrorIs(t, err, ringwal.ErrDuplicate, "the audit copy still lives")
+	assert.Equal(t, first[0], ids[0])
+	assert.NotEqual(t, first[1], ids[1], "a new mail copy")
+}
