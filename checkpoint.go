@@ -31,6 +31,9 @@ func (e *Engine) Checkpoint() error {
 }
 
 // snapshot streams the live state as records whose replay rebuilds it.
+// The dedup index comes last, as dedup records of its window entries;
+// its unique entries (unique.go) come with their live messages, whose
+// enqueue records carry the mode.
 func (e *Engine) snapshot(emit func(*wal.Record) error) error {
 	now := e.preciseNow() // also runs on the timer goroutine (automatic checkpoints)
 	ck := checkpointRecord(e.nextID.Load()+1, now, e.slab)
@@ -188,7 +191,9 @@ func (e *Engine) liveRecordsOf(r *rec, st uint32, lr *liveRecords, now int64) {
 	enqueueRecord(&lr.enqueue, r, id)
 	lr.enqueue.Crashes = r.crashes.Load()
 	lr.hist = r.hist.Load()
-	lr.hasMarker = r.dedupID() != "" && e.opts.DedupWindow > 0
+	// (A unique mode's entry needs no marker: replay gives it to the live
+	// message whichever enqueue record says so.)
+	lr.hasMarker = r.dedupID() != "" && e.opts.DedupWindow > 0 && r.unique() == UniqueWindow
 	if lr.hasMarker {
 		lr.marker = redriveRecord(id, r.enqueuedAt)
 	}

@@ -120,7 +120,7 @@ func TestDuplicateAnswerWaitsForFirstToBeDurable(t *testing.T) {
 	m := Message{DedupID: "pay-7", Payload: []byte("first")}
 	now, slot, id, err := e.claimWaiting(context.Background(), &m, &e.q0, nil, true)
 	require.NoError(t, err)
-	_, dup, busy := e.dedup.reserve(m.DedupID, id, now, int64(time.Hour), mine)
+	_, dup, busy := e.dedup.reserve(m.DedupID, id, now, int64(time.Hour), UniqueWindow, 0, mine)
 	require.False(t, dup)
 	require.Nil(t, busy)
 

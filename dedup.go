@@ -5,17 +5,25 @@ import (
 	"sync"
 )
 
-// dedupIndex remembers caller-supplied DedupIDs for Options.DedupWindow.
-// It is the engine's only map on the enqueue path, and only for messages
-// that carry a DedupID. The housekeeper sweeps expired entries.
+// dedupIndex remembers caller-supplied DedupIDs: for Options.DedupWindow
+// (UniqueWindow), and while the message is queued or live (UniqueQueued,
+// UniqueLive; unique.go). It is the engine's only map on the enqueue path,
+// and only for messages that carry a DedupID. Each DedupID names the last
+// message accepted with it. The housekeeper sweeps window entries once
+// their window has passed; a unique entry is removed when its message
+// leaves the slab (Engine.release), and read against its message's state
+// at a repeat.
 type dedupIndex struct {
 	mu      sync.Mutex
 	entries map[string]dedupEntry
+	seq     uint64 // the last entry's seq; mu held
 }
 
 type dedupEntry struct {
-	id uint64
-	at int64 // unix ns of the first enqueue
+	id   uint64
+	at   int64  // unix ns of the first enqueue
+	seq  uint64 // changes whenever the entry is set: a unique repeat judged against one seq reserves only if it is still there
+	mode Unique // the mode the message was accepted with
 	// logging is set while the first message's enqueue record is on its
 	// way to the log, nil once it is as durable as the mode promises. A
 	// repeat must not be answered before then: if the first's append
@@ -42,18 +50,42 @@ func (d *dedupIndex) init() { d.entries = make(map[string]dedupEntry) }
 // write) counts as durable. logging is the caller's own: nil when the
 // reservation needs no wait (a memory-only engine), and then it is durable
 // at once.
-func (d *dedupIndex) reserve(dedupID string, id uint64, now, window int64, mine *dedupLogging) (first uint64, dup bool, wait *dedupLogging) {
+//
+// A unique mode (UniqueQueued, UniqueLive) has judged the entry already,
+// holding nothing (judgeUnique): seen is the seq of the entry it judged
+// (0: none). reserve takes the DedupID only if that entry is still there;
+// if it changed it returns a closed logging (try again). An entry of the
+// caller's own batch makes m a repeat of it (dup).
+func (d *dedupIndex) reserve(dedupID string, id uint64, now, window int64, mode Unique, seen uint64, mine *dedupLogging) (first uint64, dup bool, wait *dedupLogging) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if old, ok := d.entries[dedupID]; ok && now-old.at < window {
+	old, ok := d.entries[dedupID]
+	if mode != UniqueWindow {
+		switch {
+		case ok && old.logging != nil && old.logging == mine:
+			return old.id, true, nil
+		case ok && old.logging != nil:
+			return 0, false, old.logging
+		case ok && old.seq != seen, !ok && seen != 0:
+			return 0, false, retryNow
+		}
+	} else if ok && now-old.at < window {
 		if old.logging != nil && old.logging != mine {
 			return 0, false, old.logging
 		}
 		return old.id, true, nil
 	}
-	d.entries[dedupID] = dedupEntry{id: id, at: now, logging: mine}
+	d.seq++
+	d.entries[dedupID] = dedupEntry{id: id, at: now, seq: d.seq, mode: mode, logging: mine}
 	return id, false, nil
 }
+
+// retryNow is a closed logging: reserve's "the entry changed, judge again".
+var retryNow = func() *dedupLogging {
+	l := newDedupLogging()
+	close(l.done)
+	return l
+}()
 
 // logged marks dedupID's entry for id durable: its enqueue record is
 // written as the mode promises. The caller closes the entry's logging
@@ -111,18 +143,20 @@ func (d *dedupIndex) lookup(dedupID string, now, window int64) (uint64, bool) {
 	return 0, false
 }
 
-// restore records an entry found in the log or a snapshot.
+// restore records a window entry found in the log or a snapshot.
 func (d *dedupIndex) restore(dedupID string, id uint64, at int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	old, ok := d.entries[dedupID]
 	switch {
 	case !ok || (old.id != id && old.at <= at):
-		d.entries[dedupID] = dedupEntry{id: id, at: at}
+		d.seq++
+		d.entries[dedupID] = dedupEntry{id: id, at: at, seq: d.seq}
 	case old.id == id && at < old.at:
 		// The same message seen again (a snapshot's copy of a redriven
 		// message): its window counts from its first enqueue.
-		d.entries[dedupID] = dedupEntry{id: id, at: at}
+		d.seq++
+		d.entries[dedupID] = dedupEntry{id: id, at: at, seq: d.seq}
 	}
 }
 
@@ -138,18 +172,21 @@ func (d *dedupIndex) forget(dedupID string, id uint64) {
 	}
 }
 
-// sweep drops entries older than the window.
+// sweep drops window entries older than the window (a unique entry goes
+// with its message).
 func (d *dedupIndex) sweep(now, window int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for k, v := range d.entries {
-		if now-v.at >= window {
+		if v.mode == UniqueWindow && now-v.at >= window {
 			delete(d.entries, k)
 		}
 	}
 }
 
-// each calls fn for every durable entry fresh at now (for checkpoints).
+// each calls fn for every durable window entry fresh at now (for
+// checkpoints; a unique entry is carried by its live message's enqueue
+// record, which says its mode).
 // An entry whose first enqueue is still being logged is waited for, then
 // given if that enqueue succeeded: its record may be in a batch the
 // checkpoint lets the log drop, and a snapshot without the entry would
@@ -163,7 +200,7 @@ func (d *dedupIndex) each(now, window int64, fn func(dedupID string, id uint64, 
 	d.mu.Lock()
 	live := make([]entry, 0, len(d.entries))
 	for k, v := range d.entries {
-		if now-v.at < window {
+		if v.mode == UniqueWindow && now-v.at < window {
 			live = append(live, entry{k, v})
 		}
 	}

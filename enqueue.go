@@ -39,6 +39,10 @@ func (e *Engine) validate(m *Message) error {
 		return invalidf("Key of %d bytes exceeds %d", len(m.Key), maxKeyLen)
 	case len(m.DedupID) > maxKeyLen:
 		return invalidf("DedupID of %d bytes exceeds %d", len(m.DedupID), maxKeyLen)
+	case m.Unique != UniqueWindow || m.Replace:
+		if err := validUnique(m); err != nil {
+			return err
+		}
 	}
 	return e.checkTimes(m)
 }
@@ -47,11 +51,15 @@ func (e *Engine) validate(m *Message) error {
 // (Options.MaxMessages) is full, until ctx ends (ctx.Err()) or Close
 // starts (ErrClosed). In Write and Fsync modes it
 // returns once m's record is as durable as the mode promises, and m is not
-// handed out before that. A repeat of a DedupID within DedupWindow returns
-// the first message's ID and ErrDuplicate; an invalid m (priority out of
-// range, payload over MaxPayload, negative Delay, TTL or MaxAttempts, Key
-// or DedupID over 4096 bytes, a Deadline, Delay or TTL out of range: see
-// Message) returns ErrInvalid. Safe for concurrent use.
+// handed out before that. A repeat of a DedupID within DedupWindow (or,
+// with m.Unique, while the first is queued or live) returns the first
+// message's ID and ErrDuplicate, once the first is durable; with
+// m.Replace a repeat that finds the first queued replaces it and returns
+// its ID without an error (see Message.Replace). An invalid m (priority
+// out of range, payload over MaxPayload, negative Delay, TTL or
+// MaxAttempts, Key or DedupID over 4096 bytes, a Deadline, Delay or TTL
+// out of range, Unique without a DedupID, Replace without UniqueQueued or
+// UniqueLive: see Message) returns ErrInvalid. Safe for concurrent use.
 func (e *Engine) Enqueue(ctx context.Context, m Message) (ID, error) {
 	return e.enqueue(ctx, m, true, nil)
 }
@@ -72,6 +80,11 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool, tick *schedu
 	if err := e.validate(&m); err != nil {
 		return 0, err
 	}
+	if m.Unique != UniqueWindow {
+		if err := e.requireUnique(); err != nil {
+			return 0, err
+		}
+	}
 	q := &e.q0
 	if m.Queue != "" {
 		var err error
@@ -80,8 +93,8 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool, tick *schedu
 		}
 		q.run() // set up before a record of its queue exists (runOf)
 	}
-	for {
-		id, again, err := e.enqueueOnce(ctx, &m, q, wait, tick)
+	for try := 0; ; try++ {
+		id, again, err := e.enqueueOnce(ctx, &m, q, wait, try > 0, tick)
 		if errors.Is(err, errQueueGone) {
 			if q, err = e.queueAgain(ctx, m.Queue); err != nil {
 				return 0, err
@@ -95,11 +108,30 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool, tick *schedu
 }
 
 // enqueueOnce is one try of enqueue. again reports that m's DedupID was
-// being logged by another enqueue when m reserved it: the claim is given
-// back, and the next try waits for that enqueue before it claims again.
-func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait bool, tick *scheduleTick) (_ ID, again bool, _ error) {
+// being logged by another enqueue when m reserved it (or, under a unique
+// mode, that its entry was not the one judged): the claim is given back,
+// and the next try (retry set) waits for that enqueue, or judges m, before
+// it claims again. A unique mode's first try judges nothing: it expects
+// no entry (the common case, a DedupID not seen before, then costs the
+// index one lock), and reserve sends it back to judge if there is one.
+// tick, when set, is the schedule run m is.
+func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait, retry bool, tick *scheduleTick) (_ ID, again bool, _ error) {
 	dedup := e.dedups(m)
-	if dedup && e.log != nil {
+	unique := dedup && m.Unique != UniqueWindow
+	var seen uint64
+	if unique && retry {
+		// Judged before anything is held (unique.go).
+		first, v, s, err := e.awaitUnique(ctx, m)
+		switch v {
+		case uniqueRefused:
+			return first, false, ErrDuplicate
+		case uniqueReplaced:
+			return first, false, err
+		case uniqueAgain:
+			return 0, false, err
+		}
+		seen = s
+	} else if dedup && !unique && e.log != nil {
 		// Nothing is held yet: wait here for a first enqueue of this
 		// DedupID being logged, not while holding a claimed record.
 		if err := e.dedup.awaitLogged(ctx, m.DedupID, e.done); err != nil {
@@ -115,6 +147,10 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait boo
 	}
 	if tier := m.Priority.tier(); !e.hasSpace(q, tier, 1) {
 		// A repeat needs no room: answer it rather than wait or refuse.
+		if unique && !retry {
+			ks.unenter()
+			return 0, true, nil // judged first (holding nothing)
+		}
 		if first, dup := e.knownDuplicate(m); dup {
 			ks.unenter()
 			e.ctr.duplicates.Add(1)
@@ -135,7 +171,7 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait boo
 		if e.log != nil {
 			mine = newDedupLogging()
 		}
-		if first, dup, again := e.reserveDedup(m, slot, id, now, mine); again {
+		if first, dup, again := e.reserveDedup(m, slot, id, now, seen, mine); again {
 			return 0, true, nil
 		} else if dup {
 			return first, false, ErrDuplicate
@@ -180,16 +216,20 @@ func (e *Engine) claimWaiting(ctx context.Context, m *Message, q *queue, ks *key
 	}
 }
 
-// dedups reports whether m's DedupID is checked for repeats.
-func (e *Engine) dedups(m *Message) bool { return m.DedupID != "" && e.opts.DedupWindow > 0 }
+// dedups reports whether m's DedupID is checked for repeats: within the
+// window when there is one, always under a unique mode.
+func (e *Engine) dedups(m *Message) bool {
+	return m.DedupID != "" && (e.opts.DedupWindow > 0 || m.Unique != UniqueWindow)
+}
 
 // reserveDedup reserves m's DedupID for id, claimed in slot, under mine
-// (see dedupIndex.reserve). A repeat of a durable first gives the claim
-// back, is counted, and gets the first's ID (dup); one whose first is
-// still being logged by another enqueue gives the claim back and asks
-// for another try (again).
-func (e *Engine) reserveDedup(m *Message, slot uint32, id uint64, now int64, mine *dedupLogging) (first ID, dup, again bool) {
-	f, dup, busy := e.dedup.reserve(m.DedupID, id, now, int64(e.opts.DedupWindow), mine)
+// (see dedupIndex.reserve; seen is the entry a unique mode judged). A
+// repeat of a durable first gives the claim back, is counted, and gets
+// the first's ID (dup); one whose first is still being logged by another
+// enqueue, or whose entry changed since it was judged, gives the claim
+// back and asks for another try (again).
+func (e *Engine) reserveDedup(m *Message, slot uint32, id uint64, now int64, seen uint64, mine *dedupLogging) (first ID, dup, again bool) {
+	f, dup, busy := e.dedup.reserve(m.DedupID, id, now, int64(e.opts.DedupWindow), m.Unique, seen, mine)
 	if busy == nil && !dup {
 		return 0, false, false
 	}
@@ -212,7 +252,8 @@ func (e *Engine) dedupLogged(dedupID string, id uint64, mine *dedupLogging) {
 // and the first message's ID; the caller counts it if it refuses m. Only
 // for the slow path (no room): it takes the dedup index's lock.
 func (e *Engine) knownDuplicate(m *Message) (ID, bool) {
-	if m.DedupID == "" || e.opts.DedupWindow <= 0 {
+	if m.DedupID == "" || e.opts.DedupWindow <= 0 || m.Unique != UniqueWindow {
+		// A unique mode was judged before (judgeUnique).
 		return 0, false
 	}
 	first, dup := e.dedup.lookup(m.DedupID, e.now(), int64(e.opts.DedupWindow))

@@ -14,7 +14,11 @@ import (
 // EnqueueBatch adds ms with one log write and returns their IDs in order.
 // It waits for space as Enqueue does. Messages whose DedupID repeats get
 // the first message's ID, are not added again, and the error wraps
-// ErrDuplicate; the others are added all the same. Invalid input (a
+// ErrDuplicate; the others are added all the same. Unique and Replace
+// work as for Enqueue, a message of the batch counting as the first of a
+// later one with its DedupID (which, with Replace, replaces it). Replaces
+// of messages from before the batch are done as the batch meets them:
+// they stay done if the batch then fails. Invalid input (a
 // message Enqueue would refuse, or more than MaxMessages messages) rejects
 // the whole batch with ErrInvalid before anything is added. Safe for
 // concurrent use.
@@ -50,6 +54,15 @@ func (e *Engine) enqueueBatch(ctx context.Context, ms []Message, of *Message) ([
 		return nil, err
 	}
 	b := batchIntake{e: e, ms: ms, qs: qs, of: of, ids: make([]ID, len(ms)), slots: make([]uint32, 0, len(ms))}
+	for i := range ms {
+		if ms[i].Unique != UniqueWindow {
+			if err := e.requireUnique(); err != nil {
+				return nil, err
+			}
+			b.uniq = make([]batchUnique, len(ms))
+			break
+		}
+	}
 	for {
 		ids, again, err := b.try(ctx)
 		if !again {
@@ -69,6 +82,19 @@ type batchIntake struct {
 	kss   []*keyState   // keys admitted for messages not yet claimed
 	mine  *dedupLogging // the batch's DedupID reservations, while logging
 	now   int64
+	uniq  []batchUnique // per message, when the batch has a unique mode
+	// replaced counts the messages of the current try that replaced an
+	// earlier message of the batch.
+	replaced int
+}
+
+// batchUnique is a unique message's verdict, judged before the batch
+// holds anything (judgeUniques).
+type batchUnique struct {
+	answered bool   // refused or replaced a message from before the batch: final
+	replaced bool   // answered by replacing
+	first    ID     // the answer
+	seen     uint64 // accepted: the seq of the entry judged
 }
 
 // try is one attempt at the whole batch. again reports that it met
@@ -79,10 +105,13 @@ func (b *batchIntake) try(ctx context.Context) (_ []ID, again bool, _ error) {
 	if err := b.awaitFirsts(ctx); err != nil {
 		return nil, false, err
 	}
+	if err := b.judgeUniques(ctx); err != nil {
+		return nil, false, err
+	}
 	if err := b.awaitQueueRoom(ctx); err != nil {
 		return nil, false, err
 	}
-	if need := len(b.ms); !e.hasSpace(&e.q0, -1, need) {
+	if need := len(b.ms) - b.answered(); need > 0 && !e.hasSpace(&e.q0, -1, need) {
 		// Repeats need no room (see enqueue); reserve still decides.
 		known := make([]ID, len(b.ms))
 		for i := range b.ms {
@@ -91,6 +120,7 @@ func (b *batchIntake) try(ctx context.Context) (_ []ID, again bool, _ error) {
 				need--
 			}
 		}
+		b.answer(known)
 		if need == 0 {
 			e.ctr.duplicates.Add(uint64(len(b.ms)))
 			return known, false, fmt.Errorf("%d of %d messages: %w", len(b.ms), len(b.ms), ErrDuplicate)
@@ -133,7 +163,13 @@ func (b *batchIntake) try(ctx context.Context) (_ []ID, again bool, _ error) {
 			q.enqueued.Add(1)
 		}
 	}
-	dups := len(b.ms) - len(b.slots)
+	b.answer(b.ids)
+	dups := len(b.ms) - len(b.slots) - b.replaced
+	for _, u := range b.uniq {
+		if u.replaced {
+			dups--
+		}
+	}
 	if dups > 0 {
 		return b.ids, false, fmt.Errorf("%d of %d messages: %w", dups, len(b.ms), ErrDuplicate)
 	}
@@ -237,7 +273,7 @@ func (b *batchIntake) admitKeys(ctx context.Context) (again bool, err error) {
 	b.kss = b.kss[:0]
 	for i := range b.ms {
 		var ks *keyState
-		if key := b.ms[i].Key; key != "" {
+		if key := b.ms[i].Key; key != "" && !b.isAnswered(i) {
 			if ks, err = e.keyForEnqueue(ctx, key, false); err != nil {
 				b.giveBack()
 				if !errors.Is(err, ErrFull) || b.isolated(key) {
@@ -278,6 +314,9 @@ func (b *batchIntake) claim(ctx context.Context) (again bool, err error) {
 	for i := range b.ms {
 		m := &b.ms[i]
 		ks := b.kss[i]
+		if b.isAnswered(i) {
+			continue // refused or replaced before the batch held anything
+		}
 		var slot uint32
 		var id uint64
 		if b.of != nil && len(b.slots) > 0 {
@@ -310,13 +349,20 @@ func (b *batchIntake) claim(ctx context.Context) (again bool, err error) {
 			if e.log != nil && b.mine == nil {
 				b.mine = newDedupLogging() // the first reservation of this try
 			}
-			first, dup, again := e.reserveDedup(m, slot, id, now, b.mine)
+			var seen uint64
+			if b.uniq != nil {
+				seen = b.uniq[i].seen
+			}
+			first, dup, again := e.reserveDedup(m, slot, id, now, seen, b.mine)
 			if again {
 				b.giveBack()
 				return true, nil
 			}
 			if dup {
 				b.ids[i] = first
+				if m.Replace && m.Unique != UniqueWindow {
+					b.replaceMine(first, m)
+				}
 				continue
 			}
 		}
@@ -344,5 +390,87 @@ func (b *batchIntake) giveBack() {
 	}
 	for i := range b.ids {
 		b.ids[i] = 0
+	}
+	b.replaced = 0
+}
+
+// judgeUniques judges, holding nothing, each unique message of the batch
+// whose DedupID no earlier message of the batch carries (those are
+// judged against that message as the batch claims them): refused and
+// replaced ones are answered for good, accepted ones remember the entry
+// they were judged against.
+func (b *batchIntake) judgeUniques(ctx context.Context) error {
+	if b.uniq == nil {
+		return nil
+	}
+	var before map[string]bool // DedupIDs of earlier messages the batch adds
+	for i := range b.ms {
+		m, u := &b.ms[i], &b.uniq[i]
+		if u.answered || !b.e.dedups(m) {
+			continue
+		}
+		if before[m.DedupID] {
+			u.seen = 0 // the batch's own message is the first
+			continue
+		}
+		if m.Unique != UniqueWindow {
+			first, v, seen, err := b.e.awaitUnique(ctx, m)
+			switch v {
+			case uniqueRefused, uniqueReplaced:
+				if err != nil {
+					return fmt.Errorf("message %d: %w", i, err)
+				}
+				*u = batchUnique{answered: true, replaced: v == uniqueReplaced, first: first}
+				continue
+			case uniqueAgain:
+				return err
+			}
+			u.seen = seen
+		}
+		if before == nil {
+			before = make(map[string]bool)
+		}
+		before[m.DedupID] = true
+	}
+	return nil
+}
+
+// isAnswered reports whether message i was answered by judgeUniques.
+func (b *batchIntake) isAnswered(i int) bool { return b.uniq != nil && b.uniq[i].answered }
+
+// answered is how many messages judgeUniques answered.
+func (b *batchIntake) answered() int {
+	n := 0
+	for _, u := range b.uniq {
+		if u.answered {
+			n++
+		}
+	}
+	return n
+}
+
+// answer writes judgeUniques' answers into ids.
+func (b *batchIntake) answer(ids []ID) {
+	for i, u := range b.uniq {
+		if u.answered {
+			ids[i] = u.first
+		}
+	}
+}
+
+// replaceMine replaces the message first, claimed earlier in this try
+// and not yet logged, with m (Message.Replace within a batch): its record
+// is the batch's own, so its fields change in place and its enqueue
+// record says the new ones.
+func (b *batchIntake) replaceMine(first ID, m *Message) {
+	e := b.e
+	for _, slot := range b.slots {
+		if r := e.slab.at(slot); r.id.Load() == uint64(first) {
+			r.replace(m, r.at)
+			b.replaced++
+			// reserveDedup counted m as a duplicate: it is not one.
+			e.ctr.duplicates.Add(^uint64(0))
+			return
+		}
 	}
 }

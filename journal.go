@@ -104,6 +104,10 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 	slot, m := rs.get(r.ID)
 	switch r.Kind {
 	case wal.KindEnqueue:
+		if r.Unique > uint8(UniqueLive) {
+			rs.refuse(r) // a mode this build does not know
+			return
+		}
 		if r.Queue != 0 && e.queues.at(uint16(r.Queue)) == nil {
 			if rs.err == nil {
 				rs.err = fmt.Errorf("%w: message %d names queue %d, which the log never declared", wal.ErrCorrupt, r.ID, r.Queue)
@@ -133,6 +137,7 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 	case wal.KindExtend:
 		// A lease is not durable: after a restart the message is pending.
 	case wal.KindAck:
+		rs.gone(e, m, r.ID)
 		rs.remove(r.ID)
 	case wal.KindNack:
 		rs.moved(m, r.ID)
@@ -160,10 +165,19 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 	case wal.KindResume:
 		rs.setPause(r.Key, 0)
 	case wal.KindCancel:
+		rs.gone(e, m, r.ID)
 		rs.remove(r.ID)
 		delete(rs.late, r.ID)
 	default:
 		rs.refuse(r)
+	}
+}
+
+// gone forgets the unique DedupID entry of m (message id, nil when replay
+// holds none), which the log says left the slab.
+func (rs *replayState) gone(e *Engine, m *rec, id uint64) {
+	if m != nil {
+		e.uniqueGone(m, id)
 	}
 }
 
@@ -187,6 +201,7 @@ func putMessage(dst *wal.Record, m *Message, at int64) {
 	dst.DedupID = m.DedupID
 	dst.Payload = m.Payload
 	dst.MaxAttempts = int32(m.MaxAttempts)
+	dst.Unique = uint8(m.Unique)
 	dst.Headers = nil
 	if len(m.Headers) > 0 {
 		dst.Headers = flattenHeaders(m.Headers)
@@ -214,6 +229,7 @@ func messageOf(r *wal.Record) Message {
 		Key:         r.Key,
 		Priority:    Priority(r.Priority),
 		MaxAttempts: int(r.MaxAttempts),
+		Unique:      Unique(r.Unique),
 	}
 	if len(r.Payload) > 0 {
 		m.Payload = r.Payload
@@ -239,7 +255,7 @@ func messageOf(r *wal.Record) Message {
 // plainRecord says whether an enqueue record's message sets none of the
 // options a msgMore holds (needsMore of its messageOf is false).
 func plainRecord(r *wal.Record) bool {
-	return r.DedupID == "" && len(r.Headers) == 0 && r.NotBefore <= 0 && r.Deadline == 0 && r.ExpiresAt == 0 && r.MaxAttempts == 0
+	return r.DedupID == "" && len(r.Headers) == 0 && r.NotBefore <= 0 && r.Deadline == 0 && r.ExpiresAt == 0 && r.MaxAttempts == 0 && r.Unique == 0
 }
 
 func flattenHeaders(h map[string]string) []string {
@@ -312,8 +328,13 @@ func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, slot uint32, m *re
 	}
 	// A redrive record right before says this is not the DedupID's first
 	// enqueue: its window stays where the log (or, in a snapshot, the
-	// dedup records) put it.
-	if r.DedupID != "" && rs.redriven != r.ID {
+	// dedup records) put it. A unique mode's entry is the live message's
+	// whichever enqueue record says so (a snapshot's carries the mode).
+	switch {
+	case r.DedupID == "":
+	case r.Unique != 0:
+		e.dedup.restoreUnique(r.DedupID, r.ID, r.Time, Unique(r.Unique))
+	case rs.redriven != r.ID:
 		e.dedup.restore(r.DedupID, r.ID, r.Time)
 	}
 	rs.redriven = 0
@@ -432,6 +453,7 @@ func (e *Engine) applyDeadLetter(rs *replayState, r *wal.Record, m *rec) {
 	if l.reviewed {
 		entry.Reviewed, entry.Note, entry.ReviewedAt = true, l.note, time.Unix(0, l.reviewedAt)
 	}
+	rs.gone(e, m, r.ID)
 	rs.remove(r.ID)
 	_, _ = e.dead.Remove(r.ID)
 	_ = e.dead.Add(entry)

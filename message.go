@@ -50,13 +50,35 @@ type ID uint64
 // reference (as a channel send would): do not modify them after Enqueue.
 type Message struct {
 	// DedupID, if set, makes a repeat within Options.DedupWindow return the
-	// first message's ID and ErrDuplicate.
+	// first message's ID and ErrDuplicate (Unique says otherwise). The
+	// DedupID is engine-wide: a repeat is judged against the first
+	// whatever their queues.
 	DedupID string
 	// Key names the downstream target; the circuit breaker is per Key.
 	// "" means no breaker.
 	Key string
 	// Priority picks the message's tier; the zero value is Normal.
 	Priority Priority
+	// Unique says how long a DedupID refuses repeats: UniqueWindow (the
+	// zero value) within Options.DedupWindow of the first; UniqueQueued
+	// while the first waits to be delivered; UniqueLive while the first
+	// is live. A mode other than UniqueWindow needs a DedupID
+	// (ErrInvalid without one) and works whatever Options.DedupWindow
+	// says (a negative one, dedup off, included). A repeat is judged by its own mode against the last message of
+	// its DedupID that was accepted.
+	Unique Unique
+	// Replace, with UniqueQueued or UniqueLive (ErrInvalid otherwise),
+	// makes a repeat that finds the first still Pending or Delayed replace
+	// the first's Payload, Headers, Priority and Delay (debounce: the
+	// Delay counts from the repeat) and return the first's ID without
+	// ErrDuplicate. The first keeps its ID, Key, TTL (counted from its own
+	// enqueue), Deadline, MaxAttempts, attempts and queue. A first waiting
+	// on its key (KeyPolicy) keeps its place in the key's line: its
+	// Delay is not applied. A first already leased (or held behind its
+	// key's open breaker) is not replaced:
+	// UniqueQueued accepts the repeat as a new message, UniqueLive refuses
+	// it (ErrDuplicate).
+	Replace bool
 	// Payload is opaque to the engine; at most Options.MaxPayload bytes.
 	// The engine keeps the bytes, not the slice's spare capacity: a
 	// delivery's Payload is the same bytes with cap == len (appending to it
@@ -172,3 +194,38 @@ type Info struct {
 
 // DeadLetter is a dead-lettered message with its failure history.
 type DeadLetter = dlq.Entry[Message]
+
+// Unique is how long a message's DedupID refuses repeats (Message.Unique).
+// A refused repeat gets the first message's ID and an error wrapping
+// ErrDuplicate, once the first's enqueue is as durable as the mode
+// promises.
+type Unique uint8
+
+// The uniqueness modes.
+const (
+	// UniqueWindow (the zero value): a repeat within Options.DedupWindow
+	// of the first is refused, whatever became of the first; with a negative
+	// DedupWindow, DedupIDs are not checked.
+	UniqueWindow Unique = iota
+	// UniqueQueued: a repeat is refused while the first is Pending or
+	// Delayed (a retry waiting its backoff counts); once it is leased (or
+	// held, acked, cancelled, dead-lettered) a new one is accepted.
+	UniqueQueued
+	// UniqueLive: a repeat is refused while the first is live in any
+	// state, until it is acked, cancelled or dead-lettered (a Redrive
+	// makes it live again).
+	UniqueLive
+)
+
+// String returns the lower-case name of u.
+func (u Unique) String() string {
+	switch u {
+	case UniqueWindow:
+		return "window"
+	case UniqueQueued:
+		return "queued"
+	case UniqueLive:
+		return "live"
+	}
+	return fmt.Sprintf("unique(%d)", uint8(u))
+}

@@ -268,6 +268,7 @@ func (e *Engine) Redrive(id ID) error {
 		}
 	}
 	e.ctr.redriven.Add(1)
+	e.uniqueBack(r, uint64(id)) // live again: its DedupID refuses repeats again, unless another took it
 	if exp := r.expiresAt(); exp != 0 {
 		e.hk.schedule(exp, schedTTL(uint64(id)))
 	}

@@ -158,6 +158,7 @@ type msgMore struct {
 	delay, ttl  time.Duration
 	deadline    time.Time
 	maxAttempts int
+	unique      Unique
 }
 
 // metaExtended marks a lease that Extend moved: its start can no longer be
@@ -165,7 +166,7 @@ type msgMore struct {
 const metaExtended = 1 << 16
 
 func needsMore(m *Message) bool {
-	return m.DedupID != "" || m.Headers != nil || m.Delay != 0 || m.TTL != 0 || !m.Deadline.IsZero() || m.MaxAttempts != 0
+	return m.DedupID != "" || m.Headers != nil || m.Delay != 0 || m.TTL != 0 || !m.Deadline.IsZero() || m.MaxAttempts != 0 || m.Unique != 0
 }
 
 // message rebuilds the record's Message; the caller owns the record.
@@ -181,6 +182,7 @@ func (r *rec) messageInto(m *Message) {
 	m.Key, m.Payload, m.Priority = r.key, unsafe.Slice(r.payPtr, int(r.payLen)), r.priority()
 	if x := r.more; x != nil {
 		m.DedupID, m.Headers, m.Delay, m.TTL, m.Deadline, m.MaxAttempts = x.dedupID, x.headers, x.delay, x.ttl, x.deadline, x.maxAttempts
+		m.Unique = x.unique
 	}
 }
 
@@ -218,6 +220,14 @@ func (r *rec) dedupID() string {
 		return ""
 	}
 	return r.more.dedupID
+}
+
+// unique is the message's uniqueness mode.
+func (r *rec) unique() Unique {
+	if r.more == nil {
+		return UniqueWindow
+	}
+	return r.more.unique
 }
 
 func (r *rec) delay() time.Duration {
@@ -442,7 +452,7 @@ func (r *rec) fill(m *Message, q uint16, enqueuedAt int64, attempts uint32, cras
 	var more *msgMore
 	if needsMore(m) {
 		more = &msgMore{dedupID: m.DedupID, headers: m.Headers, delay: m.Delay, ttl: m.TTL,
-			deadline: m.Deadline, maxAttempts: m.MaxAttempts}
+			deadline: m.Deadline, maxAttempts: m.MaxAttempts, unique: m.Unique}
 	}
 	r.fillFields(m.Payload, m.Key, m.Priority, more, q, enqueuedAt, attempts, crashes, hist, ks)
 }
@@ -468,6 +478,41 @@ func (r *rec) fillFields(payload []byte, key string, p Priority, more *msgMore, 
 	if attempts != r.attempts() {
 		r.setAttempts(attempts)
 	}
+}
+
+// replaced is what a replace changed, for undoReplace.
+type replaced struct {
+	payPtr *byte
+	payLen int32
+	more   *msgMore
+	meta   uint32
+	at     int64
+}
+
+// replace gives an owned record the Payload, Headers, Priority and Delay
+// of m, a repeat that replaces its message (Message.Replace), and at (the
+// time its new state counts from); the rest of the message stays. The
+// msgMore is copied, not changed: a Message built before shares its
+// fields. It returns what undoReplace needs.
+func (r *rec) replace(m *Message, at int64) replaced {
+	old := replaced{payPtr: r.payPtr, payLen: r.payLen, more: r.more, meta: r.meta.Load(), at: r.at}
+	more := msgMore{}
+	if r.more != nil {
+		more = *r.more
+	}
+	more.headers, more.delay = m.Headers, m.Delay
+	r.payPtr, r.payLen = unsafe.SliceData(m.Payload), int32(len(m.Payload))
+	r.more = &more
+	storeIfChanged32(&r.meta, old.meta&^0xff|uint32(m.Priority.tier()))
+	r.at = at
+	return old
+}
+
+// undoReplace puts back what replace changed (its record could not be
+// logged); the caller still owns the record.
+func (r *rec) undoReplace(u replaced) {
+	r.payPtr, r.payLen, r.more, r.at = u.payPtr, u.payLen, u.more, u.at
+	storeIfChanged32(&r.meta, u.meta)
 }
 
 // unacked is what it takes to put back a message whose ack is on its way

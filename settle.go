@@ -139,6 +139,7 @@ func (e *Engine) unack(id uint64, u *unacked, ks *keyState) {
 	r := e.slab.at(slot)
 	m := u.message()
 	r.fill(&m, u.queue, u.enqueuedAt, u.attempts, u.crashes, u.hist, ks)
+	e.uniqueBack(r, id)
 	e.ctr.added.Add(1)
 	now := e.now()
 	r.at = now // as makeReady sets it: the requeue record says so
@@ -319,8 +320,13 @@ func (s *staleLeases) err(of int) error {
 		s.n, of, strings.Trim(fmt.Sprint(idx), "[]"), more, ErrStaleLease)
 }
 
-// release frees a busy record's slot for reuse.
+// release frees a busy record's slot for reuse: its message leaves the
+// slab (acked, cancelled, dead-lettered), and with it a unique DedupID's
+// claim (unique.go).
 func (e *Engine) release(r *rec) {
+	if x := r.more; x != nil && x.unique != UniqueWindow {
+		e.dedup.forgetUnique(x.dedupID, r.id.Load())
+	}
 	q := e.queueOf(r)
 	r.free(e.counts)
 	q.leave()

@@ -147,7 +147,7 @@ func (l *Log) checkAppend(r *Record) error {
 // directory says (see RequireFormat).
 func (l *Log) checkFormat(r *Record) error {
 	if need := formatOf(r); need > int(l.format.Load()) {
-		return fmt.Errorf("%s record: uses named queues, which need format version %d; the directory says %d (call RequireFormat first)",
+		return fmt.Errorf("%s record: uses named queues or uniqueness, which need format version %d; the directory says %d (call RequireFormat first)",
 			r.Kind, need, l.format.Load())
 	}
 	return nil

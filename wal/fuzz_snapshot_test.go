@@ -35,6 +35,21 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	// One of every kind and field (a uniqueness mode among them).
+	info, err := writeSnapshot(dir, 0o600, 100, func(emit func(*Record) error) error {
+		for _, r := range sampleRecords() {
+			if err := emit(&r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if b, err := os.ReadFile(info.Path); err == nil {
+		f.Add(b)
+	}
 	if b, err := os.ReadFile(filepath.Join("testdata", "v1log", snapName(30))); err == nil {
 		f.Add(b)
 	}

@@ -101,6 +101,9 @@ type Record struct {
 	// Named queues (format version 2):
 	Queue  uint32 // Enqueue and the queue kinds: the queue's number, 0 = the default queue; at most MaxQueue
 	Copies []Copy // Publish: each copy's queue and ID, in order of ID (none below the one before it)
+
+	// Uniqueness (format version 2 as well):
+	Unique uint8 // Enqueue and Publish: the message's uniqueness mode (the engine's Unique), 0 = by window
 }
 
 // CheckpointRecord returns the KindCheckpoint record that opens a snapshot:
@@ -150,8 +153,9 @@ const (
 	fCrashes
 	fQueue  // format version 2
 	fCopies // format version 2
+	fUnique // format version 2
 
-	fAll = fCopies<<1 - 1
+	fAll = fUnique<<1 - 1
 )
 
 // maxRecordBody bounds one record's encoded size; anything larger in a log
@@ -225,6 +229,9 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	}
 	if mask&(fQueue|fCopies) != 0 {
 		dst = appendQueueFields(dst, r, mask)
+	}
+	if mask&fUnique != 0 {
+		dst = append(dst, r.Unique)
 	}
 	return dst
 }
@@ -305,6 +312,10 @@ func recordShape(r *Record) (mask uint32, size int) {
 		mask |= m
 		size += n
 	}
+	if r.Unique != 0 {
+		mask |= fUnique
+		size++
+	}
 	size += uvarintLen(uint64(mask))
 	return mask, size
 }
@@ -362,6 +373,7 @@ func decodeRecordBody(b []byte, r *Record) error {
 		category                           uint8
 		maxAttempts, attempt, crashes      int32
 		queue                              uint32
+		unique                             uint8
 		key, dedupID, text                 string
 		headers                            []string
 		payload                            []byte
@@ -436,10 +448,13 @@ func decodeRecordBody(b []byte, r *Record) error {
 	if mask&fCopies != 0 {
 		copies = d.copies(r.Copies, id)
 	}
+	if mask&fUnique != 0 {
+		unique = d.byte()
+	}
 	r.Kind, r.ID, r.Time, r.Priority = kind, id, at, priority
 	r.NotBefore, r.Deadline, r.ExpiresAt, r.Until = notBefore, deadline, expiresAt, until
 	r.MaxAttempts, r.Attempt, r.Category, r.Crashes = maxAttempts, attempt, category, crashes
-	r.Queue = queue
+	r.Queue, r.Unique = queue, unique
 	setString(&r.Key, key)
 	setString(&r.DedupID, dedupID)
 	setString(&r.Text, text)

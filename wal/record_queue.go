@@ -32,10 +32,12 @@ type Copy struct {
 // lastV1Kind is the last kind format version 1 knows.
 const lastV1Kind = KindCancel
 
-// usesQueues reports whether r uses a named queue: a queue kind, a Queue
-// or Copies. A log holding such a record needs format version 2.
+// usesQueues reports whether r uses a named queue (a queue kind, a Queue
+// or Copies) or a uniqueness mode (Unique, which came after queues and
+// shares their version). A log holding such a record needs format
+// version 2.
 func usesQueues(r *Record) bool {
-	return r.Kind > lastV1Kind || r.Queue != 0 || len(r.Copies) != 0
+	return r.Kind > lastV1Kind || r.Queue != 0 || len(r.Copies) != 0 || r.Unique != 0
 }
 
 // formatOf returns the format version a log holding r needs.

@@ -58,6 +58,10 @@ func sampleRecords() []Record {
 		{Kind: KindScheduleRemove, Key: "nightly", Time: t0 + 1},
 		{Kind: KindScheduleTick, ID: 30, Queue: 7, Time: t0, Text: "nightly", Until: t0 - 5, Payload: []byte("report")},
 		{Kind: KindScheduleTick, Time: t0, Text: "nightly", Until: t0, Attempt: 12}, // 12 ticks skipped
+		// Uniqueness modes:
+		{Kind: KindEnqueue, ID: 30, Time: t0, DedupID: "import-7", Payload: []byte("u"), Unique: 2},
+		{Kind: KindEnqueue, ID: 31, Time: t0, Queue: 3, DedupID: "reindex-42", NotBefore: t0 + 5e9, Until: t0 + 9e9, Unique: 1},
+		{Kind: KindPublish, ID: 32, Time: t0, DedupID: "d", Unique: 255, Copies: []Copy{{Queue: 1, ID: 32}}},
 	}
 }
 

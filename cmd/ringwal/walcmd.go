@@ -205,8 +205,9 @@ takes no lock and changes nothing.
 Fields: index, kind, id, time, then what the kind carries: priority, key,
 dedup_id, headers, payload (text) or payload_base64, not_before, deadline,
 expires_at, max_attempts, attempt, until, category, text, crashes, queue
-(a named queue's number; a queue record's key is its name) and copies (a
-publish record's copies: each one's queue number and ID).`,
+(a named queue's number; a queue record's key is its name), copies (a
+publish record's copies: each one's queue number and ID) and unique (a
+message's uniqueness mode: queued or live).`,
 		Example: "  ringwal wal dump DIR | head\n  ringwal wal dump --kind deadletter --kind redrive DIR\n  ringwal wal dump --id 42 DIR",
 		Args:    cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
@@ -296,6 +297,7 @@ type walRecordJSON struct {
 	Crashes       int32             `json:"crashes,omitempty"`
 	Queue         uint32            `json:"queue,omitempty"`
 	Copies        []walCopyJSON     `json:"copies,omitempty"`
+	Unique        string            `json:"unique,omitempty"`
 }
 
 // walCopyJSON is one copy of a dumped publish record.
@@ -314,6 +316,9 @@ func recordJSON(index uint64, r *wal.Record) walRecordJSON {
 	}
 	for _, c := range r.Copies {
 		j.Copies = append(j.Copies, walCopyJSON{Queue: c.Queue, ID: c.ID})
+	}
+	if r.Unique != 0 {
+		j.Unique = ringwal.Unique(r.Unique).String()
 	}
 	switch r.Kind {
 	case wal.KindEnqueue, wal.KindPublish:
