@@ -23,7 +23,9 @@ const bulkPage = 256
 // never held a dead letter (a mark of 0 would mean "no bound").
 func (e *Engine) deadSet(q dlq.Query) (_ dlq.Query, empty bool, err error) {
 	probe := q
-	probe.Limit = 1 // validation and the mark; never a long walk
+	if probe.Limit >= 0 {
+		probe.Limit = 1 // validation and the mark; never a long walk
+	}
 	n, mark, err := e.CountDeadLetters(probe)
 	if err != nil {
 		return q, false, err
@@ -60,34 +62,8 @@ func bulkLimit(limit, done int) int {
 // a log error, ErrClosed) it stops and returns the count so far with the
 // error. A malformed q is ErrInvalid. Safe for concurrent use.
 func (e *Engine) RedriveMatching(q dlq.Query) (int, error) {
-	q, empty, err := e.deadSet(q)
-	if err != nil || empty {
-		return 0, err
-	}
-	done := 0
-	for q.Limit == 0 || done < q.Limit {
-		page := q
-		page.Limit = bulkLimit(q.Limit, done)
-		// From q's start each time: those redriven left the store, and
-		// a removal moves no cursor off its place.
-		ds, err := e.DeadLetters(page)
-		if err != nil {
-			return done, err
-		}
-		if len(ds) == 0 {
-			return done, nil
-		}
-		for _, d := range ds {
-			if err := e.Redrive(ID(d.ID)); err != nil {
-				if errors.Is(err, ErrNotFound) {
-					continue // removed by someone else meanwhile: gone from the set
-				}
-				return done, err
-			}
-			done++
-		}
-	}
-	return done, nil
+	// From q's start each page: those redriven left the store.
+	return e.eachDead(q, false, e.Redrive)
 }
 
 // ReviewMatching marks the dead letters q matches as reviewed with note
@@ -101,6 +77,17 @@ func (e *Engine) RedriveMatching(q dlq.Query) (int, error) {
 // error leaves that one marked in memory, as MarkReviewed does). A
 // malformed q is ErrInvalid. Safe for concurrent use.
 func (e *Engine) ReviewMatching(q dlq.Query, note string) (int, error) {
+	// Reviewed entries stay (and may stop matching a Reviewed filter):
+	// page on by cursor, which a removal leaves in place.
+	return e.eachDead(q, true, func(id ID) error { return e.MarkReviewed(id, note) })
+}
+
+// eachDead applies op to each dead letter of the set q fixes (deadSet),
+// a page at a time, in q's order, paging by cursor when op leaves the
+// dead letter in the store (byCursor), else from q's start each time. A
+// dead letter op finds gone (ErrNotFound) is skipped; any other error
+// stops it, returned with the count done.
+func (e *Engine) eachDead(q dlq.Query, byCursor bool, op func(ID) error) (int, error) {
 	q, empty, err := e.deadSet(q)
 	if err != nil || empty {
 		return 0, err
@@ -117,17 +104,17 @@ func (e *Engine) ReviewMatching(q dlq.Query, note string) (int, error) {
 			return done, nil
 		}
 		for _, d := range ds {
-			if err := e.MarkReviewed(ID(d.ID), note); err != nil {
+			if err := op(ID(d.ID)); err != nil {
 				if errors.Is(err, ErrNotFound) {
-					continue
+					continue // removed by someone else meanwhile: gone from the set
 				}
 				return done, err
 			}
 			done++
 		}
-		// Reviewed entries stay (and may stop matching a Reviewed
-		// filter): page on by cursor, which a removal leaves in place.
-		q.After = ds[len(ds)-1].ID
+		if byCursor {
+			q.After = ds[len(ds)-1].ID
+		}
 	}
 	return done, nil
 }

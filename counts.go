@@ -121,7 +121,7 @@ type liveCounts struct {
 	complete atomic.Bool // start has counted every record
 	startMu  sync.Mutex  // serialises start
 	queues   *queueTable // the named queues' stripes
-	idleWait idleWaiters // WaitIdle's sleepers, woken as a record stops being counted (waitidle.go)
+	idleWait idleWaiters // WaitIdle's sleepers, woken as a live message leaves the slab (waitidle.go)
 	_        pad.Line
 	stripes  [countStripes]countStripe
 }
@@ -182,7 +182,6 @@ func (c *liveCounts) move(r *rec, from, to countClass) {
 		s.w[t.word].Add(1 << t.shift)
 	case to == 0:
 		s.w[f.word].Add(-(1 << f.shift))
-		c.idleWait.wake() // after the count: see idleWaiters
 	case f.word == t.word:
 		s.w[t.word].Add(1<<t.shift - 1<<f.shift)
 	default:

@@ -5,17 +5,21 @@ import (
 	"sync/atomic"
 )
 
-// idleWaiters lets WaitIdle sleep until a live message leaves the slab,
-// with nothing on the hot path while nobody waits but one atomic load in
-// rec.free (record.go) of a record that was counted.
+// idleWaiters lets WaitIdle sleep until a live message leaves the slab.
+// Whoever frees a counted record wakes it: release (settle.go: ack,
+// cancel, dead-lettering, expiry), unclaim (enqueue.go: an enqueue whose
+// record could not be logged) and a redrive that could not be logged
+// (ops.go), each after its counters moved, so that a woken WaitIdle's
+// caller reading Stats finds the message counted as gone (Acked...). With
+// nobody waiting, a wake is one atomic load.
 //
 // A waiter arms the channel (stores it, or finds one armed), then reads
-// the counts; a record leaving its count moves the count, then loads the
-// channel and, if one is armed, takes it and closes it. Sequentially
-// consistent atomics make one of them see the other: either the waiter
-// reads the count already down, or the freer finds the channel armed and
-// wakes it. Every waiter shares one channel, so one close wakes them all;
-// each re-arms before it reads again.
+// the counts; a freer moves the counts, then loads the channel and, if
+// one is armed, takes it and closes it. Sequentially consistent atomics
+// make one of them see the other: either the waiter reads the count
+// already down, or the freer finds the channel armed and wakes it. Every
+// waiter shares one channel, so one close wakes them all; each re-arms
+// before it reads again.
 type idleWaiters struct {
 	c atomic.Pointer[chan struct{}]
 }
