@@ -63,7 +63,7 @@ func splitThrough(v url.Values, required bool) (url.Values, uint64, error) {
 	vals, ok := v["through"]
 	switch {
 	case !ok && required:
-		return rest, 0, errors.New("through is required: the mark a count route answered, so that only what was counted is acted on")
+		return rest, 0, errNoThrough
 	case !ok:
 		return rest, 0, nil
 	case len(vals) > 1:
@@ -82,21 +82,22 @@ func splitThrough(v url.Values, required bool) (url.Values, uint64, error) {
 // refused: the engine cannot select the default queue's dead letters
 // apart. It answers 400 itself and returns false when the query is bad.
 func (h *handler) deadLetterBulkQuery(w http.ResponseWriter, r *http.Request, requireThrough bool) (dlq.Query, bool) {
-	rest, through, err := splitThrough(r.URL.Query(), requireThrough)
-	if err == nil {
-		var q dlq.Query
-		if q, err = ParseDeadLetterQuery(rest, h.now()); err == nil {
-			if q.Queue == DefaultQueue {
-				err = errDefaultQueueBulk
-			} else {
-				q.Through = through
-				return q, true
-			}
-		}
+	v := r.URL.Query()
+	q, err := ParseDeadLetterQuery(v, h.now())
+	switch {
+	case err != nil:
+	case requireThrough && !v.Has("through"):
+		err = errNoThrough
+	case q.Queue == DefaultQueue:
+		err = errDefaultQueueBulk
+	default:
+		return q, true
 	}
 	badRequest(w, "%v", err)
 	return dlq.Query{}, false
 }
+
+var errNoThrough = errors.New("through is required: the mark a count route answered, so that only what was counted is acted on")
 
 func (h *handler) countDeadLetters(w http.ResponseWriter, r *http.Request) {
 	q, ok := h.deadLetterBulkQuery(w, r, false)

@@ -61,13 +61,7 @@ func ParseMark(s string) (uint64, error) {
 	return n, nil
 }
 
-func bulkDeadValues(q dlq.Query) url.Values {
-	v := DeadLetterQueryValues(q)
-	if q.Through != 0 {
-		v.Set("through", strconv.FormatUint(q.Through, 10))
-	}
-	return v
-}
+func bulkDeadValues(q dlq.Query) url.Values { return DeadLetterQueryValues(q) }
 
 func (c *Client) bulk(ctx context.Context, path string, v url.Values, body any) (BulkResult, error) {
 	if _, ok := v["through"]; !ok {

@@ -77,7 +77,8 @@
 // queue, category (repeatable or comma-separated), key, since and until
 // (RFC 3339, or a duration such as 24h meaning that long ago; since ≤
 // dead_at < until), reviewed (true or false), after (the next cursor of the previous
-// page) and limit (1 to MaxLimit, default DefaultLimit). The answer's next
+// page), limit (1 to MaxLimit, default DefaultLimit) and through (only
+// those added up to a count's mark, see below). The answer's next
 // is present when there may be more: pass it as after. Unknown or repeated
 // parameters are refused.
 //
