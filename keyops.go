@@ -234,6 +234,11 @@ type Filter struct {
 	// Queue limits the walk to one named queue; "" means every queue (the
 	// default queue's name is "" too: filter it by Info.Message.Queue).
 	Queue string
+	// Through, if not 0, matches only messages whose ID is at most
+	// Through: CountMessages' mark, so that CancelMatching acts on the
+	// messages counted and never on one enqueued since (IDs only grow; a
+	// redriven dead letter keeps its old ID). 0 means no bound.
+	Through ID
 }
 
 func (f *Filter) match(info *Info) bool {
@@ -241,6 +246,9 @@ func (f *Filter) match(info *Info) bool {
 		return false
 	}
 	if f.Queue != "" && info.Message.Queue != f.Queue {
+		return false
+	}
+	if f.Through != 0 && info.ID > f.Through {
 		return false
 	}
 	return len(f.States) == 0 || slices.Contains(f.States, info.State)

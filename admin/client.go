@@ -52,6 +52,7 @@ type Error struct {
 	Status  int    // the HTTP status
 	Message string // the server's error text
 	Purged  int    // for a purge that failed after purging: how many it purged
+	Count   int    // for a bulk route that failed part-way: how many it did
 	err     error
 }
 
@@ -217,7 +218,7 @@ func answerError(resp *http.Response, raw []byte) error {
 	var body errorReply
 	e := &Error{Status: resp.StatusCode}
 	if json.Unmarshal(raw, &body) == nil && body.Error != "" {
-		e.Message, e.Purged = body.Error, body.Purged
+		e.Message, e.Purged, e.Count = body.Error, body.Purged, body.Count
 	} else {
 		// Not the API's answer (a wrong base URL, a proxy): the status
 		// says nothing about the engine.

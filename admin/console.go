@@ -40,7 +40,7 @@ type console struct {
 
 // pageNames lists the templates under console/, each rendered inside
 // layout.html.
-var pageNames = []string{"overview", "queues", "queuedelete", "schedules", "scheduleremove", "keys", "messages", "cancel", "deadletters", "deadletter", "purge", "purged", "login", "error"}
+var pageNames = []string{"overview", "queues", "queuedelete", "schedules", "scheduleremove", "keys", "messages", "cancel", "deadletters", "deadletter", "purge", "purged", "bulk", "bulkdone", "login", "error"}
 
 // newConsole parses the templates and routes the console's paths to h.
 func newConsole(h *handler) *console {
@@ -76,6 +76,8 @@ func newConsole(h *handler) *console {
 	c.mux.HandleFunc("POST /dead-letters/{id}/redrive", h.redriveAction)
 	c.mux.HandleFunc("GET /purge", h.purgePage)
 	c.mux.HandleFunc("POST /purge", h.purgeAction)
+	c.mux.HandleFunc("GET /bulk", h.bulkPage)
+	c.mux.HandleFunc("POST /bulk", h.bulkAction)
 	c.mux.HandleFunc("GET /login", h.loginPage)
 	c.mux.HandleFunc("POST /login", h.loginAction)
 	c.mux.HandleFunc("POST /logout", h.logoutAction)

@@ -152,6 +152,8 @@ type deadLettersView struct {
 	Next                        template.URL // the next page's query; "" on the last page
 	First                       template.URL // the first page's query, when this is not it
 	PurgeQuery                  template.URL // the filters, for the purge confirmation
+	Back                        template.URL // this page's query, for the selected rows' confirmation
+	Matching                    int          // how many the filters match (every page), for "all N matching"
 	Err                         string
 	Total                       int // dead letters, every filter aside
 	Max                         int // the store's bound (Stats.MaxDeadLetters)
@@ -208,6 +210,15 @@ func (h *handler) deadLettersPage(w http.ResponseWriter, r *http.Request) {
 		v.First = v.PurgeQuery
 	}
 	v.NoPurge = q.Queue == DefaultQueue
+	v.Back = template.URL(vals.Encode())
+	if !v.NoPurge {
+		// A count, not a copy: O(c) from the kept counts for the plain
+		// filters, a walk of the matching ones otherwise.
+		if v.Matching, _, err = h.e.CountDeadLetters(filters); err != nil {
+			h.failPage(w, r, err)
+			return
+		}
+	}
 	q.Limit = v.Limit
 	p, err := NewDeadLetterPage(h.e, q)
 	if err != nil {

@@ -35,6 +35,10 @@
 //	POST /api/dead-letters/{id}/redrive  Engine.Redrive; answers an ActionView
 //	POST /api/dead-letters/{id}/review   Engine.MarkReviewed; body ReviewRequest {"note": "..."} (optional)
 //	POST /api/dead-letters/purge         Engine.PurgeDeadLetters; body PurgeRequest; answers PurgeResult {"purged": n}
+//	GET  /api/dead-letters/count         Engine.CountDeadLetters of the list's query: a CountView {"count": n, "through": "mark"}
+//	POST /api/dead-letters/redrive       Engine.RedriveMatching of the list's query and through (required); answers
+//	                                     BulkResult {"count": n}
+//	POST /api/dead-letters/review        Engine.ReviewMatching likewise; body ReviewRequest {"note": "..."} (optional)
 //	GET  /api/keys                       every key (NewKeyViews): pause, live, in flight, waiting, held, throttled, at cap, breaker
 //	POST /api/keys/{key}/pause           Engine.PauseKey; body PauseRequest {"until": "1h" | RFC 3339} (optional); answers a PauseView
 //	POST /api/keys/{key}/resume          Engine.ResumeKey; answers a PauseView
@@ -42,6 +46,8 @@
 //	POST /api/resume                     Engine.Resume; answers a PauseView
 //	POST /api/messages/{id}/cancel       Engine.Cancel; answers an ActionView
 //	GET  /api/messages                   Engine.Messages, paged: a MessagePage {"entries": [...], "next": "cursor"}
+//	GET  /api/messages/count             Engine.CountMessages of queue, key and state: a CountView
+//	POST /api/messages/cancel            Engine.CancelMatching of queue, key, state and through (required); answers a BulkResult
 //	GET  /api/queues                     every declared queue (NewQueueViews): options, pause and counts, the default first
 //	GET  /api/queues/{queue}             one queue's QueueView
 //	POST /api/queues/{queue}/pause       Queue.Pause; body PauseRequest (optional); answers a QueueActionView
@@ -71,7 +77,8 @@
 // queue, category (repeatable or comma-separated), key, since and until
 // (RFC 3339, or a duration such as 24h meaning that long ago; since ≤
 // dead_at < until), reviewed (true or false), after (the next cursor of the previous
-// page) and limit (1 to MaxLimit, default DefaultLimit). The answer's next
+// page), limit (1 to MaxLimit, default DefaultLimit) and through (only
+// those added up to a count's mark, see below). The answer's next
 // is present when there may be more: pass it as after. Unknown or repeated
 // parameters are refused.
 //
@@ -80,6 +87,17 @@
 // "until": "...", "reviewed": true, "after": "...", "limit": n} (limit 0 or absent: no limit). A query
 // without any filter would purge every dead letter, so it is refused
 // unless it also says "all": true.
+//
+// The bulk routes act on exactly what a count counted: count first (GET
+// .../count with the filters), then pass the answer's through with the
+// same filters to the acting route (a missing through is 400; "0", the
+// mark of a count that found nothing ever added, acts on nothing). A dead
+// letter or message that arrived after the count is never touched; one
+// removed since is skipped. Dead-letter routes take the list's parameters
+// (limit bounds the work, after starts at a cursor); message routes take
+// queue, key and state (after and limit are refused). The default queue
+// alone (queue=_default) is refused, as for a purge. A route that fails
+// part-way answers the error with "count", how many it did.
 //
 // # Queues
 //

@@ -87,6 +87,7 @@ func NewHandler(e *ringwal.Engine, o Options) http.Handler {
 	h.mux.HandleFunc("POST /api/schedules/{schedule}/resume", h.resumeSchedule)
 	h.mux.HandleFunc("POST /api/schedules/{schedule}/trigger", h.triggerSchedule)
 	h.mux.HandleFunc("POST /api/schedules/{schedule}/remove", h.removeSchedule)
+	h.registerBulk()
 	h.con = newConsole(h)
 	return h
 }
@@ -274,6 +275,7 @@ func (j *jsonErrorWriter) Write(p []byte) (int, error) {
 type errorReply struct {
 	Error  string `json:"error"`
 	Purged int    `json:"purged,omitempty"` // a purge that failed after purging
+	Count  int    `json:"count,omitempty"`  // a bulk route that failed after acting on some
 }
 
 func errorBody(msg string) []byte {

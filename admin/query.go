@@ -34,7 +34,7 @@ const (
 )
 
 // QueryParams are the parameters ParseDeadLetterQuery reads.
-var QueryParams = []string{"queue", "category", "key", "since", "until", "reviewed", "after", "limit"}
+var QueryParams = []string{"queue", "category", "key", "since", "until", "reviewed", "after", "limit", "through"}
 
 // ParseDeadLetterQuery reads dead-letter filters from v:
 //
@@ -46,6 +46,8 @@ var QueryParams = []string{"queue", "category", "key", "since", "until", "review
 //	reviewed  true or false (see ParseReviewed)
 //	after     the cursor: the next of the previous page (an entry's ID)
 //	limit     at most this many entries, a positive number
+//	through   only entries added up to this mark (a count's through, see
+//	          CountView; dlq.Query.Through): what was counted, none since
 //
 // All are optional; a relative since or until is taken back from now. A
 // missing limit leaves Limit 0 (the caller chooses: the handler pages by
@@ -61,7 +63,7 @@ func ParseDeadLetterQuery(v url.Values, now time.Time) (dlq.Query, error) {
 		switch name {
 		case "category":
 			continue
-		case "queue", "key", "since", "until", "reviewed", "after", "limit":
+		case "queue", "key", "since", "until", "reviewed", "after", "limit", "through":
 			if len(vals) > 1 {
 				return q, fmt.Errorf("query parameter %q given %d times", name, len(vals))
 			}
@@ -96,6 +98,11 @@ func ParseDeadLetterQuery(v url.Values, now time.Time) (dlq.Query, error) {
 		}
 		q.Limit = n
 	}
+	if s := v.Get("through"); s != "" {
+		if q.Through, err = strconv.ParseUint(s, 10, 64); err != nil {
+			return q, fmt.Errorf("through %q is not a mark (a count's through)", s)
+		}
+	}
 	return q, nil
 }
 
@@ -129,6 +136,9 @@ func DeadLetterQueryValues(q dlq.Query) url.Values {
 	}
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.Through != 0 {
+		v.Set("through", strconv.FormatUint(q.Through, 10))
 	}
 	return v
 }

@@ -47,6 +47,11 @@ func endpoints(id ringwal.ID) []struct{ method, path, body string } {
 		{"POST", "/schedules/nightly/remove", ""},
 		{"GET", "/messages?queue=_default", ""},
 		{"GET", "/dead-letters?queue=_default", ""},
+		{"GET", "/dead-letters/count?category=permanent", ""},
+		{"POST", "/dead-letters/redrive?through=1000", ""},
+		{"POST", "/dead-letters/review?key=a&through=1000", `{"note": "x"}`},
+		{"GET", "/messages/count?state=pending", ""},
+		{"POST", "/messages/cancel?through=1000", ""},
 	}
 }
 

@@ -48,7 +48,10 @@ package admin's ParseDeadLetterQuery):
                  yes, no and any are accepted too
 
 redrive, review and purge act on the IDs given, or on every dead letter the
-filters match; with neither they refuse unless --all is passed.`,
+filters match; with neither they refuse unless --all is passed. Given
+filters, redrive and review count the matching dead letters first and act
+on exactly those in one call (one request with --addr): a dead letter that
+arrives meanwhile is left alone.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newDLQListCmd(), newDLQShowCmd(), newDLQRedriveCmd(), newDLQReviewCmd(), newDLQPurgeCmd())
@@ -297,6 +300,10 @@ type bulk struct {
 	// act applies the operation to the selected dead letters and returns
 	// the IDs done; a per-ID failure goes in failed.
 	act func(ctx context.Context, src source, ds []admin.DeadLetterView, sel selection) (done []uint64, failed map[uint64]error, err error)
+	// counted: given filters, the selection is fixed by a count first
+	// (its mark in sel.q.Through), listed up to that mark, and act takes
+	// the engine's bulk verb over exactly that set.
+	counted bool
 }
 
 // newBulkCmd builds redrive, review or purge over the shared selection
@@ -327,6 +334,16 @@ func newBulkCmd(b bulk, extra func(*cobra.Command)) *cobra.Command {
 				return usagef("give either message IDs or filters/--all, not both")
 			case len(sel.ids) == 0 && !f.set() && !all:
 				return usagef("name the message IDs, give a filter, or pass --all to %s every dead letter", b.verb)
+			}
+			if b.counted && len(sel.ids) == 0 && sel.q.Queue != admin.DefaultQueue {
+				// The engine cannot pick the default queue's apart: those
+				// go one by one, as IDs do.
+				if _, sel.q.Through, err = src.countDeadLetters(cmd.Context(), sel.q); err != nil {
+					return err
+				}
+				if sel.q.Through == 0 { // the store never held one
+					return reportBulk(cmd.OutOrStdout(), b.verb, []uint64{}, nil, asJSON)
+				}
 			}
 			ds, err := selectDeadLetters(cmd.Context(), src, sel.ids, sel.q)
 			if err != nil {
@@ -363,8 +380,13 @@ func newDLQRedriveCmd() *cobra.Command {
 		long: "Redrive makes the named dead letters, or those the filters match, pending again\n" +
 			"under the same ID with their attempts reset. A running engine delivers them at\n" +
 			"once; over a directory, the next engine to open it does.",
-		verb: "redrive",
-		act: func(ctx context.Context, src source, ds []admin.DeadLetterView, _ selection) ([]uint64, map[uint64]error, error) {
+		verb:    "redrive",
+		counted: true,
+		act: func(ctx context.Context, src source, ds []admin.DeadLetterView, sel selection) ([]uint64, map[uint64]error, error) {
+			if sel.q.Through != 0 {
+				n, err := src.redriveMatching(ctx, sel.q)
+				return matchingResult("redrove", ds, n, err)
+			}
 			return each(ds, func(d admin.DeadLetterView) error { return src.redrive(ctx, d.ID) })
 		},
 	}, nil)
@@ -379,8 +401,13 @@ func newDLQReviewCmd() *cobra.Command {
 		long: "Review marks the named dead letters, or those the filters match, as seen by an\n" +
 			"operator, with a note (reviewing again replaces the note). Reviewed entries\n" +
 			"are removed by retention after Options.DeadLetterRetention (90 days).",
-		verb: "review",
-		act: func(ctx context.Context, src source, ds []admin.DeadLetterView, _ selection) ([]uint64, map[uint64]error, error) {
+		verb:    "review",
+		counted: true,
+		act: func(ctx context.Context, src source, ds []admin.DeadLetterView, sel selection) ([]uint64, map[uint64]error, error) {
+			if sel.q.Through != 0 {
+				n, err := src.reviewMatching(ctx, sel.q, note)
+				return matchingResult("reviewed", ds, n, err)
+			}
 			return each(ds, func(d admin.DeadLetterView) error { return src.review(ctx, d.ID, note) })
 		},
 	}, func(cmd *cobra.Command) {
@@ -456,6 +483,24 @@ func each(ds []admin.DeadLetterView, fn func(admin.DeadLetterView) error) ([]uin
 		done = append(done, uint64(d.ID))
 	}
 	return done, failed, nil
+}
+
+// matchingResult reports a bulk verb that did n of the dead letters ds
+// listed (the same set, in the same order): the first n are done; the
+// rest went meanwhile (another operator, retention) and are reported as
+// not found, as a one-by-one loop would have found them. An error is
+// returned with how far it got.
+func matchingResult(did string, ds []admin.DeadLetterView, n int, err error) ([]uint64, map[uint64]error, error) {
+	ids := idsOf(ds)
+	n = min(n, len(ids))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %d of %d dead letters, then: %w", did, n, len(ids), err)
+	}
+	failed := map[uint64]error{}
+	for _, id := range ids[n:] {
+		failed[id] = fmt.Errorf("dead letter %d: gone meanwhile: %w", id, ringwal.ErrNotFound)
+	}
+	return ids[:n], failed, nil
 }
 
 // idsOf returns the dead letters' IDs.

@@ -41,6 +41,13 @@ type source interface {
 	redrive(ctx context.Context, id ringwal.ID) error
 	review(ctx context.Context, id ringwal.ID, note string) error
 	purge(ctx context.Context, q dlq.Query) (int, error)
+	// countDeadLetters counts what q matches, with the store's mark;
+	// redriveMatching and reviewMatching act on what q matches up to
+	// q.Through (the engine's bulk verbs, locally or through the API's
+	// bulk routes), returning how many they did.
+	countDeadLetters(ctx context.Context, q dlq.Query) (int, uint64, error)
+	redriveMatching(ctx context.Context, q dlq.Query) (int, error)
+	reviewMatching(ctx context.Context, q dlq.Query, note string) (int, error)
 	keySource
 	queueSource
 	scheduleSource
@@ -142,6 +149,18 @@ func (l *localSource) purge(_ context.Context, q dlq.Query) (int, error) {
 	return l.e.PurgeDeadLetters(q)
 }
 
+func (l *localSource) countDeadLetters(_ context.Context, q dlq.Query) (int, uint64, error) {
+	return l.e.CountDeadLetters(q)
+}
+
+func (l *localSource) redriveMatching(_ context.Context, q dlq.Query) (int, error) {
+	return l.e.RedriveMatching(q)
+}
+
+func (l *localSource) reviewMatching(_ context.Context, q dlq.Query, note string) (int, error) {
+	return l.e.ReviewMatching(q, note)
+}
+
 func (l *localSource) close() error {
 	if err := l.e.Close(); err != nil {
 		return fmt.Errorf("closing the engine: %w", err)
@@ -226,6 +245,25 @@ func (r *remoteSource) redrive(ctx context.Context, id ringwal.ID) error {
 func (r *remoteSource) review(ctx context.Context, id ringwal.ID, note string) error {
 	_, err := r.c.Review(ctx, id, note)
 	return r.explain(err)
+}
+
+func (r *remoteSource) countDeadLetters(ctx context.Context, q dlq.Query) (int, uint64, error) {
+	v, err := r.c.CountDeadLetters(ctx, q)
+	if err != nil {
+		return 0, 0, r.explain(err)
+	}
+	mark, err := admin.ParseMark(v.Through)
+	return v.Count, mark, err
+}
+
+func (r *remoteSource) redriveMatching(ctx context.Context, q dlq.Query) (int, error) {
+	res, err := r.c.RedriveMatching(ctx, q)
+	return res.Count, r.explain(err)
+}
+
+func (r *remoteSource) reviewMatching(ctx context.Context, q dlq.Query, note string) (int, error) {
+	res, err := r.c.ReviewMatching(ctx, q, note)
+	return res.Count, r.explain(err)
 }
 
 func (r *remoteSource) purge(ctx context.Context, q dlq.Query) (int, error) {

@@ -1,0 +1,236 @@
+package admin
+
+// The console's bulk actions on dead letters: the list's selected rows,
+// or all that its filters match, redriven or reviewed behind a
+// confirmation page that states the count. The confirmation carries what
+// it counted (the selected IDs, or the store's mark at the count), so the
+// action takes exactly that set; when the count changed meanwhile it
+// confirms again instead of acting.
+
+import (
+	"errors"
+	"fmt"
+	"html/template"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+
+	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/dlq"
+)
+
+// bulkVerbs are the bulk actions by form value, with their words.
+var bulkVerbs = map[string]struct{ Title, Verb, Done string }{
+	"redrive": {"Redrive dead letters", "Redrive", "Redrove"},
+	"review":  {"Review dead letters", "Mark reviewed", "Marked reviewed"},
+}
+
+// bulkView is the confirmation's (and the result's) data.
+type bulkView struct {
+	Action, Title, Verb, Done string
+	Selected                  bool             // the rows picked on the list, else all matching
+	IDs                       []ringwal.ID     // the selected ones still dead, carried by the form
+	Filters                   []header         // all matching: the filters in words
+	Fields                    []header         // all matching: the hidden form fields that carry them
+	All                       bool             // all matching, no filter: every dead letter
+	Count                     int              // how many the action takes
+	Through                   uint64           // all matching: the store's mark at the count
+	Entries                   []DeadLetterView // the first purgeListMax
+	Changed                   bool             // the count changed since the confirmation
+	Was                       int
+	Note                      string
+	Back                      template.URL // the list's query
+}
+
+// bulkRequest is a bulk form, read from a GET's query or a POST's form.
+type bulkRequest struct {
+	action string
+	ids    []ringwal.ID // selected rows; nil for all matching
+	q      dlq.Query    // all matching: the filters
+	back   url.Values
+}
+
+func (h *handler) readBulk(vals url.Values) (bulkRequest, error) {
+	b := bulkRequest{action: vals.Get("action")}
+	if _, ok := bulkVerbs[b.action]; !ok {
+		return b, fmt.Errorf("action %q: want redrive or review", b.action)
+	}
+	for _, s := range vals["id"] {
+		id, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return b, fmt.Errorf("dead letter %q is not an ID", s)
+		}
+		b.ids = append(b.ids, ringwal.ID(id))
+	}
+	if vals.Get("all") != "true" {
+		if len(b.ids) == 0 {
+			return b, errors.New("no dead letter selected: tick some rows, or take all matching")
+		}
+		b.back, _ = url.ParseQuery(vals.Get("back"))
+		return b, nil
+	}
+	if len(b.ids) > 0 {
+		return b, errors.New("either selected rows or all matching, not both")
+	}
+	q, err := ParseDeadLetterQuery(formValues(vals, "action", "all", "csrf", "expect", "through", "note", "back", "after", "limit"), h.now())
+	if err == nil && q.Queue == DefaultQueue {
+		err = errors.New("the default queue's dead letters cannot be selected apart from the named queues': select rows instead")
+	}
+	b.q, b.back = q, DeadLetterQueryValues(q)
+	return b, err
+}
+
+func (h *handler) bulkPage(w http.ResponseWriter, r *http.Request) {
+	b, err := h.readBulk(formValues(r.URL.Query()))
+	if err != nil {
+		h.errorPage(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	h.confirmBulk(w, r, b, -1, "")
+}
+
+// confirmBulk counts b's set (the selected rows still dead, or what b.q
+// matches, with the store's mark) and answers the confirmation; was is
+// the count a previous confirmation showed (-1 for none).
+func (h *handler) confirmBulk(w http.ResponseWriter, r *http.Request, b bulkRequest, was int, note string) {
+	words := bulkVerbs[b.action]
+	v := bulkView{Action: b.action, Title: words.Title, Verb: words.Verb, Done: words.Done,
+		Selected: b.ids != nil, Changed: was >= 0, Was: was, Note: note, Back: template.URL(b.back.Encode())}
+	if b.ids != nil {
+		for _, id := range b.ids {
+			if d, err := h.e.DeadLetter(id); err == nil {
+				v.IDs = append(v.IDs, id)
+				if len(v.Entries) < purgeListMax {
+					v.Entries = append(v.Entries, NewDeadLetterView(d))
+				}
+			} else if !errors.Is(err, ringwal.ErrNotFound) {
+				h.failPage(w, r, err)
+				return
+			}
+		}
+		v.Count = len(v.IDs)
+	} else {
+		n, through, err := h.e.CountDeadLetters(b.q)
+		if err != nil {
+			h.failPage(w, r, err)
+			return
+		}
+		first := b.q
+		first.Limit, first.Through = purgeListMax, through
+		ds, err := h.e.DeadLetters(first)
+		if err != nil {
+			h.failPage(w, r, err)
+			return
+		}
+		v.Count, v.Through, v.All, v.Entries = n, through, emptyQuery(b.q), NewDeadLetterViews(ds)
+		vals := DeadLetterQueryValues(b.q)
+		for _, k := range slices.Sorted(maps.Keys(vals)) {
+			for _, s := range vals[k] {
+				v.Filters = append(v.Filters, header{k, s})
+				v.Fields = append(v.Fields, header{k, s})
+			}
+		}
+	}
+	h.render(w, r, http.StatusOK, "bulk", page{Title: words.Title, Nav: "dead-letters", Data: v})
+}
+
+func (h *handler) bulkAction(w http.ResponseWriter, r *http.Request) {
+	b, err := h.readBulk(r.PostForm)
+	if err != nil {
+		h.errorPage(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	note := r.PostForm.Get("note")
+	expect, err := strconv.Atoi(r.PostForm.Get("expect"))
+	if err != nil || expect < 0 {
+		h.errorPage(w, r, http.StatusBadRequest, "The form lacks the count it confirmed; start again from the dead letters.")
+		return
+	}
+	var n int
+	if b.ids != nil {
+		n, err = h.bulkSelected(b, expect, note)
+	} else {
+		n, err = h.bulkMatching(b, r.PostForm.Get("through"), expect, note)
+	}
+	var changed errCountChanged
+	switch {
+	case errors.As(err, &changed):
+		h.confirmBulk(w, r, b, expect, note)
+		return
+	case errors.Is(err, errNoMark):
+		h.errorPage(w, r, http.StatusBadRequest, err.Error())
+		return
+	case err != nil:
+		h.failPage(w, r, fmt.Errorf("%s %d, then: %w", bulkVerbs[b.action].Done, n, err))
+		return
+	}
+	words := bulkVerbs[b.action]
+	h.opts.Logger.Info("ringwal: admin console bulk "+b.action, "count", n, "selected", b.ids != nil)
+	h.render(w, r, http.StatusOK, "bulkdone", page{Title: words.Done, Nav: "dead-letters",
+		Data: bulkView{Action: b.action, Done: words.Done, Count: n, Back: template.URL(b.back.Encode())}})
+}
+
+// errCountChanged: the set is no longer the one confirmed.
+type errCountChanged struct{}
+
+func (errCountChanged) Error() string { return "the count changed" }
+
+var errNoMark = errors.New("the form lacks the mark of its count; start again from the dead letters")
+
+// bulkSelected acts on the selected dead letters, if as many are still
+// dead as were confirmed, one at a time as the engine's single verbs.
+func (h *handler) bulkSelected(b bulkRequest, expect int, note string) (int, error) {
+	live := 0
+	for _, id := range b.ids {
+		if _, err := h.e.DeadLetter(id); err == nil {
+			live++
+		}
+	}
+	if live != expect {
+		return 0, errCountChanged{}
+	}
+	n := 0
+	for _, id := range b.ids {
+		var err error
+		if b.action == "redrive" {
+			err = h.e.Redrive(id)
+		} else {
+			err = h.e.MarkReviewed(id, note)
+		}
+		switch {
+		case errors.Is(err, ringwal.ErrNotFound): // gone meanwhile
+		case err != nil:
+			return n, err
+		default:
+			n++
+		}
+	}
+	return n, nil
+}
+
+// bulkMatching acts on what b.q matched at the confirmation's count (its
+// mark), if that is still the count confirmed.
+func (h *handler) bulkMatching(b bulkRequest, mark string, expect int, note string) (int, error) {
+	through, err := strconv.ParseUint(mark, 10, 64)
+	if err != nil {
+		return 0, errNoMark
+	}
+	if through == 0 {
+		return 0, nil // the store was empty when counted
+	}
+	q := b.q
+	q.Through = through
+	n, _, err := h.e.CountDeadLetters(q)
+	if err != nil {
+		return 0, err
+	}
+	if n != expect {
+		return 0, errCountChanged{}
+	}
+	if b.action == "redrive" {
+		return h.e.RedriveMatching(q)
+	}
+	return h.e.ReviewMatching(q, note)
+}

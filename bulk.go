@@ -1,0 +1,200 @@
+package ringwal
+
+import (
+	"errors"
+
+	"github.com/ringwal/ringwal/dlq"
+)
+
+// This file owns the bulk operator verbs: each acts on a set fixed when it
+// starts (a dead-letter mark, dlq.Query.Through, or a message ID bound,
+// Filter.Through) and applies the single-message verb (Redrive,
+// MarkReviewed, Cancel) to each member, so that each is journaled, counted
+// and ordered exactly as the single verb is.
+
+// bulkPage is how many dead letters a bulk verb copies out of the store
+// at a time: the store's read lock is held for one page's copy, never for
+// the whole set, and memory stays bounded whatever the set's size.
+const bulkPage = 256
+
+// deadSet fixes the set q selects: q.Through, when 0, becomes the store's
+// mark now, so that dead letters added while a bulk verb runs are not in
+// it. It validates q (ErrInvalid) and reports empty when the store has
+// never held a dead letter (a mark of 0 would mean "no bound").
+func (e *Engine) deadSet(q dlq.Query) (_ dlq.Query, empty bool, err error) {
+	probe := q
+	if probe.Limit >= 0 {
+		probe.Limit = 1 // validation and the mark; never a long walk
+	}
+	n, mark, err := e.CountDeadLetters(probe)
+	if err != nil {
+		return q, false, err
+	}
+	if q.Through == 0 {
+		q.Through = mark
+	}
+	return q, n == 0 || q.Through == 0, nil
+}
+
+// bulkLimit is how many a page may take: bulkPage, or what is left of
+// the caller's Limit (0: none).
+func bulkLimit(limit, done int) int {
+	if limit == 0 {
+		return bulkPage
+	}
+	return min(bulkPage, limit-done)
+}
+
+// RedriveMatching redrives (as Redrive does, each one journaled and
+// durable as the mode promises before the next) the dead letters q
+// matches, in q's order, and returns how many it redrove. q.Limit, if not
+// 0, bounds how many; q.After starts it at a cursor.
+//
+// The set is fixed when it starts: with q.Through 0, the dead letters q
+// matched then; with q.Through set to CountDeadLetters' mark, exactly the
+// dead letters that count counted. A dead letter added since (a redriven
+// one that failed again included: it is added anew) is never redriven;
+// one removed since (purged, evicted, redriven by another caller) is
+// skipped and not counted; one that stopped matching (reviewed, under a
+// Reviewed filter) is skipped. Dead letters are redriven one at a time,
+// not atomically: a concurrent reader may see some redriven and the rest
+// not yet, and a failure leaves those done redriven. On a failure (ErrFull,
+// a log error, ErrClosed) it stops and returns the count so far with the
+// error. A malformed q is ErrInvalid. Safe for concurrent use.
+func (e *Engine) RedriveMatching(q dlq.Query) (int, error) {
+	// From q's start each page: those redriven left the store.
+	return e.eachDead(q, false, e.Redrive)
+}
+
+// ReviewMatching marks the dead letters q matches as reviewed with note
+// (as MarkReviewed does, each journaled), in q's order, and returns how
+// many it marked. q.Limit, if not 0, bounds how many; q.After starts it
+// at a cursor. The set is fixed as RedriveMatching fixes it: with
+// q.Through set to CountDeadLetters' mark, exactly those counted, less
+// those removed since (skipped, not counted); never one added since. A
+// dead letter already reviewed that q matches gets the new note. On a
+// failure it stops and returns the count so far with the error (a log
+// error leaves that one marked in memory, as MarkReviewed does). A
+// malformed q is ErrInvalid. Safe for concurrent use.
+func (e *Engine) ReviewMatching(q dlq.Query, note string) (int, error) {
+	// Reviewed entries stay (and may stop matching a Reviewed filter):
+	// page on by cursor, which a removal leaves in place.
+	return e.eachDead(q, true, func(id ID) error { return e.MarkReviewed(id, note) })
+}
+
+// eachDead applies op to each dead letter of the set q fixes (deadSet),
+// a page at a time, in q's order, paging by cursor when op leaves the
+// dead letter in the store (byCursor), else from q's start each time. A
+// dead letter op finds gone (ErrNotFound) is skipped; any other error
+// stops it, returned with the count done.
+func (e *Engine) eachDead(q dlq.Query, byCursor bool, op func(ID) error) (int, error) {
+	q, empty, err := e.deadSet(q)
+	if err != nil || empty {
+		return 0, err
+	}
+	done := 0
+	for q.Limit == 0 || done < q.Limit {
+		page := q
+		page.Limit = bulkLimit(q.Limit, done)
+		ds, err := e.DeadLetters(page)
+		if err != nil {
+			return done, err
+		}
+		if len(ds) == 0 {
+			return done, nil
+		}
+		for _, d := range ds {
+			if err := op(ID(d.ID)); err != nil {
+				if errors.Is(err, ErrNotFound) {
+					continue // removed by someone else meanwhile: gone from the set
+				}
+				return done, err
+			}
+			done++
+		}
+		if byCursor {
+			q.After = ds[len(ds)-1].ID
+		}
+	}
+	return done, nil
+}
+
+// CountMessages returns how many live messages f matches (as many as
+// Messages(f) yields) and a mark: set f.Through to it and CancelMatching(f)
+// cancels the messages counted (less those that left since), never one
+// enqueued after the count. A mark of 0 means nothing was ever enqueued:
+// no set to act on. It walks the records as Messages does (O(MaxMessages),
+// or an ordered key's queue), copying nothing. Safe for concurrent use.
+func (e *Engine) CountMessages(f Filter) (n int, through ID, err error) {
+	if err := e.usable(); err != nil {
+		return 0, 0, err
+	}
+	// Read before the walk: whatever is enqueued from here has a higher ID.
+	through = ID(e.nextID.Load())
+	if f.Through == 0 || f.Through > through {
+		f.Through = through
+	}
+	if through == 0 {
+		return 0, 0, nil
+	}
+	for range e.Messages(f) {
+		n++
+	}
+	return n, f.Through, nil
+}
+
+// CancelMatching cancels (as Cancel does, each journaled and durable as
+// the mode promises before the next: pending, delayed, held and waiting
+// messages removed for good, leased ones' leases ended and their handlers'
+// ctx cancelled) the live messages f matches, and returns how many it
+// cancelled.
+//
+// The set is fixed when it starts: with f.Through 0, the messages enqueued
+// before it started; with f.Through set to CountMessages' mark, the
+// messages counted then. A message enqueued since is never cancelled (IDs
+// only grow), but a dead letter redriven meanwhile keeps its old ID and
+// may be. A message that matched when the walk read it is cancelled even
+// if its state changed just after (f.States is read at that moment); one
+// that left meanwhile (acked, dead-lettered, cancelled by another) is
+// skipped and not counted. Messages are cancelled one at a time, not
+// atomically; on a failure (a log error, ErrClosed) it stops and returns
+// the count so far with the error. Safe for concurrent use.
+func (e *Engine) CancelMatching(f Filter) (int, error) {
+	if err := e.usable(); err != nil {
+		return 0, err
+	}
+	bound := ID(e.nextID.Load())
+	if f.Through == 0 || f.Through > bound {
+		f.Through = bound
+	}
+	if f.Through == 0 {
+		return 0, nil // nothing was ever enqueued
+	}
+	done := 0
+	for {
+		n, err := e.cancelPass(f)
+		done += n
+		// An ordered key's walk reads its head, then its queue: a message
+		// that became the head behind the walk was passed over, so walk
+		// again while a pass finds some. The slab's walk misses none
+		// (slots do not move), and the bound makes the passes end.
+		if err != nil || n == 0 || e.orderedKey(f.Key) == nil {
+			return done, err
+		}
+	}
+}
+
+// cancelPass cancels what one walk of Messages(f) yields.
+func (e *Engine) cancelPass(f Filter) (int, error) {
+	done := 0
+	for info := range e.Messages(f) {
+		if err := e.Cancel(info.ID); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			return done, err
+		}
+		done++
+	}
+	return done, nil
+}

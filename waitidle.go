@@ -1,0 +1,112 @@
+package ringwal
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// idleWaiters lets WaitIdle sleep until a live message leaves the slab.
+// Whoever frees a counted record wakes it: release (settle.go: ack,
+// cancel, dead-lettering, expiry), unclaim (enqueue.go: an enqueue whose
+// record could not be logged) and a redrive that could not be logged
+// (ops.go), each after its counters moved, so that a woken WaitIdle's
+// caller reading Stats finds the message counted as gone (Acked...). With
+// nobody waiting, a wake is one atomic load.
+//
+// A waiter arms the channel (stores it, or finds one armed), then reads
+// the counts; a freer moves the counts, then loads the channel and, if
+// one is armed, takes it and closes it. Sequentially consistent atomics
+// make one of them see the other: either the waiter reads the count
+// already down, or the freer finds the channel armed and wakes it. Every
+// waiter shares one channel, so one close wakes them all; each re-arms
+// before it reads again.
+type idleWaiters struct {
+	c atomic.Pointer[chan struct{}]
+}
+
+// arm returns the channel the next wake closes.
+func (w *idleWaiters) arm() <-chan struct{} {
+	for {
+		if p := w.c.Load(); p != nil {
+			return *p
+		}
+		c := make(chan struct{})
+		if w.c.CompareAndSwap(nil, &c) {
+			return c
+		}
+	}
+}
+
+// wake wakes every waiter, if any waits: called by a record that stopped
+// being counted. Without waiters it is one atomic load.
+func (w *idleWaiters) wake() {
+	if w.c.Load() == nil {
+		return
+	}
+	if p := w.c.Swap(nil); p != nil {
+		close(*p)
+	}
+}
+
+// idle reports whether no record is counted in any class: nothing
+// Pending (committing and waiting on its key included), Delayed, Leased
+// or Held. The counts must be complete (liveCounts.start).
+func (c *liveCounts) idle() bool {
+	n := c.byClass()
+	for k := 1; k < numClasses; k++ {
+		if n[k] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitIdle blocks until no message is Pending, Delayed or Leased, and
+// returns nil; it returns ctx.Err() if ctx ends first and ErrClosed if the
+// engine closes (or is closed) first.
+//
+// Held messages (behind an open breaker) are live work that will be
+// delivered or dead-lettered, so WaitIdle waits for them too, as it does
+// for pending messages that wait on their key (an ordered key's queue, an
+// in-flight or rate cap, a paused key) and for the messages of a paused
+// queue or of a paused engine: those never end while the pause lasts, so
+// give WaitIdle a ctx with a deadline when pauses may be in force. Dead
+// letters are not work: a store full of them is idle.
+//
+// Idle is a moment: a message enqueued after WaitIdle returned is not
+// waited for, and one enqueued concurrently may or may not be. It costs
+// nothing while it waits: it sleeps on a channel that the last counted
+// message to leave (an ack, a cancel, a dead-lettering, an expiry) closes,
+// reads the engine's kept counts (the ones Stats reports, started by the
+// first call as Stats starts them: O(MaxMessages) once) when woken, and
+// sleeps again while work remains. Safe for concurrent use; any number
+// may wait.
+func (e *Engine) WaitIdle(ctx context.Context) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	e.counts.start(e.slab)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		woken := e.counts.idleWait.arm()
+		// Close's done is checked before idleness: a closed engine has
+		// given its leases back as pending, and is not idle but closed.
+		select {
+		case <-e.done:
+			return ErrClosed
+		default:
+		}
+		if e.counts.idle() {
+			return nil
+		}
+		select {
+		case <-woken:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.done:
+			return ErrClosed
+		}
+	}
+}
