@@ -121,7 +121,6 @@ type liveCounts struct {
 	complete atomic.Bool // start has counted every record
 	startMu  sync.Mutex  // serialises start
 	queues   *queueTable // the named queues' stripes
-	idleWait idleWaiters // WaitIdle's sleepers, woken as a live message leaves the slab (waitidle.go)
 	_        pad.Line
 	stripes  [countStripes]countStripe
 }

@@ -264,7 +264,7 @@ func (e *Engine) Redrive(id ID) error {
 			q.leave()
 			e.ctr.added.Add(-1)
 			e.ctr.moves.end()
-			e.counts.idleWait.wake()
+			e.idleWait.wake()
 			return fmt.Errorf("ringwal: redrive %d: %w", id, mapWALError(err))
 		}
 	}

@@ -40,9 +40,16 @@ func (w *idleWaiters) arm() <-chan struct{} {
 // wake wakes every waiter, if any waits: called by a record that stopped
 // being counted. Without waiters it is one atomic load.
 func (w *idleWaiters) wake() {
-	if w.c.Load() == nil {
-		return
+	if w.c.Load() != nil {
+		w.wakeAll()
 	}
+}
+
+// wakeAll is wake's slow half, kept out of line so that wake inlines
+// into the verbs that free a record.
+//
+//go:noinline
+func (w *idleWaiters) wakeAll() {
 	if p := w.c.Swap(nil); p != nil {
 		close(*p)
 	}
@@ -90,7 +97,7 @@ func (e *Engine) WaitIdle(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		woken := e.counts.idleWait.arm()
+		woken := e.idleWait.arm()
 		// Close's done is checked before idleness: a closed engine has
 		// given its leases back as pending, and is not idle but closed.
 		select {
