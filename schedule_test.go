@@ -191,3 +191,55 @@ func TestScheduleJitterDelaysTheRunNotTheTick(t *testing.T) {
 	}
 	assert.Positive(t, late, "jitter moved some run: %v", offsets)
 }
+
+// Through the engine on the fake clock: across both of New York's DST
+// changes in 2026, a daily 02:30 tick (in the hour skipped in March)
+// runs once, at 03:00, and a daily 01:30 tick (in the hour repeated in
+// November) runs once, the first time.
+func TestScheduleAcrossDaylightSavingRunsEachDayOnce(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		spec  string
+		start time.Time
+		want  []time.Time // the runs' instants, in order
+	}{
+		{"CRON_TZ=America/New_York 30 2 * * *", time.Date(2026, 3, 7, 12, 0, 0, 0, ny), []time.Time{
+			time.Date(2026, 3, 8, 7, 0, 0, 0, time.UTC),  // 03:00 EDT, when the skipped hour ends
+			time.Date(2026, 3, 9, 6, 30, 0, 0, time.UTC), // 02:30 EDT
+		}},
+		{"CRON_TZ=America/New_York 30 1 * * *", time.Date(2026, 10, 31, 12, 0, 0, 0, ny), []time.Time{
+			time.Date(2026, 11, 1, 5, 30, 0, 0, time.UTC), // 01:30 EDT, the first of two
+			time.Date(2026, 11, 2, 6, 30, 0, 0, time.UTC), // 01:30 EST
+		}},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			fake := clock.NewFake(tc.start)
+			e, _ := memEngine(t, ringwal.Options{Clock: fake})
+			require.NoError(t, e.AddSchedule(ringwal.Schedule{Name: "daily", Spec: tc.spec, Message: ringwal.Message{Queue: "dst"}}))
+			var got []time.Time
+			// Two days in 15-minute steps: every run is seen once.
+			for step := 0; step < 2*24*4; step++ {
+				fake.Advance(15 * time.Minute)
+				if in := scheduleInfo(t, e, "daily"); in.Runs+in.Skipped < uint64(len(got)+1) && (in.Next.IsZero() || !in.Next.After(fake.Now())) {
+					awaitHandled(t, e, "daily", uint64(len(got)+1))
+				}
+				for {
+					d, ok := e.Queue("dst").TryDequeue()
+					if !ok {
+						break
+					}
+					tick, err := time.Parse(time.RFC3339Nano, d.Message.Headers[ringwal.TickHeader])
+					require.NoError(t, err)
+					got = append(got, tick)
+					require.NoError(t, e.Ack(d.Lease))
+				}
+			}
+			require.Len(t, got, len(tc.want), "runs %v", got)
+			for i := range got {
+				assert.True(t, tc.want[i].Equal(got[i]), "run %d: want %v, got %v", i, tc.want[i].In(ny), got[i].In(ny))
+			}
+			assert.Zero(t, scheduleInfo(t, e, "daily").Skipped)
+		})
+	}
+}
