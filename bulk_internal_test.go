@@ -67,7 +67,7 @@ func waitIdleArmed(t *testing.T, e *Engine, ctx context.Context) <-chan error {
 	t.Helper()
 	res := make(chan error, 1)
 	go func() { res <- e.WaitIdle(ctx) }()
-	for e.idleWait.c.Load() == nil {
+	for e.ctr.idleWait.c.Load() == nil {
 		select {
 		case err := <-res:
 			t.Fatalf("WaitIdle returned %v with work left", err)

@@ -69,10 +69,6 @@ type Engine struct {
 	scheds   scheduleTable
 	openedAt int64
 
-	// idleWait: WaitIdle's sleepers, woken as a live message leaves the
-	// slab (waitidle.go). Read on every free: kept off the counts' line.
-	idleWait idleWaiters
-
 	// The named queues: last, so that their 2 KiB of chunk pointers keep
 	// no hot field of the default queue's path apart from the others.
 	queues queueTable

@@ -404,7 +404,7 @@ func (e *Engine) unclaim(slot uint32) {
 	r.free(e.counts)
 	q.leave()
 	e.space.signal()
-	e.idleWait.wake()
+	e.ctr.idleWait.wake()
 }
 
 // abortClaim undoes a claim whose enqueue record could not be written:

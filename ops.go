@@ -264,7 +264,7 @@ func (e *Engine) Redrive(id ID) error {
 			q.leave()
 			e.ctr.added.Add(-1)
 			e.ctr.moves.end()
-			e.idleWait.wake()
+			e.ctr.idleWait.wake()
 			return fmt.Errorf("ringwal: redrive %d: %w", id, mapWALError(err))
 		}
 	}

@@ -332,7 +332,7 @@ func (e *Engine) release(r *rec) {
 	q.leave()
 	e.ctr.freed.Add(1)
 	e.space.signal()
-	e.idleWait.wake() // after freed: a woken WaitIdle's Stats count it
+	e.ctr.idleWait.wake() // after freed: a woken WaitIdle's Stats count it
 }
 
 // Nack settles a delivery as failed with cause: the cause is classified,

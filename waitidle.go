@@ -97,7 +97,7 @@ func (e *Engine) WaitIdle(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		woken := e.idleWait.arm()
+		woken := e.ctr.idleWait.arm()
 		// Close's done is checked before idleness: a closed engine has
 		// given its leases back as pending, and is not idle but closed.
 		select {
