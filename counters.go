@@ -18,12 +18,11 @@ type counters struct {
 	// Cancel.
 	// Acked and the live count are derived from it, so the hot path pays
 	// one counter for both.
-	freed atomic.Uint64
-	// idleWait: WaitIdle's sleepers (waitidle.go), on freed's line: the
-	// verbs that free a record read it right after adding to freed.
+	freed pad.Uint64   // on its own line: producers and consumers on other cores
+	added atomic.Int64 // messages placed without a new ID: recovery, redrive
+	// idleWait: WaitIdle's sleepers (waitidle.go), woken through the
+	// engine's space sleepers (sleepers.idle).
 	idleWait idleWaiters
-	_        [pad.CacheLine - 16]byte // on their own line: producers and consumers on other cores
-	added    atomic.Int64             // messages placed without a new ID: recovery, redrive
 
 	nacked          atomic.Uint64
 	retried         atomic.Uint64

@@ -94,6 +94,7 @@ func Open(dir string, o Options) (*Engine, error) {
 		leaseKey: newLeaseKey(),
 	}
 	e.space.init()
+	e.space.idle = &e.ctr.idleWait
 	if o.Clock == clock.Real() {
 		e.coarse = newCoarseClock()
 	}

@@ -403,8 +403,7 @@ func (e *Engine) unclaim(slot uint32) {
 	q := e.queueOf(r)
 	r.free(e.counts)
 	q.leave()
-	e.space.signal()
-	e.ctr.idleWait.wake()
+	e.space.signal() // after freed: a woken WaitIdle's Stats count it (waitidle.go)
 }
 
 // abortClaim undoes a claim whose enqueue record could not be written:

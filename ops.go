@@ -264,7 +264,7 @@ func (e *Engine) Redrive(id ID) error {
 			q.leave()
 			e.ctr.added.Add(-1)
 			e.ctr.moves.end()
-			e.ctr.idleWait.wake()
+			e.space.signal()
 			return fmt.Errorf("ringwal: redrive %d: %w", id, mapWALError(err))
 		}
 	}

@@ -331,8 +331,7 @@ func (e *Engine) release(r *rec) {
 	r.free(e.counts)
 	q.leave()
 	e.ctr.freed.Add(1)
-	e.space.signal()
-	e.ctr.idleWait.wake() // after freed: a woken WaitIdle's Stats count it
+	e.space.signal() // after freed: a woken WaitIdle's Stats count it (waitidle.go)
 }
 
 // Nack settles a delivery as failed with cause: the cause is classified,

@@ -23,6 +23,11 @@ type sleepers struct {
 	n atomic.Int32
 	_ [pad.CacheLine - 4]byte
 	c chan struct{}
+	// idle, on the engine's space only: WaitIdle's waiters, which count
+	// themselves in n while they wait, so that the signal every freed
+	// record already sends wakes them too, at no cost to the verbs while
+	// nobody waits.
+	idle *idleWaiters
 }
 
 // fallbackWake bounds how long a sleeper can miss a wake-up.
@@ -36,6 +41,9 @@ func (w *sleepers) signal() {
 		select {
 		case w.c <- struct{}{}:
 		default:
+		}
+		if w.idle != nil {
+			w.idle.wakeAll()
 		}
 	}
 }

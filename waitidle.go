@@ -37,18 +37,9 @@ func (w *idleWaiters) arm() <-chan struct{} {
 	}
 }
 
-// wake wakes every waiter, if any waits: called by a record that stopped
-// being counted. Without waiters it is one atomic load.
-func (w *idleWaiters) wake() {
-	if w.c.Load() != nil {
-		w.wakeAll()
-	}
-}
-
-// wakeAll is wake's slow half, kept out of line so that wake inlines
-// into the verbs that free a record.
-//
-//go:noinline
+// wakeAll wakes every waiter: called, through the engine's space
+// sleepers (sleepers.signal), by a record that stopped being counted
+// while a WaitIdle waits.
 func (w *idleWaiters) wakeAll() {
 	if p := w.c.Swap(nil); p != nil {
 		close(*p)
@@ -93,6 +84,12 @@ func (e *Engine) WaitIdle(ctx context.Context) error {
 		return err
 	}
 	e.counts.start(e.slab)
+	// Counted among the space's sleepers while it waits, so that each
+	// freed record's signal (which reads that count after the record
+	// left the counts) wakes it; arm comes before the idle check, so a
+	// record freed after the check closes the channel it waits on.
+	e.space.n.Add(1)
+	defer e.space.n.Add(-1)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
