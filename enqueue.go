@@ -95,7 +95,8 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool, tick *schedu
 	}
 	for try := 0; ; try++ {
 		id, again, err := e.enqueueOnce(ctx, &m, q, wait, try > 0, tick)
-		if errors.Is(err, errQueueGone) {
+		// errors.Is is a call the hot path (err == nil) need not make.
+		if err != nil && errors.Is(err, errQueueGone) {
 			if q, err = e.queueAgain(ctx, m.Queue); err != nil {
 				return 0, err
 			}
