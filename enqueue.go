@@ -207,7 +207,7 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait, re
 func (e *Engine) claimWaiting(ctx context.Context, m *Message, q *queue, ks *keyState, wait bool) (now int64, slot uint32, id uint64, err error) {
 	for {
 		now = e.now()
-		slot, id, err = e.claim(now, nowOrPrecise, m, q, ks)
+		slot, id, err = e.claim(now, m, q, ks)
 		if err == nil || !wait || err == errQueueGone {
 			return now, slot, id, err
 		}
@@ -349,12 +349,10 @@ func (e *Engine) hasSpace(q *queue, tier, n int) bool {
 }
 
 // claim takes a slot for a new message of queue q, fills it and counts
-// it live; the record is left owned (unpublished).
-// at is the enqueue time: now, read again precisely for a message with a
-// Delay or TTL, unless at says now is exact (a Publish's copies after the
-// first share its time).
-func (e *Engine) claim(now int64, at enqueueTime, m *Message, q *queue, ks *keyState) (uint32, uint64, error) {
-	if at == nowOrPrecise && (m.TTL > 0 || m.Delay > 0) {
+// it live; the record is left owned (unpublished). Its enqueue time is
+// now, read again precisely for a message with a Delay or TTL.
+func (e *Engine) claim(now int64, m *Message, q *queue, ks *keyState) (uint32, uint64, error) {
+	if m.TTL > 0 || m.Delay > 0 {
 		// Their due times count from here and must not come early:
 		// read the clock rather than the cache, which may lag.
 		now = e.preciseNow()
@@ -383,14 +381,6 @@ func (e *Engine) claim(now int64, at enqueueTime, m *Message, q *queue, ks *keyS
 	}
 	return 0, 0, errNoSlot
 }
-
-// enqueueTime says how claim takes its now.
-type enqueueTime bool
-
-const (
-	nowOrPrecise enqueueTime = false // now, or the precise clock when due times count from it
-	exactly      enqueueTime = true  // now as given
-)
 
 // errQueueGone: the queue a claim was for is being deleted or was; the
 // enqueue looks it up again (and declares it afresh once it is gone).

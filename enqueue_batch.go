@@ -317,14 +317,14 @@ func (b *batchIntake) claim(ctx context.Context) (again bool, err error) {
 		if b.isAnswered(i) {
 			continue // refused or replaced before the batch held anything
 		}
-		var slot uint32
-		var id uint64
-		if b.of != nil && len(b.slots) > 0 {
+		slot, id, err := e.claim(e.now(), m, b.queue(i), ks)
+		if err == nil && b.of != nil && len(b.slots) > 0 {
 			// A Publish's copies are one record, with one Time: each
-			// copy counts its Delay and TTL from the first's.
-			slot, id, err = e.claim(e.slab.at(b.slots[0]).enqueuedAt, exactly, m, b.queue(i), ks)
-		} else {
-			slot, id, err = e.claim(e.now(), nowOrPrecise, m, b.queue(i), ks)
+			// copy counts its Delay and TTL from the first's (the record
+			// is ours: filled again, it changes nothing else).
+			if at := e.slab.at(b.slots[0]).enqueuedAt; e.slab.at(slot).enqueuedAt != at {
+				e.slab.at(slot).fill(m, b.queue(i).num, at, 0, 0, nil, ks)
+			}
 		}
 		b.kss[i] = nil // the record carries it from here (unclaim unenters it)
 		if err == errQueueGone {
