@@ -32,9 +32,10 @@ type scheduleRunner struct {
 	wg      sync.WaitGroup
 }
 
-// catchUpScan bounds how many missed ticks of a calendar spec are
-// counted one by one (about a second of work); beyond it, the ticks
-// before the last day are counted as one.
+// catchUpScan bounds how many missed ticks are enumerated one by one
+// (about a second of work). An @every spec further behind counts the
+// older ticks by arithmetic; a calendar spec starts again a day before
+// now, and the ticks between its scan's end and that day go uncounted.
 const catchUpScan = 1 << 22
 
 // scheduleDue hands a fired timer entry to the runner, starting it if it

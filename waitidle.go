@@ -6,20 +6,22 @@ import (
 )
 
 // idleWaiters lets WaitIdle sleep until a live message leaves the slab.
-// Whoever frees a counted record wakes it: release (settle.go: ack,
-// cancel, dead-lettering, expiry), unclaim (enqueue.go: an enqueue whose
-// record could not be logged) and a redrive that could not be logged
-// (ops.go), each after its counters moved, so that a woken WaitIdle's
-// caller reading Stats finds the message counted as gone (Acked...). With
-// nobody waiting, a wake is one atomic load.
+// Whoever frees a counted record already signals the engine's space
+// sleepers (release in settle.go: ack, cancel, dead-lettering, expiry;
+// unclaim in enqueue.go; a redrive that could not be logged in ops.go),
+// after its counters moved, so that a woken WaitIdle's caller reading
+// Stats finds the message counted as gone. A waiting WaitIdle counts
+// itself among those sleepers, which sends the signal down its slow path
+// (sleepers.signal), where it closes this channel: with nobody waiting,
+// the verbs pay nothing they did not pay before.
 //
-// A waiter arms the channel (stores it, or finds one armed), then reads
-// the counts; a freer moves the counts, then loads the channel and, if
-// one is armed, takes it and closes it. Sequentially consistent atomics
-// make one of them see the other: either the waiter reads the count
-// already down, or the freer finds the channel armed and wakes it. Every
-// waiter shares one channel, so one close wakes them all; each re-arms
-// before it reads again.
+// A waiter counts itself, arms the channel (stores it, or finds one
+// armed), then reads the counts; a freer moves the counts, then loads the
+// sleeper count and, if it is not zero, takes the channel and closes it.
+// Sequentially consistent atomics make one of them see the other: either
+// the waiter reads the count already down, or the freer finds it waiting
+// and wakes it. Every waiter shares one channel, so one close wakes them
+// all; each re-arms before it reads again.
 type idleWaiters struct {
 	c atomic.Pointer[chan struct{}]
 }
