@@ -2,7 +2,6 @@ package prom
 
 import (
 	"sync"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -34,10 +33,8 @@ func totalsOf(q ringwal.QueueStats) queueTotals {
 	return queueTotals{q.Enqueued, q.Acked, q.DeadLettered}
 }
 
-func (t *queueTotals) add(o queueTotals) {
-	t.enqueued += o.enqueued
-	t.acked += o.acked
-	t.deadLettered += o.deadLettered
+func (t queueTotals) plus(o queueTotals) queueTotals {
+	return queueTotals{t.enqueued + o.enqueued, t.acked + o.acked, t.deadLettered + o.deadLettered}
 }
 
 // below reports whether any of t's counters is below o's: the queue was
@@ -46,30 +43,16 @@ func (t queueTotals) below(o queueTotals) bool {
 	return t.enqueued < o.enqueued || t.acked < o.acked || t.deadLettered < o.deadLettered
 }
 
-// queueSeries chooses which named queues have series of their own. The
-// choice sticks, so that every series' counters only grow: a queue gets
-// its own series when the collector first sees it and fewer than
-// MaxQueueSeries named queues have one; it keeps it until it is deleted
-// (its place is then free for a queue seen later). A queue first seen
-// when every place is taken is summed under "_other" for as long as it
-// lives, even once places free up, and when it is deleted (or deleted and
-// declared again, which shows as counters going back) its last totals stay
-// in "_other", so that "_other"'s counters never go back either.
+// queueSeries chooses which named queues have series of their own
+// (capped: MaxQueueSeries of them); the default queue always has one.
 type queueSeries struct {
-	mu       sync.Mutex
-	own      map[string]bool        // named queues with series of their own
-	folded   map[string]queueTotals // queues under _other, by their totals at the last scrape
-	retired  queueTotals            // totals of the folded queues gone
-	dflt     queueTotals            // the default queue's totals last exported
-	present  map[string]bool        // scratch: the queues of this scrape
-	capacity int                    // MaxQueueSeries (tests lower it)
+	mu   sync.Mutex
+	c    capped[queueTotals]
+	dflt queueTotals // the default queue's totals last exported
 }
 
 func newQueueSeries() *queueSeries {
-	return &queueSeries{
-		own: map[string]bool{}, folded: map[string]queueTotals{},
-		present: map[string]bool{}, capacity: MaxQueueSeries,
-	}
+	return &queueSeries{c: newCapped[queueTotals](MaxQueueSeries, OtherQueueLabel, DefaultQueueLabel)}
 }
 
 // queueRow is one exported queue label's figures.
@@ -86,28 +69,18 @@ type queueRow struct {
 // that scrapes are taken in turn and each compares its totals with those
 // of the one before.
 func (qs *queueSeries) rows(queues []ringwal.QueueStats, paused map[string]bool) []queueRow {
-	clear(qs.present)
+	names := make([]string, 0, len(queues))
 	for _, q := range queues {
-		qs.present[q.Name] = true
-	}
-	for name := range qs.own {
-		if !qs.present[name] {
-			delete(qs.own, name) // deleted: its series ends, its place is free
+		if q.Name != "" {
+			names = append(names, q.Name)
 		}
 	}
-	for name, last := range qs.folded {
-		if !qs.present[name] {
-			qs.retired.add(last)
-			delete(qs.folded, name)
-		}
-	}
-	rows := make([]queueRow, 0, min(len(queues), qs.capacity+2))
-	other := queueRow{label: OtherQueueLabel, totals: qs.retired}
+	rows := make([]queueRow, 0, min(len(queues), qs.c.capacity+2))
+	other := queueRow{label: OtherQueueLabel, totals: qs.c.begin(names)}
 	folded := false
 	for _, q := range queues {
 		t := totalsOf(q)
-		switch {
-		case q.Name == "":
+		if q.Name == "" {
 			// The engine derives the default queue's totals (its own less
 			// the named queues', read a moment later), which a scrape
 			// racing with named queues' traffic sees a little low: never
@@ -116,16 +89,9 @@ func (qs *queueSeries) rows(queues []ringwal.QueueStats, paused map[string]bool)
 			qs.dflt = t
 			rows = append(rows, queueRow{label: DefaultQueueLabel, s: q, totals: t, paused: boolRank(paused[q.Name])})
 			continue
-		case qs.own[q.Name]:
-		case qs.adopt(q.Name):
-			qs.own[q.Name] = true
-		default:
-			if last, ok := qs.folded[q.Name]; ok && t.below(last) {
-				qs.retired.add(last) // deleted and declared again since the last scrape
-				other.totals.add(last)
-			}
-			qs.folded[q.Name] = t
-			other.totals.add(t)
+		}
+		if own, add := qs.c.place(q.Name, t); !own {
+			other.totals = other.totals.plus(add)
 			o := &other.s
 			o.Pending += q.Pending
 			o.Delayed += q.Delayed
@@ -139,22 +105,10 @@ func (qs *queueSeries) rows(queues []ringwal.QueueStats, paused map[string]bool)
 		}
 		rows = append(rows, queueRow{label: q.Name, s: q, totals: t, paused: boolRank(paused[q.Name])})
 	}
-	if folded || qs.retired != (queueTotals{}) {
+	if folded || qs.c.anyRetired() {
 		rows = append(rows, other)
 	}
 	return rows
-}
-
-// adopt reports whether a named queue not seen before gets a series of
-// its own: a place is free and its name makes a label that cannot be
-// mistaken for another (the engine only declares UTF-8 names not starting
-// with "_"; the check guards the collector against a change there).
-func (qs *queueSeries) adopt(name string) bool {
-	if _, seen := qs.folded[name]; seen {
-		return false
-	}
-	return len(qs.own) < qs.capacity && utf8.ValidString(name) &&
-		name != OtherQueueLabel && name != DefaultQueueLabel
 }
 
 // stats reads the engine's Stats and the rows of the per-queue metrics,
