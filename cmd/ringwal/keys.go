@@ -41,33 +41,12 @@ waiting or held, or with a circuit breaker) and pause or resume one.
 }
 
 func newKeysListCmd() *cobra.Command {
-	var t target
-	var asJSON bool
-	cmd := &cobra.Command{
+	return listCmd(&cobra.Command{
 		Use:     "list [DIR | --addr URL]",
 		Short:   "List the keys: pause, live, in flight, waiting, held, throttled, at cap, breaker",
 		Long:    "List prints every key the engine knows, sorted.\n\n" + sourceHelp,
 		Example: "  ringwal keys list /tmp/ringwal-demo/live\n  ringwal keys list --addr http://127.0.0.1:9464 --json",
-		Args:    cobra.MaximumNArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
-			src, err := t.openNoIDs(args)
-			if err != nil {
-				return err
-			}
-			defer closeSource(src, &err)
-			keys, err := src.keys(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), keys)
-			}
-			return printKeys(cmd.OutOrStdout(), keys)
-		}),
-	}
-	t.add(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of keys (admin.KeyView)")
-	return cmd
+	}, "", "print a JSON array of keys (admin.KeyView)", source.keys, printKeys)
 }
 
 // openNoIDs opens the source of a command that takes only [DIR].

@@ -119,9 +119,7 @@ resume or delete one.
 }
 
 func newQueuesListCmd() *cobra.Command {
-	var t target
-	var asJSON bool
-	cmd := &cobra.Command{
+	return listCmd(&cobra.Command{
 		Use:   "list [DIR | --addr URL]",
 		Short: "List the queues: pause, messages by state, dead letters, totals, topics",
 		Long: `List prints every declared queue, the default first, then by name: its
@@ -131,26 +129,7 @@ longest-waiting pending message and the topics it is bound to.
 
 ` + sourceHelp,
 		Example: "  ringwal queues list /tmp/ringwal-demo/live\n  ringwal queues list --addr http://127.0.0.1:9464 --json",
-		Args:    cobra.MaximumNArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
-			src, err := t.openNoIDs(args)
-			if err != nil {
-				return err
-			}
-			defer closeSource(src, &err)
-			qs, err := src.queues(cmd.Context())
-			if err != nil {
-				return fmt.Errorf("listing queues: %w", err)
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), qs)
-			}
-			return printQueues(cmd.OutOrStdout(), qs)
-		}),
-	}
-	t.add(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of queues (admin.QueueView)")
-	return cmd
+	}, "listing queues", "print a JSON array of queues (admin.QueueView)", source.queues, printQueues)
 }
 
 // printQueues writes queues as a table.

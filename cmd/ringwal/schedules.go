@@ -137,9 +137,7 @@ engine was stopped catch up as each schedule's CatchUp says.
 }
 
 func newSchedulesListCmd() *cobra.Command {
-	var t target
-	var asJSON bool
-	cmd := &cobra.Command{
+	return listCmd(&cobra.Command{
 		Use:   "list [DIR | --addr URL]",
 		Short: "List the schedules: spec, queue, pause, next and last tick, runs, skipped, last outcome",
 		Long: `List prints every schedule by name: its spec, the queue its runs go to,
@@ -150,26 +148,7 @@ queue).
 
 ` + sourceHelp,
 		Example: "  ringwal schedules list /tmp/ringwal-demo/live\n  ringwal schedules list --addr http://127.0.0.1:9464 --json",
-		Args:    cobra.MaximumNArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
-			src, err := t.openNoIDs(args)
-			if err != nil {
-				return err
-			}
-			defer closeSource(src, &err)
-			vs, err := src.schedules(cmd.Context())
-			if err != nil {
-				return fmt.Errorf("listing schedules: %w", err)
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), vs)
-			}
-			return printSchedules(cmd.OutOrStdout(), vs)
-		}),
-	}
-	t.add(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of schedules (admin.ScheduleView)")
-	return cmd
+	}, "listing schedules", "print a JSON array of schedules (admin.ScheduleView)", source.schedules, printSchedules)
 }
 
 // printSchedules writes schedules as a table.
