@@ -125,12 +125,12 @@ type schedule struct {
 type scheduleTable struct {
 	// change orders the changes (add, remove, pause, resume): each holds
 	// it, then the schedule's mu.
-	change sync.Mutex
-	mu     sync.Mutex // the maps
-	byName map[string]*schedule
-	byID   map[uint64]*schedule
-	lastID uint64
-	run    scheduleRunner
+	change    sync.Mutex
+	mu        sync.Mutex // the maps
+	byName    map[string]*schedule
+	byID      map[uint64]*schedule
+	lastTimer uint64 // the last schedule.id given
+	run       scheduleRunner
 }
 
 func (t *scheduleTable) lookup(name string) *schedule {
@@ -167,8 +167,8 @@ func (t *scheduleTable) put(s *schedule) {
 	if old := t.byName[s.s.Name]; old != nil {
 		delete(t.byID, old.id)
 	}
-	t.lastID++
-	s.id = t.lastID
+	t.lastTimer++
+	s.id = t.lastTimer
 	t.byName[s.s.Name] = s
 	t.byID[s.id] = s
 }
