@@ -17,22 +17,29 @@ type counterSet[T any] interface {
 // is taken is summed under the "_other" label for as long as it lives,
 // even once places free up, and when it goes (or goes and comes back,
 // which shows as counters going back) its last totals stay in "_other",
-// so that "_other"'s counters never go back either. The caller holds its
+// so that "_other"'s counters never go back either. A name with its own
+// series that goes and comes back between two scrapes shows the same way;
+// its series then adds what it had counted (base), so that it never goes
+// back either. The caller holds its
 // collector's lock from before the engine call that listed the names, so
 // that scrapes are taken in turn.
 type capped[T counterSet[T]] struct {
-	own      map[string]bool // names with series of their own
-	folded   map[string]T    // names under _other, by their totals at the last scrape
-	retired  T               // totals of the folded names gone
-	present  map[string]bool // scratch: the names of this scrape
+	own      map[string]ownSeries[T] // names with series of their own
+	folded   map[string]T            // names under _other, by their totals at the last scrape
+	retired  T                       // totals of the folded names gone
+	present  map[string]bool         // scratch: the names of this scrape
 	capacity int
 	reserved []string // labels no name may take (_other, _default)
 }
 
 func newCapped[T counterSet[T]](capacity int, reserved ...string) capped[T] {
-	return capped[T]{own: map[string]bool{}, folded: map[string]T{}, present: map[string]bool{},
+	return capped[T]{own: map[string]ownSeries[T]{}, folded: map[string]T{}, present: map[string]bool{},
 		capacity: capacity, reserved: reserved}
 }
+
+// ownSeries is a name's own series: its totals at the last scrape, and
+// what it counted before it went and came back (added to what it counts).
+type ownSeries[T any] struct{ last, base T }
 
 // begin starts a scrape of names: the series of names gone end, and
 // their places are free; the folded ones' last totals are retired. It
@@ -56,16 +63,23 @@ func (c *capped[T]) begin(names []string) T {
 	return c.retired
 }
 
-// place says whether name has a series of its own this scrape; if not,
-// it returns what to add to _other's totals for it.
-func (c *capped[T]) place(name string, t T) (own bool, toOther T) {
-	if c.own[name] {
-		return true, toOther
+// place says whether name, whose totals are t, has a series of its own
+// this scrape, and returns the totals to export under its own label, or
+// what to add to _other's for it.
+func (c *capped[T]) place(name string, t T) (own bool, totals T) {
+	if s, ok := c.own[name]; ok {
+		if t.below(s.last) {
+			s.base = s.base.plus(s.last) // gone and back since the last scrape
+		}
+		s.last = t
+		c.own[name] = s
+		return true, t.plus(s.base)
 	}
 	if c.adopt(name) {
-		c.own[name] = true
-		return true, toOther
+		c.own[name] = ownSeries[T]{last: t}
+		return true, t
 	}
+	var toOther T
 	if last, ok := c.folded[name]; ok && t.below(last) {
 		c.retired = c.retired.plus(last) // gone and back since the last scrape
 		toOther = last

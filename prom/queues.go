@@ -90,8 +90,9 @@ func (qs *queueSeries) rows(queues []ringwal.QueueStats, paused map[string]bool)
 			rows = append(rows, queueRow{label: DefaultQueueLabel, s: q, totals: t, paused: boolRank(paused[q.Name])})
 			continue
 		}
-		if own, add := qs.c.place(q.Name, t); !own {
-			other.totals = other.totals.plus(add)
+		own, tt := qs.c.place(q.Name, t)
+		if !own {
+			other.totals = other.totals.plus(tt)
 			o := &other.s
 			o.Pending += q.Pending
 			o.Delayed += q.Delayed
@@ -103,7 +104,7 @@ func (qs *queueSeries) rows(queues []ringwal.QueueStats, paused map[string]bool)
 			folded = true
 			continue
 		}
-		rows = append(rows, queueRow{label: q.Name, s: q, totals: t, paused: boolRank(paused[q.Name])})
+		rows = append(rows, queueRow{label: q.Name, s: q, totals: tt, paused: boolRank(paused[q.Name])})
 	}
 	if folded || qs.c.anyRetired() {
 		rows = append(rows, other)

@@ -61,12 +61,13 @@ func (ss *scheduleSeries) rows(infos []ringwal.ScheduleInfo) []scheduleRow {
 	folded := false
 	for _, in := range infos {
 		t := scheduleTotals{in.Runs, in.Skipped}
-		if own, add := ss.c.place(in.Name, t); !own {
-			other.totals = other.totals.plus(add)
+		own, tt := ss.c.place(in.Name, t)
+		if !own {
+			other.totals = other.totals.plus(tt)
 			folded = true
 			continue
 		}
-		rows = append(rows, scheduleRow{label: in.Name, totals: t})
+		rows = append(rows, scheduleRow{label: in.Name, totals: tt})
 	}
 	if folded || ss.c.anyRetired() {
 		rows = append(rows, other)
