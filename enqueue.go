@@ -77,6 +77,9 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool, tick *schedu
 	if err := e.intake(); err != nil {
 		return 0, err
 	}
+	if e.opts.OnEnqueue != nil {
+		e.onEnqueue(ctx, &m)
+	}
 	if err := e.validate(&m); err != nil {
 		return 0, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/ringwal/ringwal/wal"
 )
@@ -43,6 +44,12 @@ func (e *Engine) enqueueBatch(ctx context.Context, ms []Message, of *Message) ([
 	}
 	if len(ms) > e.opts.MaxMessages {
 		return nil, invalidf("batch of %d exceeds MaxMessages %d", len(ms), e.opts.MaxMessages)
+	}
+	if e.opts.OnEnqueue != nil && of == nil { // Publish ran it on *of
+		ms = slices.Clone(ms) // the hook changes the engine's copies, not the caller's
+		for i := range ms {
+			e.onEnqueue(ctx, &ms[i])
+		}
 	}
 	for i := range ms {
 		if err := e.validate(&ms[i]); err != nil {

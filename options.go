@@ -1,6 +1,7 @@
 package ringwal
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -225,6 +226,16 @@ type Options struct {
 	// goroutine (never the caller's); it must not block for long. Default
 	// nil: no callback.
 	OnDeadLetter func(DeadLetter)
+	// OnEnqueue, when set, is called with every message about to be
+	// enqueued (Enqueue, TryEnqueue, EnqueueBatch for each message,
+	// Publish once for the message its copies share, each run of a
+	// schedule with a background ctx), on the caller's goroutine, before
+	// validation and logging: headers it sets are validated, logged and
+	// survive a restart. Package ringwalotel's hook puts the producer's
+	// trace context there. m.Headers is the engine's own copy of the
+	// caller's map, so the hook may write to it. It must be safe for
+	// concurrent use. Default nil: nothing is called, at no cost.
+	OnEnqueue func(ctx context.Context, m *Message)
 	// Logger receives recovery summaries, repairs, breaker transitions and
 	// dead letters; nothing per message at Info. Nil discards.
 	Logger *slog.Logger

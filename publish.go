@@ -25,6 +25,9 @@ func (e *Engine) Publish(ctx context.Context, topic string, m Message) ([]ID, er
 	if err := e.intake(); err != nil {
 		return nil, err
 	}
+	if e.opts.OnEnqueue != nil {
+		e.onEnqueue(ctx, &m)
+	}
 	if err := validQueueName(topic); err != nil {
 		return nil, fmt.Errorf("topic: %w", err)
 	}
