@@ -50,33 +50,33 @@ func Middleware(o Options) ringwal.Middleware {
 var errExited = errors.New("ringwalotel: the handler exited without returning (runtime.Goexit)")
 
 func (c *config) process(ctx context.Context, d ringwal.Delivery, next ringwal.Handler) (err error) {
-	dest := destination(d.Message.Queue)
-	opts := make([]trace.SpanStartOption, 0, 4)
-	opts = append(opts, trace.WithSpanKind(trace.SpanKindConsumer))
+	sh := c.processSpans.of(d.Message.Queue)
+	opts := sh.opts
 	if d.Message.Headers != nil {
 		pctx := c.prop.Extract(ctx, propagation.MapCarrier(d.Message.Headers))
 		if c.relation == ChildOf {
 			ctx = pctx
 		} else {
 			if sc := trace.SpanContextFromContext(pctx); sc.IsValid() {
-				opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+				// At the start, where a sampler sees it.
+				opts = append(opts[:len(opts):len(opts)], trace.WithLinks(trace.Link{SpanContext: sc}))
 			}
 			if b := baggage.FromContext(pctx); b.Len() > 0 {
 				ctx = baggage.ContextWithBaggage(ctx, b)
 			}
 		}
 	}
-	opts = append(opts, trace.WithAttributes(
-		systemAttr,
-		semconv.MessagingDestinationName(dest),
-		semconv.MessagingOperationTypeProcess,
-		semconv.MessagingOperationName("process"),
-		semconv.MessagingMessageID(strconv.FormatUint(uint64(d.ID), 10)),
-		AttemptKey.Int(d.Attempt),
-	))
-	ctx, span := c.tracer.Start(ctx, "process "+dest, opts...)
-	if d.Message.Key != "" {
-		span.SetAttributes(KeyKey.String(d.Message.Key))
+	ctx, span := c.tracer.Start(ctx, sh.name, opts...)
+	if span.IsRecording() {
+		// After the start, so that a span nobody records costs nothing
+		// for them (the ID's text is an allocation).
+		span.SetAttributes(
+			semconv.MessagingMessageID(strconv.FormatUint(uint64(d.ID), 10)),
+			AttemptKey.Int(d.Attempt),
+		)
+		if d.Message.Key != "" {
+			span.SetAttributes(KeyKey.String(d.Message.Key))
+		}
 	}
 	returned := false
 	defer func() {

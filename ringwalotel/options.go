@@ -73,11 +73,13 @@ type Options struct {
 
 // config is Options with its defaults filled, the one place they are.
 type config struct {
-	tracer     trace.Tracer
-	prop       propagation.TextMapPropagator
-	relation   Relation
-	noProducer bool
-	classifier classify.Classifier
+	tracer       trace.Tracer
+	prop         propagation.TextMapPropagator
+	relation     Relation
+	noProducer   bool
+	classifier   classify.Classifier
+	sendSpans    *shapes // "send <queue>", kind Producer
+	processSpans *shapes // "process <queue>", kind Consumer
 }
 
 func (o Options) config() *config {
@@ -97,12 +99,40 @@ func (o Options) config() *config {
 		cl = classify.Default()
 	}
 	return &config{
-		tracer:     tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
-		prop:       prop,
-		relation:   o.Relation,
-		noProducer: o.NoProducerSpan,
-		classifier: cl,
+		tracer:       tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
+		prop:         prop,
+		relation:     o.Relation,
+		noProducer:   o.NoProducerSpan,
+		classifier:   cl,
+		sendSpans:    newShapes(sendShape),
+		processSpans: newShapes(processShape),
 	}
+}
+
+// sendShape is a producer span's: messaging.operation "send".
+func sendShape(dest string) *shape {
+	return &shape{name: "send " + dest, opts: []trace.SpanStartOption{
+		trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(
+			systemAttr,
+			semconv.MessagingDestinationName(dest),
+			semconv.MessagingOperationTypeSend,
+			semconv.MessagingOperationName("send"),
+		),
+	}}
+}
+
+// processShape is a consumer span's: messaging.operation "process".
+func processShape(dest string) *shape {
+	return &shape{name: "process " + dest, opts: []trace.SpanStartOption{
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(
+			systemAttr,
+			semconv.MessagingDestinationName(dest),
+			semconv.MessagingOperationTypeProcess,
+			semconv.MessagingOperationName("process"),
+		),
+	}}
 }
 
 // Attribute keys of ringwal's own span attributes.

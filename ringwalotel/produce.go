@@ -5,7 +5,6 @@ import (
 
 	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/propagation"
-	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ringwal/ringwal"
@@ -53,17 +52,10 @@ func (c *config) onEnqueue(ctx context.Context, m *ringwal.Message) {
 		return // keep the context the message carries: see OnEnqueue
 	}
 	if !c.noProducer {
+		sh := c.sendSpans.of(m.Queue)
 		var span trace.Span
-		dest := destination(m.Queue)
-		ctx, span = c.tracer.Start(ctx, "send "+dest,
-			trace.WithSpanKind(trace.SpanKindProducer),
-			trace.WithAttributes(
-				systemAttr,
-				semconv.MessagingDestinationName(dest),
-				semconv.MessagingOperationTypeSend,
-				semconv.MessagingOperationName("send"),
-			))
-		if m.Key != "" {
+		ctx, span = c.tracer.Start(ctx, sh.name, sh.opts...)
+		if m.Key != "" && span.IsRecording() {
 			span.SetAttributes(KeyKey.String(m.Key))
 		}
 		span.End()
