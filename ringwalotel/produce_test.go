@@ -2,6 +2,8 @@ package ringwalotel_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -131,4 +133,35 @@ func TestOnEnqueueHeadersReachTheDeliveryNotTheCallersMap(t *testing.T) {
 	require.True(t, ok)
 	assert.Contains(t, d.Message.Headers, "traceparent")
 	assert.Equal(t, "b", d.Message.Headers["a"])
+}
+
+// Spans of many queues, started from several goroutines at once, are
+// named for their own queue, past the bound of kept span shapes too.
+func TestSpansOfManyQueuesAreNamedForTheirOwn(t *testing.T) {
+	r := newRecorded(t)
+	o := r.opts(ringwalotel.Link)
+	hook, mw := ringwalotel.OnEnqueue(o), ringwalotel.Middleware(o)
+	const queues, goroutines = 300, 4
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range queues {
+				q := fmt.Sprintf("q%d", (i+g*7)%queues)
+				m := ringwal.Message{Queue: q}
+				hook(context.Background(), &m)
+				_ = ringwal.Chain(ok, mw)(context.Background(), ringwal.Delivery{ID: 1, Attempt: 1, Message: m})
+			}
+		})
+	}
+	wg.Wait()
+	for i := range queues {
+		q := fmt.Sprintf("q%d", i)
+		for _, op := range []string{"send", "process"} {
+			ss := r.ended(op + " " + q)
+			require.Len(t, ss, goroutines, "%s %s", op, q)
+			for _, s := range ss {
+				assert.Equal(t, q, attrs(s)["messaging.destination.name"].AsString())
+			}
+		}
+	}
 }
