@@ -87,13 +87,7 @@ func (o Options) config() *config {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	prop := o.Propagator
-	if prop == nil {
-		prop = otel.GetTextMapPropagator()
-		if len(prop.Fields()) == 0 { // the global no-op
-			prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
-		}
-	}
+	prop := o.propagator()
 	cl := o.Classifier
 	if cl == nil {
 		cl = classify.Default()
@@ -133,6 +127,18 @@ func processShape(dest string) *shape {
 			semconv.MessagingOperationName("process"),
 		),
 	}}
+}
+
+// propagator is Options.Propagator or its default.
+func (o Options) propagator() propagation.TextMapPropagator {
+	if o.Propagator != nil {
+		return o.Propagator
+	}
+	prop := otel.GetTextMapPropagator()
+	if len(prop.Fields()) == 0 { // the global no-op
+		prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	}
+	return prop
 }
 
 // Attribute keys of ringwal's own span attributes.

@@ -39,11 +39,10 @@ func OnEnqueue(o Options) func(context.Context, *ringwal.Message) {
 // is nil) with o's propagator, starting no span: for a message given to
 // TryEnqueue, which has no ctx for OnEnqueue to read.
 func Inject(ctx context.Context, o Options, m *ringwal.Message) {
-	c := o.config()
 	if m.Headers == nil {
 		m.Headers = make(map[string]string, 2)
 	}
-	c.prop.Inject(ctx, propagation.MapCarrier(m.Headers))
+	o.propagator().Inject(ctx, propagation.MapCarrier(m.Headers))
 }
 
 func (c *config) onEnqueue(ctx context.Context, m *ringwal.Message) {
