@@ -56,3 +56,15 @@ func (e *Engine) onEnqueue(ctx context.Context, m Message) Message {
 	e.opts.OnEnqueue(ctx, &m)
 	return m
 }
+
+// publishTopicKey carries Publish's topic to Options.OnEnqueue.
+type publishTopicKey struct{}
+
+// PublishTopic returns the topic when ctx is the one Publish handed to
+// Options.OnEnqueue (the message's Queue is "" there: the topic picks
+// the queues), and "" otherwise: a hook names the destination with it
+// (package ringwalotel's "send <topic>" span).
+func PublishTopic(ctx context.Context) string {
+	t, _ := ctx.Value(publishTopicKey{}).(string)
+	return t
+}

@@ -49,8 +49,8 @@
 // It creates no "receive" spans and no metrics (the engine's Stats and
 // package prom cover counts and latencies), and it does not log: the
 // engine already writes a line per failure. It sees only what the hooks
-// give it: the destination of a Publish's producer span is the default
-// queue's name (the hook does not see the topic), and TryEnqueue, which
+// give it: the destination of a Publish's producer span is the topic
+// (ringwal.PublishTopic), and TryEnqueue, which
 // takes no ctx, produces a trace of its own unless the message carries a
 // trace context already (see OnEnqueue). The root package never imports
 // OpenTelemetry; only this package does.

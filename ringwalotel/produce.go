@@ -51,7 +51,11 @@ func (c *config) onEnqueue(ctx context.Context, m *ringwal.Message) {
 		return // keep the context the message carries: see OnEnqueue
 	}
 	if !c.noProducer {
-		sh := c.sendSpans.of(m.Queue)
+		dest := m.Queue
+		if t := ringwal.PublishTopic(ctx); t != "" {
+			dest = t // a Publish: its copies' destination is the topic
+		}
+		sh := c.sendSpans.of(dest)
 		var span trace.Span
 		ctx, span = c.tracer.Start(ctx, sh.name, sh.opts...)
 		if m.Key != "" && span.IsRecording() {

@@ -165,3 +165,25 @@ func TestSpansOfManyQueuesAreNamedForTheirOwn(t *testing.T) {
 		}
 	}
 }
+
+func TestPublishSendSpanIsNamedForTheTopic(t *testing.T) {
+	r := newRecorded(t)
+	e, err := ringwal.Open("", ringwal.Options{OnEnqueue: ringwalotel.OnEnqueue(r.opts(ringwalotel.Link))})
+	require.NoError(t, err)
+	defer e.Close()
+	for _, q := range []string{"billing", "audit"} {
+		require.NoError(t, e.DeclareQueue(q, ringwal.QueueOptions{Topics: []string{"orders"}}))
+	}
+	ids, err := e.Publish(context.Background(), "orders", ringwal.Message{Payload: []byte("o-1")})
+	require.NoError(t, err)
+	require.Len(t, ids, 2)
+
+	sends := r.ended("send orders")
+	require.Len(t, sends, 1, "one send span for the Publish, named for its topic")
+	assert.Equal(t, "orders", attrs(sends[0])["messaging.destination.name"].AsString())
+	for _, q := range []string{"billing", "audit"} {
+		d, ok := e.Queue(q).TryDequeue()
+		require.True(t, ok)
+		assert.Equal(t, sends[0].SpanContext().SpanID(), carried(d.Message).SpanID(), "every copy carries the send span")
+	}
+}
