@@ -78,13 +78,13 @@ func New(tb testing.TB, o Options) *Harness {
 	return &Harness{Engine: e, Clock: fake, tb: tb, wait: wait}
 }
 
-// WorkOne is the package's WorkOne on the harness's engine, waiting at
-// most Options.Wait for a message of queue to be ready.
+// WorkOne is the package's WorkOne on the harness's engine with a
+// background ctx, waiting at most Options.Wait for a message of queue to be
+// ready (the handler's ctx has no deadline, as under a Run whose ctx has
+// none).
 func (h *Harness) WorkOne(queue string, handler ringwal.Handler) Result {
 	h.tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), h.wait)
-	defer cancel()
-	return WorkOne(ctx, h.tb, h.Engine, queue, handler)
+	return workOne(context.Background(), h.tb, h.Engine, queue, handler, h.wait)
 }
 
 // RequireEnqueued is the package's RequireEnqueued on the harness's engine.

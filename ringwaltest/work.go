@@ -31,6 +31,10 @@ type Result struct {
 // stopped the test's goroutine (t.FailNow, require) instead of returning.
 var errHandlerStopped = errors.New("ringwaltest: the handler stopped the test (t.FailNow or runtime.Goexit) before returning")
 
+// noDeadlineWait is DefaultWait, as a variable so that this package's own
+// test of the bound need not wait 10 s.
+var noDeadlineWait = DefaultWait
+
 // handoff is a delivery passed from Run's worker to the test's goroutine.
 type handoff struct {
 	ctx context.Context
@@ -58,6 +62,14 @@ type handoff struct {
 // take the message instead.
 func WorkOne(ctx context.Context, tb testing.TB, e *ringwal.Engine, queue string, handler ringwal.Handler) Result {
 	tb.Helper()
+	return workOne(ctx, tb, e, queue, handler, noDeadlineWait)
+}
+
+// workOne is WorkOne, waiting at most wait when ctx has no deadline. The
+// bound is a timer of its own, not a deadline on ctx, so that the
+// handler's ctx (derived from ctx, as Run's are from Run's) has none.
+func workOne(ctx context.Context, tb testing.TB, e *ringwal.Engine, queue string, handler ringwal.Handler, wait time.Duration) Result {
+	tb.Helper()
 	if handler == nil {
 		tb.Fatalf("ringwaltest.WorkOne: nil handler")
 		return Result{}
@@ -67,7 +79,7 @@ func WorkOne(ctx context.Context, tb testing.TB, e *ringwal.Engine, queue string
 	}
 	var bound <-chan time.Time
 	if _, ok := ctx.Deadline(); !ok {
-		t := time.NewTimer(DefaultWait)
+		t := time.NewTimer(wait)
 		defer t.Stop()
 		bound = t.C
 	}
@@ -105,7 +117,7 @@ func WorkOne(ctx context.Context, tb testing.TB, e *ringwal.Engine, queue string
 			case ctx.Err() != nil:
 				why = "ctx ended: " + context.Cause(ctx).Error()
 			case timedOut:
-				why = "waited " + DefaultWait.String()
+				why = "waited " + wait.String()
 			}
 			tb.Fatalf("ringwaltest.WorkOne(queue %q): no message became ready (%s)", queue, why)
 			return Result{}

@@ -191,20 +191,7 @@ func TestWorkOneFailsWhenNoMessageBecomesReady(t *testing.T) {
 	})
 	assert.False(t, completed)
 	require.Len(t, r.failures, 1)
-	assert.Contains(t, r.failures[0], `WorkOne(queue ""): no message became ready (ctx ended: context deadline exceeded)`)
-}
-
-func TestWorkOneWithoutADeadlineWaitsDefaultWaitAtMost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits DefaultWait (10s) of real time")
-	}
-	r, completed := runRecorded(func(tb testing.TB) {
-		h := ringwaltest.New(tb, ringwaltest.Options{})
-		ringwaltest.WorkOne(context.Background(), tb, h.Engine, "none", func(context.Context, ringwal.Delivery) error { return nil })
-	})
-	assert.False(t, completed)
-	require.Len(t, r.failures, 1)
-	assert.Contains(t, r.failures[0], "no message became ready (waited 10s)")
+	assert.Contains(t, r.failures[0], `WorkOne(queue ""): no message became ready (waited 50ms)`)
 }
 
 func TestWorkOneFailsOnAClosedEngine(t *testing.T) {
@@ -244,4 +231,37 @@ func TestWorkOneHandlerThatStopsTheTestNacksItsMessage(t *testing.T) {
 	assert.Contains(t, info.LastError, "the handler stopped the test")
 	_, ok := e.TryDequeue()
 	assert.False(t, ok, "the retry is delayed; nothing else was taken")
+}
+
+func TestWorkOneWithoutADeadlineWaitsDefaultWaitAtMost(t *testing.T) {
+	defer ringwaltest.SetNoDeadlineWait(50 * time.Millisecond)()
+	r, completed := runRecorded(func(tb testing.TB) {
+		h := ringwaltest.New(tb, ringwaltest.Options{})
+		ringwaltest.WorkOne(context.Background(), tb, h.Engine, "none", func(context.Context, ringwal.Delivery) error { return nil })
+	})
+	assert.False(t, completed)
+	require.Len(t, r.failures, 1)
+	assert.Contains(t, r.failures[0], `WorkOne(queue "none"): no message became ready (waited 50ms)`)
+}
+
+// The handler's ctx is Run's, with no deadline of the harness's own; a
+// caller's ctx that ends before anything is ready fails the test saying so.
+func TestWorkOneHandlerCtxHasNoDeadlineButTheCallersCtxBoundsTheWait(t *testing.T) {
+	h := ringwaltest.New(t, ringwaltest.Options{})
+	_, err := h.TryEnqueue(ringwal.Message{})
+	require.NoError(t, err)
+	h.WorkOne("", func(ctx context.Context, _ ringwal.Delivery) error {
+		_, has := ctx.Deadline()
+		assert.False(t, has)
+		return nil
+	})
+
+	r, completed := runRecorded(func(tb testing.TB) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		ringwaltest.WorkOne(ctx, tb, h.Engine, "", func(context.Context, ringwal.Delivery) error { return nil })
+	})
+	assert.False(t, completed)
+	require.Len(t, r.failures, 1)
+	assert.Contains(t, r.failures[0], "no message became ready (ctx ended: context deadline exceeded)")
 }
