@@ -27,7 +27,7 @@
 //
 // Delivery is at least once: a message whose Ack did not reach the log
 // before a crash is delivered again. Order holds per ordered key only: set
-// PublisherConfig.KeyMetadata and give those keys an Ordered
+// PublisherConfig.Key (KeyFromMetadata, say) and give those keys an Ordered
 // ringwal.KeyPolicy; without one a Nack sends a message to the back of its
-// queue.
+// queue, and competing subscribers interleave.
 package watermill

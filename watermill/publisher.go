@@ -14,12 +14,18 @@ var ErrPublisherClosed = errors.New("ringwal watermill: publisher closed")
 
 // PublisherConfig configures a Publisher. The zero value is ready to use.
 type PublisherConfig struct {
-	// KeyMetadata names the metadata entry whose value becomes the ringwal
-	// Message.Key: the downstream target whose breaker, rate limit and
-	// KeyPolicy apply, and with an Ordered KeyPolicy the partition that
-	// keeps its order (ringwal.Options.KeyPolicy decides which keys are
-	// ordered). "" = no key.
-	KeyMetadata string
+	// Key gives a message its ringwal Message.Key: the downstream target
+	// whose breaker, rate limit and KeyPolicy apply, and, with an Ordered
+	// KeyPolicy (ringwal.Options.KeyPolicy decides which keys are
+	// ordered), the partition whose order holds, a Nack included.
+	// KeyFromMetadata takes it from a metadata entry. nil = no key.
+	Key func(topic string, msg *message.Message) string
+}
+
+// KeyFromMetadata is a PublisherConfig.Key that takes the key from the
+// metadata entry called name ("" when the message has none).
+func KeyFromMetadata(name string) func(topic string, msg *message.Message) string {
+	return func(_ string, msg *message.Message) string { return msg.Metadata.Get(name) }
 }
 
 // Publisher is a watermill message.Publisher over a ringwal engine. It is
@@ -58,8 +64,8 @@ func (p *Publisher) Publish(topic string, messages ...*message.Message) error {
 	}
 	for _, msg := range messages {
 		key := ""
-		if p.cfg.KeyMetadata != "" {
-			key = msg.Metadata.Get(p.cfg.KeyMetadata)
+		if p.cfg.Key != nil {
+			key = p.cfg.Key(topic, msg)
 		}
 		if _, err := p.e.Publish(msg.Context(), topic, toRingwal(msg, key)); err != nil {
 			return fmt.Errorf("publish message %s to topic %q: %w", msg.UUID, topic, err)

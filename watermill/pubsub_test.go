@@ -27,9 +27,11 @@ var features = tests.Features{
 // engines hands every constructor call of one test the same engine, as
 // several processes share one broker; it is closed when the test ends.
 type engines struct {
-	dir func(t *testing.T) string // "" = memory-only
-	mu  sync.Mutex
-	m   map[*testing.T]*ringwal.Engine
+	dir     func(t *testing.T) string // "" = memory-only
+	opts    ringwal.Options
+	pubConf rwm.PublisherConfig
+	mu      sync.Mutex
+	m       map[*testing.T]*ringwal.Engine
 }
 
 func (es *engines) of(t *testing.T) *ringwal.Engine {
@@ -38,7 +40,7 @@ func (es *engines) of(t *testing.T) *ringwal.Engine {
 	if e, ok := es.m[t]; ok {
 		return e
 	}
-	e, err := ringwal.Open(es.dir(t), ringwal.Options{})
+	e, err := ringwal.Open(es.dir(t), es.opts)
 	require.NoError(t, err)
 	es.m[t] = e
 	t.Cleanup(func() {
@@ -53,7 +55,7 @@ func (es *engines) of(t *testing.T) *ringwal.Engine {
 func (es *engines) constructors() (tests.PubSubConstructor, tests.ConsumerGroupPubSubConstructor) {
 	group := func(t *testing.T, group string) (message.Publisher, message.Subscriber) {
 		e := es.of(t)
-		pub, err := rwm.NewPublisher(e, rwm.PublisherConfig{})
+		pub, err := rwm.NewPublisher(e, es.pubConf)
 		require.NoError(t, err)
 		sub, err := rwm.NewSubscriber(e, rwm.SubscriberConfig{ConsumerGroup: group})
 		require.NoError(t, err)
@@ -66,6 +68,16 @@ func newEngines(dir func(t *testing.T) string) *engines {
 	return &engines{dir: dir, m: map[*testing.T]*ringwal.Engine{}}
 }
 
+// orderedTopics is the setting under which ringwal keeps watermill's
+// order: every message keyed by its topic, every key Ordered. A topic is
+// then delivered one message at a time across all its subscribers, and a
+// nacked message keeps the head.
+func orderedTopics(es *engines) *engines {
+	es.opts.KeyPolicy = func(string) ringwal.KeyPolicy { return ringwal.KeyPolicy{Ordered: true} }
+	es.pubConf.Key = func(topic string, _ *message.Message) string { return topic }
+	return es
+}
+
 func memoryDir(*testing.T) string { return "" }
 
 func TestPubSubOnMemoryEngine(t *testing.T) {
@@ -76,4 +88,36 @@ func TestPubSubOnMemoryEngine(t *testing.T) {
 func TestPubSubOnDurableEngine(t *testing.T) {
 	single, grouped := newEngines(func(t *testing.T) string { return t.TempDir() }).constructors()
 	tests.TestPubSub(t, features, single, grouped)
+}
+
+// The stress variant runs the suite 10 times in parallel (STRESS_TEST_COUNT
+// changes the count) on each engine kind; -short skips it.
+func TestPubSubOrderedByTopicKey(t *testing.T) {
+	ordered := features
+	ordered.GuaranteedOrder = true
+	// Keys are engine-wide: every group's copy of a topic's message has the
+	// same ordered key, and the copy at the key's head holds back the other
+	// groups' copies. The suite's consumer-group test leaves one group's
+	// queue unread, which then blocks the others for good.
+	ordered.ConsumerGroups = false
+	single, grouped := orderedTopics(newEngines(memoryDir)).constructors()
+	tests.TestPubSub(t, ordered, single, grouped)
+}
+
+func TestPubSubStress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the universal suite runs once per engine kind only")
+	}
+	for _, kind := range []struct {
+		name string
+		dir  func(t *testing.T) string
+	}{
+		{"memory", memoryDir},
+		{"durable", func(t *testing.T) string { return t.TempDir() }},
+	} {
+		t.Run(kind.name, func(t *testing.T) {
+			single, grouped := newEngines(kind.dir).constructors()
+			tests.TestPubSubStressTest(t, features, single, grouped)
+		})
+	}
 }
