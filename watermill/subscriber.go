@@ -224,9 +224,7 @@ func (s *Subscriber) deliver(ctx context.Context, q *ringwal.Queue, d ringwal.De
 	for {
 		select {
 		case <-msg.Acked():
-			if err := s.e.Ack(d.Lease); err != nil {
-				s.cfg.Logger.Error("ringwal ack failed: the message will be delivered again", err, fields)
-			}
+			s.ack(d, fields)
 			return true
 		case <-msg.Nacked():
 			s.requeue(d, fields)
@@ -234,9 +232,24 @@ func (s *Subscriber) deliver(ctx context.Context, q *ringwal.Queue, d ringwal.De
 		case <-renew.C:
 			s.extend(d, lease, fields)
 		case <-ctx.Done():
-			s.requeue(d, fields)
+			// An Ack given before the stop is kept: select picks at random
+			// among ready cases, so ask again rather than requeue it.
+			select {
+			case <-msg.Acked():
+				s.ack(d, fields)
+			default:
+				s.requeue(d, fields)
+			}
 			return false
 		}
+	}
+}
+
+// ack settles d as done. A failure is logged: the message is then
+// delivered again (at least once).
+func (s *Subscriber) ack(d ringwal.Delivery, fields wm.LogFields) {
+	if err := s.e.Ack(d.Lease); err != nil && !errors.Is(err, ringwal.ErrClosed) {
+		s.cfg.Logger.Error("ringwal ack failed: the message will be delivered again", err, fields)
 	}
 }
 

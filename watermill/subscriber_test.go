@@ -82,13 +82,13 @@ func TestNackRedeliversAtOnceWithoutSpendingAttempts(t *testing.T) {
 
 func TestLeaseIsRenewedWhileTheHandlerWorks(t *testing.T) {
 	e := openEngine(t, "", ringwal.Options{})
-	pub, sub := pubSub(t, e, rwm.PublisherConfig{}, rwm.SubscriberConfig{LeaseTimeout: 150 * time.Millisecond})
+	pub, sub := pubSub(t, e, rwm.PublisherConfig{}, rwm.SubscriberConfig{LeaseTimeout: 300 * time.Millisecond})
 	msgs, err := sub.Subscribe(context.Background(), "slow")
 	require.NoError(t, err)
 	require.NoError(t, pub.Publish("slow", message.NewMessage("m-1", []byte("x"))))
 
 	m := next(t, msgs)
-	time.Sleep(time.Second) // several lease lengths: a handler has no deadline
+	time.Sleep(1200 * time.Millisecond) // four lease lengths: a handler has no deadline
 	m.Ack()
 	require.NoError(t, sub.Close())
 
