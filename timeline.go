@@ -36,7 +36,7 @@ type HistorySample struct {
 	Live, Dead int
 	// Counted reports that the counts by state below were kept (see the
 	// file's comment); they are those at the interval's end.
-	Counted                         bool
+	Counted                        bool
 	Pending, Delayed, Leased, Held int
 	// WaitP95 estimates the 95th percentile of the wait (ready to
 	// dequeue) of the messages dequeued in the interval, of those
