@@ -104,7 +104,7 @@ func (e *Engine) eachDead(q dlq.Query, byCursor bool, op func(ID) error) (int, e
 			return done, nil
 		}
 		for _, d := range ds {
-			if err := op(ID(d.ID)); err != nil {
+			if err := op(d.ID); err != nil {
 				if errors.Is(err, ErrNotFound) {
 					continue // removed by someone else meanwhile: gone from the set
 				}
@@ -130,7 +130,7 @@ func (e *Engine) CountMessages(f Filter) (n int, through ID, err error) {
 		return 0, 0, err
 	}
 	// Read before the walk: whatever is enqueued from here has a higher ID.
-	through = ID(e.nextID.Load())
+	through = e.nextID.Load()
 	if f.Through == 0 || f.Through > through {
 		f.Through = through
 	}
@@ -163,7 +163,7 @@ func (e *Engine) CancelMatching(f Filter) (int, error) {
 	if err := e.usable(); err != nil {
 		return 0, err
 	}
-	bound := ID(e.nextID.Load())
+	bound := e.nextID.Load()
 	if f.Through == 0 || f.Through > bound {
 		f.Through = bound
 	}

@@ -69,7 +69,7 @@ func (e *Engine) lookup(id ID) (Info, bool) {
 }
 
 func deadInfo(d DeadLetter) Info {
-	info := Info{ID: ID(d.ID), State: Dead, Message: d.Message, Attempts: d.Attempts, LastCategory: d.Category}
+	info := Info{ID: d.ID, State: Dead, Message: d.Message, Attempts: d.Attempts, LastCategory: d.Category}
 	if n := len(d.Failures); n > 0 {
 		info.LastError = d.Failures[n-1].Error
 	}

@@ -62,7 +62,7 @@ func (h *handler) readBulk(vals url.Values) (bulkRequest, error) {
 		if err != nil {
 			return b, fmt.Errorf("dead letter %q is not an ID", s)
 		}
-		b.ids = append(b.ids, ringwal.ID(id))
+		b.ids = append(b.ids, id)
 	}
 	if vals.Get("all") != "true" {
 		if len(b.ids) == 0 {

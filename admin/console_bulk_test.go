@@ -66,7 +66,7 @@ func TestConsoleBulkAllMatching(t *testing.T) {
 	ds, err := e.DeadLetters(dlq.Query{Key: "a", Reviewed: dlq.OnlyUnreviewed})
 	require.NoError(t, err)
 	require.Len(t, ds, 1)
-	assert.Equal(t, uint64(later[0]), ds[0].ID, "the later one is not reviewed")
+	assert.Equal(t, later[0], ds[0].ID, "the later one is not reviewed")
 
 	b.get("bulk?action=redrive&all=true&queue=_default").html(t, http.StatusBadRequest, "the default queue alone")
 	b.get("bulk?action=explode&all=true").html(t, http.StatusBadRequest, "an unknown action")

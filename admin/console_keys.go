@@ -247,7 +247,7 @@ func (h *handler) cancelAction(w http.ResponseWriter, r *http.Request) {
 		h.failPage(w, r, err)
 		return
 	}
-	h.opts.Logger.Info("ringwal: admin console cancelled a message", "id", uint64(id))
+	h.opts.Logger.Info("ringwal: admin console cancelled a message", "id", id)
 	back.Set("done", "cancelled")
 	seeOther(w, r, "messages?"+back.Encode())
 }

@@ -312,7 +312,7 @@ func (h *handler) pagePathID(w http.ResponseWriter, r *http.Request) (ringwal.ID
 		h.errorPage(w, r, http.StatusBadRequest, fmt.Sprintf("Message ID %q is not a decimal number.", s))
 		return 0, false
 	}
-	return ringwal.ID(id), true
+	return id, true
 }
 
 func (h *handler) reviewAction(w http.ResponseWriter, r *http.Request) {
@@ -324,7 +324,7 @@ func (h *handler) reviewAction(w http.ResponseWriter, r *http.Request) {
 		h.failPage(w, r, err)
 		return
 	}
-	h.opts.Logger.Info("ringwal: admin console reviewed a dead letter", "id", uint64(id))
+	h.opts.Logger.Info("ringwal: admin console reviewed a dead letter", "id", id)
 	seeOther(w, r, fmt.Sprintf("dead-letters/%d?done=reviewed", id))
 }
 
@@ -337,7 +337,7 @@ func (h *handler) redriveAction(w http.ResponseWriter, r *http.Request) {
 		h.failPage(w, r, err)
 		return
 	}
-	h.opts.Logger.Info("ringwal: admin console redrove a dead letter", "id", uint64(id))
+	h.opts.Logger.Info("ringwal: admin console redrove a dead letter", "id", id)
 	seeOther(w, r, fmt.Sprintf("dead-letters/%d?done=redriven", id))
 }
 

@@ -242,7 +242,7 @@ func ParseMessageQuery(v url.Values) (MessageQuery, error) {
 	if err != nil {
 		return q, err
 	}
-	q.After = ringwal.ID(after)
+	q.After = after
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > MaxLimit {
@@ -266,7 +266,7 @@ func (q MessageQuery) Values() url.Values {
 		v.Add("state", st.String())
 	}
 	if q.After != 0 {
-		v.Set("after", strconv.FormatUint(uint64(q.After), 10))
+		v.Set("after", strconv.FormatUint(q.After, 10))
 	}
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
@@ -326,7 +326,7 @@ func NewMessagePage(e *ringwal.Engine, q MessageQuery) MessagePage {
 		}
 	}
 	if more {
-		page.Next = strconv.FormatUint(uint64(page.Entries[len(page.Entries)-1].ID), 10)
+		page.Next = strconv.FormatUint(page.Entries[len(page.Entries)-1].ID, 10)
 	}
 	return page
 }

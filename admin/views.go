@@ -127,7 +127,7 @@ type DeadLetterView struct {
 
 // NewDeadLetterView returns d's view.
 func NewDeadLetterView(d ringwal.DeadLetter) DeadLetterView {
-	v := DeadLetterView{ID: ringwal.ID(d.ID), Category: d.Category, Key: d.Key, Queue: d.Queue, Message: NewMessageView(d.Message),
+	v := DeadLetterView{ID: d.ID, Category: d.Category, Key: d.Key, Queue: d.Queue, Message: NewMessageView(d.Message),
 		Attempts: d.Attempts, Failures: make([]FailureView, len(d.Failures)), FirstFailedAt: d.FirstFailedAt,
 		DeadAt: d.DeadAt, Reviewed: d.Reviewed, ReviewedAt: d.ReviewedAt, Note: d.Note}
 	for i, f := range d.Failures {

@@ -21,6 +21,14 @@ var (
 	ErrInvalid = errors.New("ringwal/dlq: invalid argument")
 )
 
+// ID is the engine's message ID as the store sees it: ringwal.ID is this
+// type, and so are Entry.ID and Query.After. It is an alias of uint64, not a
+// type of its own, so that one value moves between all three with no
+// conversion (a listed dead letter's ID goes straight to Engine.Redrive, or
+// to the next page's After) while code written when these were spelled
+// uint64 (dlq.Query{After: uint64(n)}, var n uint64 = d.ID) still compiles.
+type ID = uint64
+
 // Failure is one failed delivery of a dead-lettered message.
 type Failure struct {
 	// At is when the delivery failed.
@@ -35,8 +43,8 @@ type Failure struct {
 // is indexed and never change while it is stored.
 type Entry[M any] struct {
 	// ID is the engine's message ID; never 0 (0 means "no cursor" in
-	// Query.After).
-	ID uint64
+	// Query.After). It passes to Engine.Redrive and Query.After as it is.
+	ID ID
 	// Category is the category of the failure that dead-lettered the
 	// message, which picks its dead-letter queue.
 	Category classify.Category

@@ -60,8 +60,9 @@ type Query struct {
 	// Reviewed filters by review state.
 	Reviewed Review
 	// After is the cursor: only entries after the entry with this ID, in
-	// result order. 0 means from the start.
-	After uint64
+	// result order. 0 means from the start. The last entry's ID of a page
+	// is the next page's After.
+	After ID
 	// Limit caps the number of entries returned; 0 means no cap.
 	Limit int
 	// Through, if not 0, matches only the entries added up to a mark

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
 )
 
@@ -47,7 +46,7 @@ queue's). Cancel one with ` + "`ringwal cancel ID`" + `.
 				return err
 			}
 			defer closeSource(src, &err)
-			q := admin.MessageQuery{Queue: queue, Key: rest[0], States: sts, After: ringwal.ID(after)}
+			q := admin.MessageQuery{Queue: queue, Key: rest[0], States: sts, After: after}
 			ms, err := allMessages(cmd, src, q, limit)
 			if err != nil {
 				return err
@@ -88,7 +87,7 @@ func allMessages(cmd *cobra.Command, src source, q admin.MessageQuery, limit int
 		if err != nil {
 			return nil, fmt.Errorf("listing messages: %w", err)
 		}
-		q.After = ringwal.ID(next)
+		q.After = next
 	}
 }
 
