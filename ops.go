@@ -132,7 +132,7 @@ func (e *Engine) Requeue(id ID) error {
 // DeadLetters returns the dead letters matching q, ordered by dead-letter
 // time then ID; page with q.After and q.Limit. A malformed q is
 // ErrInvalid. It copies what it returns under the store's read lock
-// (O(c·log n + k + s), see dlq.Store): pass a Limit to bound it; to find
+// (O(c·log n + k + s), see internal/dlqstore.Store): pass a Limit to bound it; to find
 // one by ID use DeadLetter, to count CountDeadLetters. Safe for
 // concurrent use.
 func (e *Engine) DeadLetters(q dlq.Query) ([]DeadLetter, error) {
@@ -180,7 +180,7 @@ func (e *Engine) DeadLetterKeys() (map[string]int, error) {
 // counted (less any removed since), never one that arrived after the
 // count. A malformed q is ErrInvalid. A q that filters by categories or
 // one key only is O(c) from the kept counts; any other walks the matching
-// dead letters (O(c·log n + m), see dlq.Store) under the store's read
+// dead letters (O(c·log n + m), see internal/dlqstore.Store) under the store's read
 // lock, allocating nothing. Safe for concurrent use.
 func (e *Engine) CountDeadLetters(q dlq.Query) (n int, mark uint64, err error) {
 	if err := e.usable(); err != nil {
