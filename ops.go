@@ -321,6 +321,28 @@ func (e *Engine) PurgeDeadLetters(q dlq.Query) (int, error) {
 	return len(gone), nil
 }
 
+// PurgeDeadLetter deletes one dead letter for good: what the console's
+// "purge selected" does to each row picked, where a query could not single
+// one out. An ID that is not a dead letter (unknown, live, redriven,
+// purged) is ErrNotFound. It returns once its purge record is as durable
+// as the mode promises; if the log refuses it, the dead letter is gone from
+// memory all the same (as with PurgeDeadLetters) and the error says so.
+// Safe for concurrent use: a redrive or purge of the same ID at the same
+// time takes it once, and the other gets ErrNotFound.
+func (e *Engine) PurgeDeadLetter(id ID) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	if _, ok := e.dead.Remove(id); !ok {
+		return fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
+	}
+	rec := purgeRecord(id, e.now())
+	if err := e.appendRecord(&rec, true); err != nil {
+		return fmt.Errorf("ringwal: purge %d: %w", id, err)
+	}
+	return nil
+}
+
 // evictDeadLetters removes the oldest dead letters past
 // Options.MaxDeadLetters (reviewed ones first): each is counted
 // (Stats.DeadLettersEvicted), logged at Debug (the first since Open at
