@@ -160,7 +160,13 @@ type messagesView struct {
 	Next    template.URL // the next page's query; "" on the last page
 	First   template.URL // the first page's query, when this is not it
 	Back    template.URL // this page's query, for the cancel forms
-	Err     string
+	// Matching is how many live messages the filters match, for "cancel all
+	// N matching" (CountMessages); BulkQuery is the filters without the
+	// page's place. NoBulk: the default queue alone cannot be taken in bulk.
+	Matching  int
+	BulkQuery template.URL
+	NoBulk    bool
+	Err       string
 }
 
 func (h *handler) messagesPage(w http.ResponseWriter, r *http.Request) {
@@ -192,6 +198,15 @@ func (h *handler) messagesPage(w http.ResponseWriter, r *http.Request) {
 		v.First = template.URL(first.Values().Encode())
 	}
 	v.Back = template.URL(q.Values().Encode())
+	v.NoBulk = q.Queue == DefaultQueue
+	if len(v.Entries) > 0 && !v.NoBulk {
+		n, _, err := h.e.CountMessages(ringwal.Filter{Queue: EngineQueueName(q.Queue), Key: q.Key, States: q.States})
+		if err != nil {
+			h.failPage(w, r, err)
+			return
+		}
+		v.Matching, v.BulkQuery = n, template.URL(first.Values().Encode())
+	}
 	if p.Next != "" {
 		next := q
 		next.After = v.Entries[len(v.Entries)-1].ID
