@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/internal/adminfmt"
 )
 
 // keyRow is one key of the keys page.
@@ -75,7 +76,7 @@ func (h *handler) keysPage(w http.ResponseWriter, r *http.Request) {
 // formUntil reads the form's optional until; false when it answered the
 // request (400).
 func (h *handler) formUntil(w http.ResponseWriter, r *http.Request) (time.Time, bool) {
-	until, err := ParseUntil(r.PostForm.Get("until"), h.now())
+	until, err := adminfmt.ParseUntil(r.PostForm.Get("until"), h.now())
 	if err != nil {
 		h.errorPage(w, r, http.StatusBadRequest, err.Error())
 		return time.Time{}, false

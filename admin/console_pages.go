@@ -17,6 +17,7 @@ import (
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/internal/adminfmt"
 )
 
 // Console paging: a dead-letter page's default size, and how many entries
@@ -42,7 +43,7 @@ func (h *handler) pageStats(w http.ResponseWriter, r *http.Request) (ringwal.Sta
 type stateRow struct {
 	State      string
 	Total      int
-	ByPriority []int // in Priorities order
+	ByPriority []int // in priorities order
 }
 
 // countRow is a name, a count and the dead-letter query that lists them.
@@ -57,7 +58,7 @@ type overviewView struct {
 	S           StatsView
 	Priorities  []string
 	States      []stateRow
-	TierPercent []float64 // in Priorities order
+	TierPercent []float64 // in priorities order
 	Dead        []countRow
 	Rates       []rate
 	RateSpan    time.Duration
@@ -98,7 +99,7 @@ func (h *handler) overviewPage(w http.ResponseWriter, r *http.Request) {
 		v.Queues = append(v.Queues, row)
 	}
 	v.Rates, v.RateSpan, v.RatesReady = h.con.rates.rates()
-	for _, p := range Priorities {
+	for _, p := range priorities {
 		v.Priorities = append(v.Priorities, p.String())
 		v.TierPercent = append(v.TierPercent, 100*v.S.TierUtilization[p.String()])
 	}
@@ -127,7 +128,7 @@ func (h *handler) overviewPage(w http.ResponseWriter, r *http.Request) {
 			v.PausedKeys++
 		}
 	}
-	for _, w := range WaitReasons {
+	for _, w := range adminfmt.WaitReasons {
 		v.Waiting = append(v.Waiting, countRow{Name: w.String(), Count: s.WaitingByReason[w]})
 	}
 	h.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Refresh: refreshEvery,

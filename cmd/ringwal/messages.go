@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/internal/adminfmt"
 )
 
 // newMessagesCmd builds `ringwal messages`.
@@ -34,7 +35,7 @@ queue's). Cancel one with ` + "`ringwal cancel ID`" + `.
 		Example: "  ringwal messages --addr http://127.0.0.1:9464 'slack:#ops' --state pending\n  ringwal messages DIR flaky --limit 20",
 		Args:    cobra.RangeArgs(1, 2),
 		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
-			sts, err := admin.ParseStates(states)
+			sts, err := adminfmt.ParseStates(states)
 			if err != nil {
 				return usagef("--%v", err)
 			}
