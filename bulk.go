@@ -1,6 +1,7 @@
 package ringwal
 
 import (
+	"cmp"
 	"errors"
 
 	"github.com/ringwal/ringwal/dlq"
@@ -10,7 +11,10 @@ import (
 // starts (a dead-letter mark, dlq.Query.Through, or a message ID bound,
 // Filter.Through) and applies the single-message verb (Redrive,
 // MarkReviewed, Cancel) to each member, so that each is journaled, counted
-// and ordered exactly as the single verb is.
+// and ordered exactly as the single verb is. They start a page of verbs
+// (each record placed in the log) and then finish them in order, so that
+// a page waits for the log once rather than once per message: in Fsync
+// mode a page costs about one fsync instead of hundreds.
 
 // bulkPage is how many dead letters a bulk verb copies out of the store
 // at a time: the store's read lock is held for one page's copy, never for
@@ -45,8 +49,10 @@ func bulkLimit(limit, done int) int {
 	return min(bulkPage, limit-done)
 }
 
-// RedriveMatching redrives (as Redrive does, each one journaled and
-// durable as the mode promises before the next) the dead letters q
+// RedriveMatching redrives (as Redrive does, each one journaled; durable
+// as the mode promises before it returns, a page of up to 256 waiting
+// for the log together, and each made ready only once its records are)
+// the dead letters q
 // matches, in q's order, and returns how many it redrove. q.Limit, if not
 // 0, bounds how many; q.After starts it at a cursor.
 //
@@ -63,7 +69,7 @@ func bulkLimit(limit, done int) int {
 // error. A malformed q is ErrInvalid. Safe for concurrent use.
 func (e *Engine) RedriveMatching(q dlq.Query) (int, error) {
 	// From q's start each page: those redriven left the store.
-	return e.eachDead(q, false, e.Redrive)
+	return e.eachDead(q, false, e.startRedrive)
 }
 
 // ReviewMatching marks the dead letters q matches as reviewed with note
@@ -79,7 +85,7 @@ func (e *Engine) RedriveMatching(q dlq.Query) (int, error) {
 func (e *Engine) ReviewMatching(q dlq.Query, note string) (int, error) {
 	// Reviewed entries stay (and may stop matching a Reviewed filter):
 	// page on by cursor, which a removal leaves in place.
-	return e.eachDead(q, true, func(id ID) error { return e.MarkReviewed(id, note) })
+	return e.eachDead(q, true, func(id ID) (pendingOp, error) { return e.startReview(id, note) })
 }
 
 // eachDead applies op to each dead letter of the set q fixes (deadSet),
@@ -87,7 +93,7 @@ func (e *Engine) ReviewMatching(q dlq.Query, note string) (int, error) {
 // dead letter in the store (byCursor), else from q's start each time. A
 // dead letter op finds gone (ErrNotFound) is skipped; any other error
 // stops it, returned with the count done.
-func (e *Engine) eachDead(q dlq.Query, byCursor bool, op func(ID) error) (int, error) {
+func (e *Engine) eachDead(q dlq.Query, byCursor bool, op func(ID) (pendingOp, error)) (int, error) {
 	q, empty, err := e.deadSet(q)
 	if err != nil || empty {
 		return 0, err
@@ -103,14 +109,16 @@ func (e *Engine) eachDead(q dlq.Query, byCursor bool, op func(ID) error) (int, e
 		if len(ds) == 0 {
 			return done, nil
 		}
+		var p pipeline
 		for _, d := range ds {
-			if err := op(d.ID); err != nil {
-				if errors.Is(err, ErrNotFound) {
-					continue // removed by someone else meanwhile: gone from the set
-				}
-				return done, err
+			if !p.start(op(d.ID)) {
+				break
 			}
-			done++
+		}
+		n, err := p.finish()
+		done += n
+		if err != nil {
+			return done, err
 		}
 		if byCursor {
 			q.After = ds[len(ds)-1].ID
@@ -144,7 +152,8 @@ func (e *Engine) CountMessages(f Filter) (n int, through ID, err error) {
 }
 
 // CancelMatching cancels (as Cancel does, each journaled and durable as
-// the mode promises before the next: pending, delayed, held and waiting
+// the mode promises before it returns, up to 256 waiting for the log
+// together: pending, delayed, held and waiting
 // messages removed for good, leased ones' leases ended and their handlers'
 // ctx cancelled) the live messages f matches, and returns how many it
 // cancelled.
@@ -184,17 +193,61 @@ func (e *Engine) CancelMatching(f Filter) (int, error) {
 	}
 }
 
-// cancelPass cancels what one walk of Messages(f) yields.
+// cancelPass cancels what one walk of Messages(f) yields, finishing the
+// cancels a page at a time.
 func (e *Engine) cancelPass(f Filter) (int, error) {
 	done := 0
+	var p pipeline
 	for info := range e.Messages(f) {
-		if err := e.Cancel(info.ID); err != nil {
-			if errors.Is(err, ErrNotFound) {
-				continue
+		if !p.start(e.startCancel(info.ID)) {
+			break
+		}
+		if len(p.ops) == bulkPage {
+			n, err := p.finish()
+			done += n
+			if err != nil {
+				return done, err
 			}
-			return done, err
+		}
+	}
+	n, err := p.finish()
+	return done + n, err
+}
+
+// pipeline is a page of started verbs (pendingOp) that finish together.
+type pipeline struct {
+	ops []pendingOp
+	err error // the start error that stopped the page
+}
+
+// start adds a started verb; it reports false (stop starting) when the
+// start failed for a reason other than the member being gone, which is
+// skipped (ErrNotFound: removed meanwhile, so out of the set).
+func (p *pipeline) start(op pendingOp, err error) bool {
+	switch {
+	case err == nil:
+		p.ops = append(p.ops, op)
+	case errors.Is(err, ErrNotFound):
+	default:
+		p.err = err
+		return false
+	}
+	return true
+}
+
+// finish finishes every started verb, in order (each has its record in
+// the log, so none may be left half done), and returns how many
+// succeeded with the first error, the start error included. It leaves p
+// empty for the next page.
+func (p *pipeline) finish() (done int, err error) {
+	for _, op := range p.ops {
+		if ferr := op.finish(); ferr != nil {
+			err = cmp.Or(err, ferr)
+			continue
 		}
 		done++
 	}
-	return done, nil
+	err = cmp.Or(err, p.err)
+	p.ops, p.err = p.ops[:0], nil
+	return done, err
 }

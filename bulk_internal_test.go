@@ -46,11 +46,11 @@ func TestBulkVerbStopsAtAFailureWithTheCountDone(t *testing.T) {
 	ids := deadLetterSome(t, e, 6)
 	disk := errors.New("disk on fire")
 	calls := 0
-	got, err := e.eachDead(dlq.Query{}, false, func(id ID) error {
+	got, err := e.eachDead(dlq.Query{}, false, func(id ID) (pendingOp, error) {
 		if calls++; calls > 4 {
-			return disk
+			return pendingOp{}, disk
 		}
-		return e.Redrive(id)
+		return e.startRedrive(id)
 	})
 	require.ErrorIs(t, err, disk)
 	assert.Equal(t, 4, got)

@@ -7,8 +7,9 @@ import (
 )
 
 // TestDepsNoHTTPNoPrometheus: the root package imports neither net/http
-// nor client_golang (DESIGN.md's package table); the admin API and the
-// Prometheus collector live in admin/ and prom/.
+// nor client_golang nor OpenTelemetry (DESIGN.md's package table); the
+// admin API, the Prometheus collector and tracing live in admin/, prom/
+// and ringwalotel/.
 func TestDepsNoHTTPNoPrometheus(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -19,7 +20,8 @@ func TestDepsNoHTTPNoPrometheus(t *testing.T) {
 		t.Fatalf("go list -deps .: %v\n%s", err, out)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		if dep == "net/http" || strings.HasPrefix(dep, "net/http/") || strings.HasPrefix(dep, "github.com/prometheus/") {
+		if dep == "net/http" || strings.HasPrefix(dep, "net/http/") || strings.HasPrefix(dep, "github.com/prometheus/") ||
+			strings.HasPrefix(dep, "go.opentelemetry.io/") {
 			t.Errorf("the root package depends on %s", dep)
 		}
 	}

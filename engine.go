@@ -54,6 +54,8 @@ type Engine struct {
 	graceEnd chan struct{}  // closed when Close's grace ends
 
 	metrics *metrics
+	// timeline is the engine's history (timeline.go).
+	timeline timeline
 	// afterBatchForTest, when set, runs after each WAL batch: tests hold
 	// the log writer there to see what the engine makes visible before
 	// its records are durable. Nil outside tests.
@@ -155,6 +157,7 @@ func Open(dir string, o Options) (*Engine, error) {
 		e.slab = newSlab(bitsNeeded)
 	}
 	e.metrics = newMetrics(e)
+	e.timeline.init(o.Clock.Now()) // before the housekeeper samples it
 	e.hk = newHousekeeper(e)
 	if rs != nil {
 		if err := e.restore(rs); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
 )
 
@@ -95,6 +96,15 @@ func diskFullChild(t *testing.T, dir string) {
 		return id, err
 	}
 
+	// Three dead letters, for the bulk verbs on a full disk.
+	for range 3 {
+		_, err := e.Enqueue(ctxBG, ringwal.Message{Payload: []byte("d"), Key: "dead"})
+		require.NoError(t, err)
+		d, ok := e.TryDequeue()
+		require.True(t, ok)
+		require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("no"), classify.Permanent)))
+	}
+
 	// Fill the disk.
 	var ids []ringwal.ID
 	var full error
@@ -131,6 +141,16 @@ func diskFullChild(t *testing.T, dir string) {
 	assert.Equal(t, len(ids), s.Pending, "Stats on a full disk")
 	_, err = e.DeadLetters(dlq.Query{})
 	assert.NoError(t, err)
+	// A bulk redrive fails as a whole page of redrives whose records the
+	// log refused: each dead letter goes back to the store.
+	n, err := e.RedriveMatching(dlq.Query{})
+	assert.Error(t, err, "a bulk redrive on a full disk")
+	assert.Zero(t, n, "redriven on a full disk")
+	dead, err := e.DeadLetters(dlq.Query{})
+	require.NoError(t, err)
+	assert.Len(t, dead, 3, "every dead letter back in the store after a failed bulk redrive")
+	s = e.Stats()
+	assert.Equal(t, len(ids), s.Pending, "Stats after a failed bulk redrive")
 	assert.NotEmpty(t, e.Peek(3))
 	d, ok := e.TryDequeue()
 	require.True(t, ok, "TryDequeue of what was there")
@@ -158,6 +178,9 @@ func diskFullChild(t *testing.T, dir string) {
 		}
 	}
 	require.NoError(t, after, "the engine does not recover once space returns")
+	n, err = e.RedriveMatching(dlq.Query{})
+	assert.NoError(t, err, "a bulk redrive once space returns")
+	assert.Equal(t, 3, n)
 	d, ok = e.TryDequeue()
 	require.True(t, ok)
 	require.NoError(t, e.Ack(d.Lease))

@@ -78,7 +78,7 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool, tick *schedu
 		return 0, err
 	}
 	if e.opts.OnEnqueue != nil {
-		e.onEnqueue(ctx, &m)
+		m = e.onEnqueue(ctx, m)
 	}
 	if err := e.validate(&m); err != nil {
 		return 0, err

@@ -48,7 +48,7 @@ func (e *Engine) enqueueBatch(ctx context.Context, ms []Message, of *Message) ([
 	if e.opts.OnEnqueue != nil && of == nil { // Publish ran it on *of
 		ms = slices.Clone(ms) // the hook changes the engine's copies, not the caller's
 		for i := range ms {
-			e.onEnqueue(ctx, &ms[i])
+			ms[i] = e.onEnqueue(ctx, ms[i])
 		}
 	}
 	for i := range ms {

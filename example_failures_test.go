@@ -3,33 +3,23 @@ package ringwal_test
 import (
 	"fmt"
 	"log"
+	"net/http"
 	"time"
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/httpfail"
 )
-
-// webhookError is what a webhook sender's HTTP client returns for a
-// response it did not like. StatusCode and RetryAfter are the methods
-// classify.Default reads: 503 is Transient, and a positive Retry-After
-// makes it RateLimited, with the hint.
-type webhookError struct {
-	status     int
-	retryAfter time.Duration
-}
-
-func (e *webhookError) Error() string             { return fmt.Sprintf("webhook: status %d", e.status) }
-func (e *webhookError) StatusCode() int           { return e.status }
-func (e *webhookError) RetryAfter() time.Duration { return e.retryAfter }
 
 // A webhook sender with three receivers, each a Key: "healthy" takes
 // every call; "flaky" answers 503 to every one (it is down); "limited"
 // answers the first burst with 429 and a Retry-After of 1s. The sender
 // sends whatever is ready at once (those calls are in flight together),
 // then a second passes; a fake clock makes a quarter of an hour take a
-// moment.
+// moment. httpfail turns each answer into the error the engine reads: 503
+// is Transient, 429 RateLimited with its Retry-After as the hint.
 //
 // The 429s pause "limited" for a second and do not count against its
 // breaker, so it never opens and every message goes through. The 503s
@@ -66,11 +56,11 @@ func Example_failingDownstreams() {
 	send := func(m ringwal.Message) error {
 		switch m.Key {
 		case "flaky":
-			return &webhookError{status: 503}
+			return httpfail.FromStatus(http.StatusServiceUnavailable, nil)
 		case "limited":
 			if tooMany < 5 {
 				tooMany++
-				return &webhookError{status: 429, retryAfter: time.Second}
+				return httpfail.FromStatus(http.StatusTooManyRequests, http.Header{"Retry-After": {"1"}})
 			}
 		}
 		return nil

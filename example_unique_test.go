@@ -8,24 +8,21 @@ import (
 	"time"
 
 	"github.com/ringwal/ringwal"
-	"github.com/ringwal/ringwal/clock"
+	"github.com/ringwal/ringwal/ringwaltest"
 )
 
 // Debounce: every change to user 42 asks for a reindex, but a burst of
 // changes should run it once, a while after the last change, with the
 // last change's data. Replace with a Delay does that: a repeat that finds
 // the first still waiting replaces its payload and restarts its delay,
-// and keeps its ID. (The fake clock stands in for time passing.)
+// and keeps its ID. (ringwaltest's fake clock stands in for time passing.)
 func ExampleUnique_debounce() {
-	fake := clock.NewFake(time.Time{})
-	e, err := ringwal.Open("", ringwal.Options{Clock: fake})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer e.Close()
+	t := newExampleT() // in a test: your *testing.T
+	defer t.cleanup()
+	h := ringwaltest.New(t, ringwaltest.Options{})
 
 	reindex := func(rev string) ringwal.ID {
-		id, err := e.Enqueue(context.Background(), ringwal.Message{
+		id, err := h.Enqueue(context.Background(), ringwal.Message{
 			DedupID: "reindex-user-42",
 			Unique:  ringwal.UniqueQueued, // once it runs, a new change asks again
 			Replace: true,
@@ -38,28 +35,25 @@ func ExampleUnique_debounce() {
 		return id
 	}
 	first := reindex("rev 1")
-	fake.Advance(4 * time.Second)
+	h.Advance(4 * time.Second)
 	second := reindex("rev 2")
-	fake.Advance(4 * time.Second)
+	h.Advance(4 * time.Second)
 	third := reindex("rev 3")
-	fmt.Println("one message:", first == second && second == third, e.Stats().Delayed)
+	queued := h.RequireEnqueued(ringwaltest.Match{DedupID: "reindex-user-42", States: []ringwal.State{ringwal.Delayed}})
+	fmt.Printf("one message: %v, %s, due in %v\n", first == second && second == third && queued.ID == first,
+		queued.Message.Payload, queued.NextAt.Sub(h.Clock.Now()))
 
-	fake.Advance(9 * time.Second) // 17 s after the first change, 9 s after the last
-	_, ok := e.TryDequeue()
-	fmt.Println("ready 9s after the last change:", ok)
+	h.Advance(9 * time.Second) // 17 s after the first change, 9 s after the last
+	fmt.Println("9s after the last change:", h.RequireEnqueued(ringwaltest.Match{DedupID: "reindex-user-42"}).State)
 
-	fake.Advance(time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	d, err := e.Dequeue(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Printf("reindex %s\n", d.Message.Payload)
-	_ = e.Ack(d.Lease)
+	h.Advance(time.Second)
+	h.WorkOne("", func(_ context.Context, d ringwal.Delivery) error {
+		fmt.Printf("reindex %s\n", d.Message.Payload)
+		return nil
+	})
 	// Output:
-	// one message: true 1
-	// ready 9s after the last change: false
+	// one message: true, user 42 at rev 3, due in 10s
+	// 9s after the last change: delayed
 	// reindex user 42 at rev 3
 }
 

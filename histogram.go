@@ -67,26 +67,7 @@ func (h *histogram) latency() Latency {
 	if total == 0 {
 		return Latency{Buckets: cumulativeBuckets(counts)}
 	}
-	quantile := func(q float64) time.Duration {
-		rank := q * float64(total)
-		seen := 0.0
-		for i, n := range counts {
-			if n == 0 {
-				continue
-			}
-			if seen+float64(n) >= rank {
-				lo := 0.0
-				if i > 0 {
-					lo = bucketUpperSeconds(i - 1)
-				}
-				hi := bucketUpperSeconds(i)
-				frac := (rank - seen) / float64(n)
-				return time.Duration((lo + (hi-lo)*frac) * 1e9)
-			}
-			seen += float64(n)
-		}
-		return time.Duration(bucketUpperSeconds(latencyBuckets-1) * 1e9)
-	}
+	quantile := func(q float64) time.Duration { return quantileOf(&counts, total, q) }
 	return Latency{
 		Count:   total,
 		Mean:    time.Duration(sum / float64(total) * 1e9),
@@ -96,6 +77,29 @@ func (h *histogram) latency() Latency {
 		Sum:     time.Duration(sum * 1e9),
 		Buckets: cumulativeBuckets(counts),
 	}
+}
+
+// quantileOf estimates the q quantile of a histogram's bucket counts
+// (total is their sum, > 0), interpolating linearly inside a bucket.
+func quantileOf(counts *[latencyBuckets]uint64, total uint64, q float64) time.Duration {
+	rank := q * float64(total)
+	seen := 0.0
+	for i, n := range counts {
+		if n == 0 {
+			continue
+		}
+		if seen+float64(n) >= rank {
+			lo := 0.0
+			if i > 0 {
+				lo = bucketUpperSeconds(i - 1)
+			}
+			hi := bucketUpperSeconds(i)
+			frac := (rank - seen) / float64(n)
+			return time.Duration((lo + (hi-lo)*frac) * 1e9)
+		}
+		seen += float64(n)
+	}
+	return time.Duration(bucketUpperSeconds(latencyBuckets-1) * 1e9)
 }
 
 // cumulativeBuckets turns bucket counts into Latency.Buckets: cumulative,

@@ -76,6 +76,29 @@ func (e *Engine) logLater(rec *wal.Record) error {
 }
 
 // logged is a record appended by logRecord, not yet waited for.
+// pendingOp is a verb whose record has its place in the log: finish
+// waits for the log as the mode promises, then runs then (if set) with
+// the outcome, which finishes the verb's work (or undoes it) and returns
+// the verb's error. A bulk verb starts a page of them and finishes them
+// in order, waiting for the log once for the page instead of once per
+// message (bulk.go).
+type pendingOp struct {
+	commit wal.Commit
+	logged logged // wraps a log error as the single verb does; zero: then wraps it
+	then   func(error) error
+}
+
+func (op pendingOp) finish() error {
+	err := op.commit.Wait()
+	if err != nil && op.logged.kind != 0 {
+		err = op.logged.wrap(err)
+	}
+	if op.then != nil {
+		return op.then(err)
+	}
+	return err
+}
+
 type logged struct {
 	commit wal.Commit
 	kind   wal.Kind

@@ -190,15 +190,25 @@ func (e *Engine) restorePauses(pauses map[string]int64, now int64) {
 // returns once its record is as durable as the mode promises. Safe for
 // concurrent use.
 func (e *Engine) Cancel(id ID) error {
-	if err := e.usable(); err != nil {
+	op, err := e.startCancel(id)
+	if err != nil {
 		return err
+	}
+	return op.finish()
+}
+
+// startCancel is Cancel up to its record's place in the log; the op waits
+// for the log and then lets the key's next message go.
+func (e *Engine) startCancel(id ID) (pendingOp, error) {
+	if err := e.usable(); err != nil {
+		return pendingOp{}, err
 	}
 	slot, prev, found, ok := e.ownIDSettled(uint64(id), liveStates)
 	if !found || !ok {
 		if _, dead := e.dead.Get(uint64(id)); dead {
-			return fmt.Errorf("%w: message %d is dead-lettered; use PurgeDeadLetters", ErrInvalid, id)
+			return pendingOp{}, fmt.Errorf("%w: message %d is dead-lettered; use PurgeDeadLetters", ErrInvalid, id)
 		}
-		return fmt.Errorf("%w: message %d", ErrNotFound, id)
+		return pendingOp{}, fmt.Errorf("%w: message %d", ErrNotFound, id)
 	}
 	r := e.slab.at(slot)
 	now := e.now()
@@ -217,13 +227,13 @@ func (e *Engine) Cancel(id ID) error {
 	lg, err := e.logRecord(&rec, true)
 	e.ctr.cancelled.Add(1)
 	e.release(r)
-	if err == nil {
-		err = lg.wait()
-	}
 	// After the log: an ordered key's next message must not go out while
 	// this one could still come back after a crash.
-	e.keyGone(ks, uint64(id), now)
-	return err
+	gone := func(err error) error { e.keyGone(ks, uint64(id), now); return err }
+	if err != nil {
+		return pendingOp{}, gone(err)
+	}
+	return pendingOp{commit: lg.commit, logged: lg, then: gone}, nil
 }
 
 // Filter selects live messages for Messages: by Key ("" = every key) and

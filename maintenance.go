@@ -20,6 +20,7 @@ func (h *housekeeper) maintain(now int64) {
 	e.keys.sweep()
 	e.compactDeadlines()
 	e.checkpointIfDue()
+	e.sampleHistory(now)
 }
 
 // logDeadLetters summarises, at Info, the messages dead-lettered since the

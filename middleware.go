@@ -45,10 +45,26 @@ func HandlerTimeout(d time.Duration) Middleware {
 // before it is validated: what the hook sets is validated and logged
 // with the rest. The hook gets its own copy of m's Headers, so one that
 // adds a header (a trace context) never writes to the caller's map,
-// which the caller may be sharing between messages and goroutines.
-func (e *Engine) onEnqueue(ctx context.Context, m *Message) {
+// which the caller may be sharing between messages and goroutines. It
+// takes and returns m by value: the hook gets a pointer, which moves m to
+// the heap, and only here, so that a nil hook costs the caller's m no
+// allocation.
+func (e *Engine) onEnqueue(ctx context.Context, m Message) Message {
 	if m.Headers != nil {
 		m.Headers = maps.Clone(m.Headers)
 	}
-	e.opts.OnEnqueue(ctx, m)
+	e.opts.OnEnqueue(ctx, &m)
+	return m
+}
+
+// publishTopicKey carries Publish's topic to Options.OnEnqueue.
+type publishTopicKey struct{}
+
+// PublishTopic returns the topic when ctx is the one Publish handed to
+// Options.OnEnqueue (the message's Queue is "" there: the topic picks
+// the queues), and "" otherwise: a hook names the destination with it
+// (package ringwalotel's "send <topic>" span).
+func PublishTopic(ctx context.Context) string {
+	t, _ := ctx.Value(publishTopicKey{}).(string)
+	return t
 }

@@ -181,3 +181,21 @@ func TestOnEnqueueOutputIsValidated(t *testing.T) {
 	assert.ErrorIs(t, err, ringwal.ErrInvalid)
 	assert.Zero(t, e.Stats().Pending)
 }
+
+func TestPublishTopicReachesTheHookOnlyFromPublish(t *testing.T) {
+	var mu sync.Mutex
+	var topics []string
+	hook := func(ctx context.Context, m *ringwal.Message) {
+		mu.Lock()
+		defer mu.Unlock()
+		topics = append(topics, ringwal.PublishTopic(ctx))
+	}
+	e, _ := memEngine(t, ringwal.Options{OnEnqueue: hook})
+	require.NoError(t, e.DeclareQueue("a", ringwal.QueueOptions{Topics: []string{"news"}}))
+	_, err := e.Publish(context.Background(), "news", ringwal.Message{})
+	require.NoError(t, err)
+	_, err = e.Enqueue(context.Background(), ringwal.Message{Queue: "a"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"news", ""}, topics)
+	assert.Empty(t, ringwal.PublishTopic(context.Background()))
+}

@@ -201,21 +201,36 @@ func (e *Engine) CountDeadLetters(q dlq.Query) (n int, mark uint64, err error) {
 // its records are as durable as the mode promises. Safe for concurrent
 // use.
 func (e *Engine) Redrive(id ID) error {
-	if err := e.usable(); err != nil {
+	op, err := e.startRedrive(id)
+	if err != nil {
 		return err
+	}
+	return op.finish()
+}
+
+// startRedrive is Redrive up to its record's place in the log: the
+// returned op waits for the log and then makes the message ready (or
+// puts the dead letter back if the log failed), so that a bulk redrive
+// waits for the log once for many. The read lock that keeps Get's miss
+// path consistent is held only here: from here the message is in the
+// slab.
+func (e *Engine) startRedrive(id ID) (pendingOp, error) {
+	if err := e.usable(); err != nil {
+		return pendingOp{}, err
 	}
 	// Held from leaving the dead-letter store to being found in the slab
 	// (or back in the store): Get's miss path waits on it.
 	e.redriveMu.RLock()
 	defer e.redriveMu.RUnlock()
+	locked := true
 	got, ok := e.dead.Get(uint64(id))
 	if !ok {
-		return fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
+		return pendingOp{}, fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
 	}
 	// Back to its queue, declared again if it was deleted meanwhile.
 	q, err := e.queueNamed(got.Message.Queue, true)
 	if err != nil {
-		return err
+		return pendingOp{}, err
 	}
 	q.run()
 	// From the clock itself: the TTL counts from here, and the cached
@@ -227,13 +242,13 @@ func (e *Engine) Redrive(id ID) error {
 	d, ok := e.dead.Remove(uint64(id))
 	if !ok {
 		e.ctr.moves.end()
-		return fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
+		return pendingOp{}, fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
 	}
 	slot, ok := e.slab.claimNear(uint64(id))
 	if !ok {
 		_ = e.dead.Add(d)
 		e.ctr.moves.end()
-		return fmt.Errorf("%w: no free slot near %d to redrive into", ErrFull, id)
+		return pendingOp{}, fmt.Errorf("%w: no free slot near %d to redrive into", ErrFull, id)
 	}
 	r := e.slab.at(slot)
 	// The same message with its attempts and history reset, counted from
@@ -249,32 +264,46 @@ func (e *Engine) Redrive(id ID) error {
 	// to the store.
 	r.commit(e.counts)
 	e.ctr.moves.end()
+	undo := func(err error) error {
+		if !locked { // a failed commit, after startRedrive returned
+			e.redriveMu.RLock()
+			defer e.redriveMu.RUnlock()
+		}
+		e.ctr.moves.begin()
+		_ = e.dead.Add(d) // before the record goes: Get finds one or the other
+		r.uncommit()
+		ks.unenter()
+		r.free(e.counts)
+		q.leave()
+		e.ctr.added.Add(-1)
+		e.ctr.moves.end()
+		e.space.signal()
+		return fmt.Errorf("ringwal: redrive %d: %w", id, mapWALError(err))
+	}
+	var c wal.Commit
 	if e.log != nil {
 		// Redrive then the whole message: the log alone can rebuild it even
 		// if a checkpoint saw it in neither the slab nor the DLQ.
 		recs := make([]wal.Record, 2)
 		recs[0] = redriveRecord(uint64(id), now)
 		enqueueRecord(&recs[1], r, uint64(id))
-		if err := e.log.AppendBatch(recs); err != nil {
-			e.ctr.moves.begin()
-			_ = e.dead.Add(d) // before the record goes: Get finds one or the other
-			r.uncommit()
-			ks.unenter()
-			r.free(e.counts)
-			q.leave()
-			e.ctr.added.Add(-1)
-			e.ctr.moves.end()
-			e.space.signal()
-			return fmt.Errorf("ringwal: redrive %d: %w", id, mapWALError(err))
+		if c, err = e.log.AppendBatchCommit(recs); err != nil {
+			return pendingOp{}, undo(err)
 		}
 	}
-	e.ctr.redriven.Add(1)
-	e.uniqueBack(r, uint64(id)) // live again: its DedupID refuses repeats again, unless another took it
-	if exp := r.expiresAt(); exp != 0 {
-		e.hk.schedule(exp, schedTTL(uint64(id)))
-	}
-	e.place(slot, r, 0, 0, now)
-	return nil
+	locked = false
+	return pendingOp{commit: c, then: func(err error) error {
+		if err != nil {
+			return undo(err)
+		}
+		e.ctr.redriven.Add(1)
+		e.uniqueBack(r, uint64(id)) // live again: its DedupID refuses repeats again, unless another took it
+		if exp := r.expiresAt(); exp != 0 {
+			e.hk.schedule(exp, schedTTL(uint64(id)))
+		}
+		e.place(slot, r, 0, 0, now)
+		return nil
+	}}, nil
 }
 
 // MarkReviewed flags a dead letter as seen by an operator, with a note
@@ -282,15 +311,25 @@ func (e *Engine) Redrive(id ID) error {
 // ErrNotFound. Reviewed dead letters are removed after
 // Options.DeadLetterRetention. Safe for concurrent use.
 func (e *Engine) MarkReviewed(id ID, note string) error {
-	if err := e.usable(); err != nil {
+	op, err := e.startReview(id, note)
+	if err != nil {
 		return err
+	}
+	return op.finish()
+}
+
+// startReview is MarkReviewed up to its record's place in the log.
+func (e *Engine) startReview(id ID, note string) (pendingOp, error) {
+	if err := e.usable(); err != nil {
+		return pendingOp{}, err
 	}
 	now := e.now()
 	if err := e.dead.MarkReviewed(uint64(id), note, time.Unix(0, now)); err != nil {
-		return fmt.Errorf("%w: dead letter %d: %w", ErrNotFound, id, err)
+		return pendingOp{}, fmt.Errorf("%w: dead letter %d: %w", ErrNotFound, id, err)
 	}
 	rec := reviewRecord(uint64(id), now, note)
-	return e.appendRecord(&rec, true)
+	lg, err := e.logRecord(&rec, true)
+	return pendingOp{commit: lg.commit, logged: lg}, err
 }
 
 // PurgeDeadLetters deletes the dead letters matching q (an empty q

@@ -26,7 +26,7 @@ func (e *Engine) Publish(ctx context.Context, topic string, m Message) ([]ID, er
 		return nil, err
 	}
 	if e.opts.OnEnqueue != nil {
-		e.onEnqueue(ctx, &m)
+		m = e.onEnqueue(context.WithValue(ctx, publishTopicKey{}, topic), m)
 	}
 	if err := validQueueName(topic); err != nil {
 		return nil, fmt.Errorf("topic: %w", err)

@@ -51,6 +51,8 @@ type descSet struct {
 
 	scheduleRuns, scheduleSkipped *prometheus.Desc
 
+	closed, walSinceCheckpoint, walDisk, walLastCheckpoint, walUnusable *prometheus.Desc
+
 	all []*prometheus.Desc
 }
 
@@ -118,6 +120,11 @@ func newDescs() *descSet {
 	d.walBatchRecords = nd("wal_batch_records", "Records per write-ahead-log batch (group commit).")
 	d.walWrite = nd("wal_write_seconds", "Time in write(2) per write-ahead-log batch.")
 	d.walFsync = nd("wal_fsync_seconds", "Time in fsync per write-ahead-log sync.")
+	d.closed = nd("closed", "1 once the engine's Close has begun: it takes no more messages.")
+	d.walSinceCheckpoint = nd("wal_since_checkpoint_bytes", "Log bytes after the newest snapshot: what a restart replays. An automatic checkpoint runs past Options.CheckpointBytes, so growth far beyond it means checkpoints fail.")
+	d.walDisk = nd("wal_disk_bytes", "Bytes the log's segments and snapshots take on disk.")
+	d.walLastCheckpoint = nd("wal_last_checkpoint_timestamp_seconds", "Unix time of the newest snapshot (0: none yet).")
+	d.walUnusable = nd("wal_unusable", "1 once the log is unusable (a failed fsync or repair): every write fails until the engine is reopened.")
 	return d
 }
 
@@ -188,6 +195,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.collectSchedules(ch)
 	ch <- latencyHistogram(d.wait, s.Wait)
 	ch <- latencyHistogram(d.handling, s.Handling)
+	gauge(d.closed, float64(boolRank(s.Closed)))
 
 	if !s.Durable {
 		return // memory only: no log, no recovery
@@ -197,6 +205,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- batchHistogram(s.WAL)
 	ch <- latencyHistogram(d.walWrite, s.WAL.Write)
 	ch <- latencyHistogram(d.walFsync, s.WAL.Fsync)
+	gauge(d.walSinceCheckpoint, float64(s.WAL.SinceCheckpoint))
+	gauge(d.walDisk, float64(s.WAL.DiskBytes))
+	last := 0.0
+	if !s.WAL.LastCheckpoint.IsZero() {
+		last = float64(s.WAL.LastCheckpoint.UnixNano()) / 1e9
+	}
+	gauge(d.walLastCheckpoint, last)
+	gauge(d.walUnusable, float64(boolRank(s.WAL.Failed != "")))
 	gauge(d.recoveryDuration, s.Recovery.Duration.Seconds())
 	gauge(d.recoveryRecords, float64(s.Recovery.Records))
 	gauge(d.recoveryTorn, float64(s.Recovery.TornBytes))
