@@ -26,7 +26,7 @@ func TestPackageDocOpensWithUsage(t *testing.T) {
 	first := strings.Index(doc, "\n\t") // the first code block
 	require.Positive(t, first)
 	require.Less(t, first, strings.Index(doc, "The root package owns"), "the usage example comes before the package's ownership")
-	block := doc[first:strings.Index(doc[first:], "\n\n")+first]
+	block := doc[first : strings.Index(doc[first:], "\n\n")+first]
 	assert.LessOrEqual(t, strings.Count(block, "\n"), 12, "about ten lines")
 	for _, call := range []string{"ringwal.Open(", "e.Close()", "e.Enqueue(", "e.Run(", "e.Dequeue(", "e.Ack("} {
 		assert.Contains(t, block, call)
