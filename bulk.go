@@ -111,7 +111,7 @@ func (e *Engine) eachDead(q dlq.Query, byCursor bool, op func(ID) (pendingOp, er
 		}
 		var p pipeline
 		for _, d := range ds {
-			if !p.start(op(ID(d.ID))) {
+			if !p.start(op(d.ID)) {
 				break
 			}
 		}
@@ -138,7 +138,7 @@ func (e *Engine) CountMessages(f Filter) (n int, through ID, err error) {
 		return 0, 0, err
 	}
 	// Read before the walk: whatever is enqueued from here has a higher ID.
-	through = ID(e.nextID.Load())
+	through = e.nextID.Load()
 	if f.Through == 0 || f.Through > through {
 		f.Through = through
 	}
@@ -172,7 +172,7 @@ func (e *Engine) CancelMatching(f Filter) (int, error) {
 	if err := e.usable(); err != nil {
 		return 0, err
 	}
-	bound := ID(e.nextID.Load())
+	bound := e.nextID.Load()
 	if f.Through == 0 || f.Through > bound {
 		f.Through = bound
 	}

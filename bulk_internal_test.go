@@ -57,7 +57,7 @@ func TestBulkVerbStopsAtAFailureWithTheCountDone(t *testing.T) {
 	left, err := e.DeadLetters(dlq.Query{})
 	require.NoError(t, err)
 	require.Len(t, left, 2)
-	assert.Equal(t, uint64(ids[4]), left[0].ID)
+	assert.Equal(t, ids[4], left[0].ID)
 }
 
 // waitIdleArmed starts WaitIdle(ctx) and returns once it sleeps on its

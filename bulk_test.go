@@ -43,7 +43,7 @@ func bulkDeadIDs(t testing.TB, e *ringwal.Engine, q dlq.Query) []ringwal.ID {
 	require.NoError(t, err)
 	var ids []ringwal.ID
 	for _, d := range ds {
-		ids = append(ids, ringwal.ID(d.ID))
+		ids = append(ids, d.ID)
 	}
 	return ids
 }
@@ -179,7 +179,7 @@ func TestReviewMatchingMarksExactlyTheCounted(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ds, len(counted))
 	for i, d := range ds {
-		assert.Equal(t, uint64(counted[i]), d.ID)
+		assert.Equal(t, counted[i], d.ID)
 		assert.Equal(t, "seen", d.Note)
 	}
 

@@ -146,7 +146,7 @@ func TestDuplicateAnswerWaitsForFirstToBeDurable(t *testing.T) {
 		a = <-repeat
 	}
 	require.NoError(t, a.err)
-	require.NotEqual(t, ID(id), a.id)
+	require.NotEqual(t, id, a.id)
 	info, err := e.Get(a.id)
 	require.NoError(t, err)
 	assert.Equal(t, []byte("repeat"), info.Message.Payload)
@@ -262,10 +262,10 @@ func TestBriefReaderKeepsADeadline(t *testing.T) {
 	}
 	urgent, err := e.TryEnqueue(Message{Payload: []byte("urgent"), Deadline: time.Now().Add(-time.Second)})
 	require.NoError(t, err)
-	slot, prev, found, ok := e.slab.ownID(uint64(urgent), liveStates)
+	slot, prev, found, ok := e.slab.ownID(urgent, liveStates)
 	require.True(t, found && ok)
 	// While a reader owns it, the scheduler considers the entry.
-	assert.True(t, e.validEntry(entryFor(ref{slot: slot, gen: prev.gen()}, uint64(urgent), 0)), "a reader's hold must not make the entry stale")
+	assert.True(t, e.validEntry(entryFor(ref{slot: slot, gen: prev.gen()}, urgent, 0)), "a reader's hold must not make the entry stale")
 	e.slab.at(slot).putBack(prev)
 	d, ok := e.TryDequeue()
 	require.True(t, ok)

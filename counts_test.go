@@ -33,7 +33,7 @@ func TestCountClassesAreDistinct(t *testing.T) {
 				c := classOf(st, tier, why)
 				require.NotZero(t, c)
 				require.Less(t, int(c), numClasses)
-				name := publicStates[st].String() + "/" + WaitReason(why).String()
+				name := publicStates[st].String() + "/" + why.String()
 				if prev, dup := seen[c]; dup {
 					t.Fatalf("%s and %s share class %d", prev, name, c)
 				}

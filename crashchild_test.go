@@ -110,7 +110,7 @@ func childIDs(t *testing.T, out []byte) map[string][]ringwal.ID {
 			continue
 		}
 		if id, err := strconv.ParseUint(f[1], 10, 64); err == nil {
-			ids[f[0]] = append(ids[f[0]], ringwal.ID(id))
+			ids[f[0]] = append(ids[f[0]], id)
 		}
 	}
 	return ids

@@ -20,7 +20,7 @@ func deadIDs(t testing.TB, e *ringwal.Engine) []ringwal.ID {
 	require.NoError(t, err)
 	out := make([]ringwal.ID, len(ds))
 	for i, d := range ds {
-		out[i] = ringwal.ID(d.ID)
+		out[i] = d.ID
 	}
 	return out
 }

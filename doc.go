@@ -3,14 +3,40 @@
 // leases, retries with backoff, per-key circuit breakers and per-category
 // dead-letter queues.
 //
+//	e, err := ringwal.Open("data/jobs", ringwal.Options{}) // "" for memory only
+//	if err != nil {
+//		return err
+//	}
+//	defer e.Close()
+//	id, err := e.Enqueue(ctx, ringwal.Message{Key: "customer-42", Payload: body})
+//	// Workers: nil acks; an error retries with backoff, then dead-letters.
+//	err = e.Run(ctx, 8, func(ctx context.Context, d ringwal.Delivery) error {
+//		return send(ctx, d.Message.Payload)
+//	})
+//	// Or by hand: d, err := e.Dequeue(ctx); ...; err = e.Ack(d.Lease)
+//
+// The runnable examples go further: Example (priorities), ExampleEngine_Run,
+// ExampleEngine_Nack (retries), ExampleEngine_Redrive (dead letters),
+// ExampleOpen_durable (restarts), Example_failingDownstreams (breakers and
+// held messages), Example_keys, ExampleEngine_Queue (named queues),
+// ExampleEngine_AddSchedule, ExampleUnique_debounce, ExampleChain
+// (middleware), ExampleEngine_RedriveMatching and ExampleEngine_WaitIdle
+// (bulk verbs and waiting), Example_testRetryTimingWithFakeClock. README.md
+// is the tour; ARCHITECTURE.md maps each mechanism to the one file that
+// owns it.
+//
 // The root package owns the public API (Engine, Message, Options), the
 // record lifecycle, the journal (log records and their replay), recovery,
 // checkpoints and Stats. It does not own the data structures below it
-// (ring, sched, wal, classify, breaker, dlq, clock) nor any adapter: the
-// HTTP admin API and web console live in package admin, the Prometheus
-// collector in package prom, and the root imports neither net/http nor
-// client_golang. README.md is the tour; ARCHITECTURE.md maps each
-// mechanism to the one file that owns it.
+// (ring, sched, wal, classify, breaker, dlq, the dead-letter store in
+// internal/dlqstore, clock) nor any adapter: the HTTP admin API and web
+// console live in package admin, the Prometheus collector in package prom,
+// and the root imports neither net/http nor client_golang. Its exported
+// names are the engine (Open, Engine and its methods, Options, Queue,
+// QueueOptions), what goes in and comes out (Message, ID, Delivery, Lease,
+// Info, State, DeadLetter, Filter), the policies (Priority, KeyPolicy,
+// Unique, Schedule, Middleware), Stats and its parts, and the sentinel
+// errors: everything a producer, a consumer or an operator calls.
 //
 // # Goroutines
 //

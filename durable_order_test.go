@@ -109,7 +109,7 @@ func TestTimerDoesNotFireOnALaterMessageOfItsSlot(t *testing.T) {
 	e := openCore(t, "", Options{Clock: fake, MaxMessages: 8})
 	first, err := e.TryEnqueue(Message{Payload: []byte("first"), Delay: time.Hour})
 	require.NoError(t, err)
-	slot, w, found, ok := e.slab.ownID(uint64(first), liveStates)
+	slot, w, found, ok := e.slab.ownID(first, liveStates)
 	require.True(t, found && ok)
 	r := e.slab.at(slot)
 	e.slab.at(slot).putBack(w)
@@ -121,7 +121,7 @@ func TestTimerDoesNotFireOnALaterMessageOfItsSlot(t *testing.T) {
 	for {
 		id, err := e.TryEnqueue(Message{Payload: []byte("later"), Delay: 2 * time.Hour})
 		require.NoError(t, err)
-		if s, _, found, _ := e.slab.ownID(uint64(id), 0); found && s == slot {
+		if s, _, found, _ := e.slab.ownID(id, 0); found && s == slot {
 			later = id
 			break
 		}

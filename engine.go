@@ -10,7 +10,7 @@ import (
 	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/clock"
-	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/internal/dlqstore"
 	"github.com/ringwal/ringwal/internal/pad"
 	"github.com/ringwal/ringwal/ring"
 	"github.com/ringwal/ringwal/wal"
@@ -30,7 +30,7 @@ type Engine struct {
 	rt0      qrun         // its delivery machinery
 	minLease atomic.Int64 // the shortest lease timeout of any queue (scanLeases)
 	breakers *breaker.Set
-	dead     *dlq.Store[Message]
+	dead     *dlqstore.Store[Message]
 	dedup    dedupIndex
 	held     heldSet
 	keys     keys
@@ -124,7 +124,7 @@ func Open(dir string, o Options) (*Engine, error) {
 		}
 	}
 	e.breakers = breaker.New(bo)
-	e.dead = dlq.New[Message](dlq.Options{Retention: o.DeadLetterRetention, UnreviewedRetention: o.UnreviewedRetention})
+	e.dead = dlqstore.New[Message](dlqstore.Options{Retention: o.DeadLetterRetention, UnreviewedRetention: o.UnreviewedRetention})
 	e.dedup.init()
 	e.held.init(o.MaxMessages / 4)
 	e.keys.policy = o.KeyPolicy

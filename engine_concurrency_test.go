@@ -391,7 +391,7 @@ func stressNothingLostOrAckedTwice(t *testing.T, dir string) {
 	require.NoError(t, err)
 	deadIDs := map[ringwal.ID]bool{}
 	for _, x := range dead {
-		deadIDs[ringwal.ID(x.ID)] = true
+		deadIDs[x.ID] = true
 	}
 	ids.Range(func(k, _ any) bool {
 		id := k.(ringwal.ID)

@@ -136,7 +136,7 @@ func redeliveryKill(t *testing.T, mode string, k int) (dups int, ok bool) {
 			if len(line) > 2 && (line[0] == 'E' || line[0] == 'H') {
 				var n uint64
 				n, err = strconv.ParseUint(line[2:], 10, 64)
-				id = ringwal.ID(n)
+				id = n
 			}
 			switch {
 			case err != nil || len(line) < 3:

@@ -209,7 +209,7 @@ func (r *richReport) parse(text string) {
 		r.bad = append(r.bad, "malformed: "+text)
 		return
 	}
-	id := ringwal.ID(n)
+	id := n
 	m := r.msg(id)
 	ev := richEvent{op: f[0][0], intent: intent, line: text}
 	switch {

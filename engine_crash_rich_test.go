@@ -90,7 +90,7 @@ type richChild struct {
 	locks [64]sync.Mutex
 }
 
-func (c *richChild) lock(id ringwal.ID) *sync.Mutex { return &c.locks[uint64(id)%uint64(len(c.locks))] }
+func (c *richChild) lock(id ringwal.ID) *sync.Mutex { return &c.locks[id%uint64(len(c.locks))] }
 
 // TestCrashRichChild is the child half of TestCrashRichRecovery.
 func TestCrashRichChild(t *testing.T) {
@@ -250,7 +250,7 @@ func (c *richChild) operate(ctx context.Context) {
 			if rng.IntN(3) != 0 {
 				continue
 			}
-			id := ringwal.ID(d.ID)
+			id := d.ID
 			mu := c.lock(id)
 			mu.Lock()
 			switch rng.IntN(3) {
@@ -358,7 +358,7 @@ func richRound(t *testing.T, mode string) {
 	dls, err := e.DeadLetters(dlq.Query{})
 	require.NoError(t, err)
 	for _, d := range dls {
-		deadMap[ringwal.ID(d.ID)] = d
+		deadMap[d.ID] = d
 	}
 
 	// Every ID the child could have created: reported ones and, past the

@@ -149,7 +149,7 @@ func TestReopenPreservesEveryState(t *testing.T) {
 			rev, err := e2.DeadLetters(dlq.Query{Reviewed: dlq.OnlyReviewed})
 			require.NoError(t, err)
 			if assert.Len(t, rev, 1) {
-				assert.Equal(t, uint64(rID), rev[0].ID)
+				assert.Equal(t, rID, rev[0].ID)
 				assert.True(t, rev[0].Reviewed)
 				assert.Equal(t, "reviewed before restart", rev[0].Note)
 				assert.Equal(t, "r", string(rev[0].Message.Payload))
@@ -160,7 +160,7 @@ func TestReopenPreservesEveryState(t *testing.T) {
 			unrev, err := e2.DeadLetters(dlq.Query{Reviewed: dlq.OnlyUnreviewed})
 			require.NoError(t, err)
 			if assert.Len(t, unrev, 1) {
-				assert.Equal(t, uint64(xID), unrev[0].ID)
+				assert.Equal(t, xID, unrev[0].ID)
 				assert.Equal(t, classify.Permanent, unrev[0].Category)
 			}
 
@@ -456,10 +456,10 @@ func crashRound(t *testing.T) {
 					bad = append(bad, sc.Text())
 					break
 				}
-				if _, dup := enq[ringwal.ID(id)]; dup {
+				if _, dup := enq[id]; dup {
 					bad = append(bad, "ID returned twice: "+sc.Text())
 				}
-				enq[ringwal.ID(id)] = seq
+				enq[id] = seq
 				maxSeq = max(maxSeq, seq)
 				once.Do(func() { close(first) })
 			case f[0] == "D" && len(f) == 2:
@@ -468,14 +468,14 @@ func crashRound(t *testing.T) {
 					bad = append(bad, sc.Text())
 					break
 				}
-				leased[ringwal.ID(id)] = true
+				leased[id] = true
 			case f[0] == "A" && len(f) == 2:
 				id, err := strconv.ParseUint(f[1], 10, 64)
 				if err != nil {
 					bad = append(bad, sc.Text())
 					break
 				}
-				acked[ringwal.ID(id)] = true
+				acked[id] = true
 			case f[0] == "X":
 				bad = append(bad, sc.Text())
 			}

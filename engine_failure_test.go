@@ -33,7 +33,7 @@ func deadEntry(t testing.TB, e *ringwal.Engine, id ringwal.ID) ringwal.DeadLette
 	es, err := e.DeadLetters(dlq.Query{})
 	require.NoError(t, err)
 	for _, x := range es {
-		if ringwal.ID(x.ID) == id {
+		if x.ID == id {
 			return x
 		}
 	}
@@ -119,7 +119,7 @@ func TestNackBackoffRedeliveryDLQ(t *testing.T) {
 	}
 
 	dl := recvDeadLetter(t, dls)
-	assert.Equal(t, uint64(id), dl.ID)
+	assert.Equal(t, id, dl.ID)
 	assert.Equal(t, classify.Transient, dl.Category)
 
 	s := e.Stats()
@@ -381,14 +381,14 @@ func TestMarkReviewed(t *testing.T) {
 	rev, err := e.DeadLetters(dlq.Query{Reviewed: dlq.OnlyReviewed})
 	require.NoError(t, err)
 	require.Len(t, rev, 1)
-	assert.Equal(t, uint64(dead[0]), rev[0].ID)
+	assert.Equal(t, dead[0], rev[0].ID)
 	assert.True(t, rev[0].Reviewed)
 	assert.Equal(t, "looked: upstream bug #12", rev[0].Note)
 
 	unrev, err := e.DeadLetters(dlq.Query{Reviewed: dlq.OnlyUnreviewed})
 	require.NoError(t, err)
 	require.Len(t, unrev, 1)
-	assert.Equal(t, uint64(dead[1]), unrev[0].ID)
+	assert.Equal(t, dead[1], unrev[0].ID)
 	assert.False(t, unrev[0].Reviewed)
 
 	info, err := e.Get(dead[0])
@@ -437,7 +437,7 @@ func TestPurgeDeadLetters(t *testing.T) {
 	es, err := e.DeadLetters(dlq.Query{})
 	require.NoError(t, err)
 	require.Len(t, es, 1)
-	assert.Equal(t, uint64(poison), es[0].ID)
+	assert.Equal(t, poison, es[0].ID)
 	assert.Equal(t, 1, e.Stats().Dead)
 
 	n, err = e.PurgeDeadLetters(dlq.Query{})
@@ -760,7 +760,7 @@ func TestTTL(t *testing.T) {
 		assert.Equal(t, classify.Expired, x.Category)
 		assert.Equal(t, "short-lived", string(x.Message.Payload))
 		dl := recvDeadLetter(t, dls)
-		assert.Equal(t, uint64(id), dl.ID)
+		assert.Equal(t, id, dl.ID)
 		assert.Equal(t, uint64(1), e.Stats().Expired)
 		assertNothingReady(t, e, "expired")
 	})

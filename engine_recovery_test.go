@@ -288,7 +288,7 @@ func TestCheckpointUnderLoadLosesNothing(t *testing.T) {
 				return
 			}
 			for i, dl := range dls {
-				id := ringwal.ID(dl.ID)
+				id := dl.ID
 				switch i % 4 {
 				case 0:
 					if e1.Redrive(id) == nil {

@@ -207,11 +207,11 @@ func soakRound(t *testing.T, e *ringwal.Engine, d time.Duration, tot *soakTotals
 			for _, dl := range dls {
 				switch rng.IntN(3) {
 				case 0:
-					if e.Redrive(ringwal.ID(dl.ID)) == nil {
+					if e.Redrive(dl.ID) == nil {
 						tot.redriven.Add(1)
 					}
 				case 1:
-					_ = e.MarkReviewed(ringwal.ID(dl.ID), "seen")
+					_ = e.MarkReviewed(dl.ID, "seen")
 				}
 			}
 			if n%10 == 0 {

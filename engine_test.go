@@ -505,7 +505,7 @@ func TestOnDeadLetterCalledForEachNewDeadLetter(t *testing.T) {
 	d := dequeue(t, e)
 	require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("gone"), classify.Permanent)))
 	dl := recvDeadLetter(t, ch)
-	assert.Equal(t, uint64(p), dl.ID)
+	assert.Equal(t, p, dl.ID)
 	assert.Equal(t, classify.Permanent, dl.Category)
 	assert.Equal(t, "perm", string(dl.Message.Payload))
 
@@ -518,7 +518,7 @@ func TestOnDeadLetterCalledForEachNewDeadLetter(t *testing.T) {
 	require.Equal(t, x, d.ID)
 	require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("flaky"), classify.Transient)))
 	dl = recvDeadLetter(t, ch)
-	assert.Equal(t, uint64(x), dl.ID)
+	assert.Equal(t, x, dl.ID)
 	assert.Equal(t, classify.Transient, dl.Category)
 	assert.Equal(t, 2, dl.Attempts)
 
@@ -526,7 +526,7 @@ func TestOnDeadLetterCalledForEachNewDeadLetter(t *testing.T) {
 	ttl := enqueue(t, e, ringwal.Message{Payload: []byte("ttl"), TTL: 20 * time.Millisecond})
 	fake.Advance(25 * time.Millisecond)
 	dl = recvDeadLetter(t, ch)
-	assert.Equal(t, uint64(ttl), dl.ID)
+	assert.Equal(t, ttl, dl.ID)
 	assert.Equal(t, classify.Expired, dl.Category)
 
 	// Reviewing or purging is not a new dead letter.
@@ -561,7 +561,7 @@ func TestDeadLettersQuery(t *testing.T) {
 		require.NoError(t, err)
 		var out []ringwal.ID
 		for _, x := range es {
-			out = append(out, ringwal.ID(x.ID))
+			out = append(out, x.ID)
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 		return out

@@ -199,7 +199,8 @@ func ExampleEngine_Redrive() {
 			dl.ID, dl.Category, dl.Attempts, dl.Failures[len(dl.Failures)-1].Error)
 	}
 
-	if err := e.MarkReviewed(id, "currency table fixed"); err != nil {
+	// A listed dead letter's ID is the engine's ID: no conversion.
+	if err := e.MarkReviewed(dead[0].ID, "currency table fixed"); err != nil {
 		log.Fatal(err)
 	}
 	reviewed, err := e.DeadLetters(dlq.Query{Reviewed: dlq.OnlyReviewed})
@@ -208,7 +209,7 @@ func ExampleEngine_Redrive() {
 	}
 	fmt.Printf("reviewed: %d %q\n", reviewed[0].ID, reviewed[0].Note)
 
-	if err := e.Redrive(id); err != nil {
+	if err := e.Redrive(reviewed[0].ID); err != nil {
 		log.Fatal(err)
 	}
 	info, err := e.Get(id)

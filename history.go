@@ -6,6 +6,7 @@ import (
 
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/internal/dlqstore"
 )
 
 // history is the immutable failure record of a message; a failure replaces
@@ -63,7 +64,7 @@ func (h *history) with(f dlq.Failure) *history {
 		}
 		fs = slices.Clone(h.failures) // ours to append to
 	}
-	n.failures = dlq.AppendFailure(fs, f, dlq.DefaultMaxFailures)
+	n.failures = dlqstore.AppendFailure(fs, f, dlq.DefaultMaxFailures)
 	return n
 }
 

@@ -71,7 +71,7 @@ type historyChild struct {
 }
 
 func (c *historyChild) lock(id ringwal.ID) *sync.Mutex {
-	return &c.locks[uint64(id)%uint64(len(c.locks))]
+	return &c.locks[id%uint64(len(c.locks))]
 }
 
 func (c *historyChild) known(id ringwal.ID, dedup string) {
@@ -231,7 +231,7 @@ func (c *historyChild) work(ctx context.Context, g int, rng *rand.Rand) {
 		case r < 96:
 			id := c.anyID(rng)
 			if dls, err := e.DeadLetters(dlq.Query{Limit: 8}); err == nil && len(dls) > 0 {
-				id = ringwal.ID(dls[rng.IntN(len(dls))].ID)
+				id = dls[rng.IntN(len(dls))].ID
 			}
 			c.call(id, fmt.Sprintf("R %d", id), func() error { return e.Redrive(id) })
 		case r < 99:
@@ -357,7 +357,7 @@ func (r *historyCrashReport) parse(text string) {
 		r.bad = append(r.bad, "malformed: "+text)
 		return
 	}
-	id := ringwal.ID(n)
+	id := n
 	m := r.msg(id)
 	switch {
 	case f[0] == "E" && len(f) == 5:
@@ -461,7 +461,7 @@ func historyCrashRound(t *testing.T, seed uint64) {
 	// and a repeat after the crash still gets that message's ID.
 	for _, d := range rep.dups {
 		n, _ := strconv.ParseUint(d[0], 10, 64)
-		if m := rep.msgs[ringwal.ID(n)]; m == nil || !m.enqueued || m.dedup != d[1] {
+		if m := rep.msgs[n]; m == nil || !m.enqueued || m.dedup != d[1] {
 			fail("a repeat of DedupID %s was answered with ID %d, which no acknowledged enqueue of it created", d[1], n)
 		}
 	}

@@ -338,7 +338,7 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 		case r < 85:
 			id := h.anyID(rng)
 			if dls, err := e.DeadLetters(dlq.Query{Limit: 8}); err == nil && len(dls) > 0 && rng.IntN(4) != 0 {
-				id = ringwal.ID(dls[rng.IntN(len(dls))].ID)
+				id = dls[rng.IntN(len(dls))].ID
 			}
 			c := h.now()
 			err := e.Redrive(id)

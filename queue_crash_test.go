@@ -117,7 +117,7 @@ func TestQueuesSurviveSIGKILL(t *testing.T) {
 					if err != nil {
 						bad = append(bad, sc.Text())
 					}
-					return ringwal.ID(n)
+					return n
 				}
 				label := func(s string) string { return strings.TrimPrefix(s, "-") }
 				switch {

@@ -356,7 +356,7 @@ func TestLogFromBeforeQueuesReplaysIntoTheDefaultQueue(t *testing.T) {
 	require.NoError(t, err)
 	var gotDead []ringwal.ID
 	for _, d := range dls {
-		gotDead = append(gotDead, ringwal.ID(d.ID))
+		gotDead = append(gotDead, d.ID)
 	}
 	slices.Sort(gotDead)
 	assert.Equal(t, dead, gotDead, "the dead letters, and no other")

@@ -109,7 +109,7 @@ func TestRestoreOrderWhenIDsWrapTheSlab(t *testing.T) {
 					live = live[1:]
 				}
 			}
-			first, last := uint64(live[0])&31, uint64(live[len(live)-1])&31
+			first, last := live[0]&31, live[len(live)-1]&31
 			require.Greater(t, first, last, "the live IDs wrap around the slab's slots")
 			e = closeAndReopen(t, e, dir, o, checkpoint)
 			assert.Equal(t, live, drainIDs(t, e), "delivered in enqueue order")

@@ -70,9 +70,9 @@ func TestUniqueSurvivesSIGKILL(t *testing.T) {
 				n, err := strconv.ParseUint(f[min(1, len(f)-1)], 10, 64)
 				switch {
 				case err == nil && len(f) == 3 && f[0] == "L":
-					live[f[2]] = ringwal.ID(n)
+					live[f[2]] = n
 				case err == nil && len(f) == 4 && f[0] == "R":
-					replaced[f[2]] = ringwal.ID(n)
+					replaced[f[2]] = n
 					lastSeq[f[2]], _ = strconv.Atoi(f[3])
 				default:
 					bad = append(bad, sc.Text())

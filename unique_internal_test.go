@@ -52,7 +52,7 @@ func TestUniqueAnswerWaitsForFirstToBeDurable(t *testing.T) {
 				a = <-repeat
 			}
 			require.NoError(t, a.err)
-			require.NotEqual(t, ID(id), a.id)
+			require.NotEqual(t, id, a.id)
 			info, err := e.Get(a.id)
 			require.NoError(t, err)
 			assert.Equal(t, []byte("repeat"), info.Message.Payload)

@@ -161,7 +161,7 @@ func (h *handler) messageBulkFilter(w http.ResponseWriter, r *http.Request, requ
 	case mq.Queue == DefaultQueue:
 		err = errDefaultQueueBulk
 	default:
-		return ringwal.Filter{Queue: EngineQueueName(mq.Queue), Key: mq.Key, States: mq.States, Through: ringwal.ID(through)}, true
+		return ringwal.Filter{Queue: EngineQueueName(mq.Queue), Key: mq.Key, States: mq.States, Through: through}, true
 	}
 	badRequest(w, "%v", err)
 	return ringwal.Filter{}, false
@@ -177,7 +177,7 @@ func (h *handler) countMessages(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.reply(w, http.StatusOK, CountView{Count: n, Through: strconv.FormatUint(uint64(mark), 10)})
+	h.reply(w, http.StatusOK, CountView{Count: n, Through: strconv.FormatUint(mark, 10)})
 }
 
 func (h *handler) cancelMatching(w http.ResponseWriter, r *http.Request) {
@@ -190,7 +190,7 @@ func (h *handler) cancelMatching(w http.ResponseWriter, r *http.Request) {
 	if f.Through != 0 { // 0: nothing was ever enqueued when it was counted
 		n, err = h.e.CancelMatching(f)
 	}
-	h.answerBulk(w, r, n, err, "cancelled messages", uint64(f.Through))
+	h.answerBulk(w, r, n, err, "cancelled messages", f.Through)
 }
 
 // answerBulk logs what a bulk route did and answers its count; a failure

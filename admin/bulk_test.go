@@ -127,7 +127,7 @@ func TestClientBulk(t *testing.T) {
 	assert.Equal(t, 2, cm.Count)
 	through, err := admin.ParseMark(cm.Through)
 	require.NoError(t, err)
-	res, err = c.CancelMatching(ctx, admin.MessageQuery{Key: "b"}, ringwal.ID(through))
+	res, err = c.CancelMatching(ctx, admin.MessageQuery{Key: "b"}, through)
 	require.NoError(t, err)
 	assert.Equal(t, 2, res.Count)
 	_, err = e.Get(ids[3])

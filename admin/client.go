@@ -167,7 +167,7 @@ func (c *Client) purge(ctx context.Context, req PurgeRequest) (PurgeResult, erro
 	return v, err
 }
 
-func idPath(id ringwal.ID) string { return strconv.FormatUint(uint64(id), 10) }
+func idPath(id ringwal.ID) string { return strconv.FormatUint(id, 10) }
 
 // do sends one request and decodes the answer into out, or returns an
 // *Error.

@@ -48,7 +48,7 @@ func (c *Client) CountMessages(ctx context.Context, q MessageQuery) (CountView, 
 // CountMessages mark; 0 acts on nothing): POST /api/messages/cancel.
 func (c *Client) CancelMatching(ctx context.Context, q MessageQuery, through ringwal.ID) (BulkResult, error) {
 	v := q.Values()
-	v.Set("through", strconv.FormatUint(uint64(through), 10))
+	v.Set("through", strconv.FormatUint(through, 10))
 	return c.bulk(ctx, "/api/messages/cancel", v, nil)
 }
 

@@ -56,7 +56,7 @@ func TestClientKeyControls(t *testing.T) {
 	assert.Equal(t, "paused", page.Entries[0].Waiting)
 	cur, err := admin.ParseCursor(page.Next)
 	require.NoError(t, err)
-	page, err = c.Messages(ctx, admin.MessageQuery{Key: odd, After: ringwal.ID(cur)})
+	page, err = c.Messages(ctx, admin.MessageQuery{Key: odd, After: cur})
 	require.NoError(t, err)
 	require.Len(t, page.Entries, 1)
 	assert.Equal(t, ids[3], page.Entries[0].ID)

@@ -142,7 +142,7 @@ func TestClientActions(t *testing.T) {
 	n, err := c.Purge(ctx, dlq.Query{Key: "a", Reviewed: dlq.OnlyReviewed})
 	require.NoError(t, err)
 	assert.Equal(t, 1, n.Purged)
-	n, err = c.Purge(ctx, dlq.Query{Categories: []classify.Category{classify.Permanent}, After: uint64(ids[1]), Limit: 1})
+	n, err = c.Purge(ctx, dlq.Query{Categories: []classify.Category{classify.Permanent}, After: ids[1], Limit: 1})
 	require.NoError(t, err)
 	assert.Equal(t, 1, n.Purged)
 	_, err = e.Get(ids[2])

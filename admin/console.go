@@ -40,7 +40,7 @@ type console struct {
 
 // pageNames lists the templates under console/, each rendered inside
 // layout.html.
-var pageNames = []string{"overview", "queues", "queuedelete", "schedules", "scheduleremove", "keys", "messages", "cancel", "deadletters", "deadletter", "purge", "purged", "bulk", "bulkdone", "login", "error"}
+var pageNames = []string{"overview", "queues", "queuedelete", "schedules", "scheduleremove", "keys", "messages", "cancel", "cancelmessages", "deadletters", "deadletter", "purge", "purged", "bulk", "bulkdone", "login", "error"}
 
 // newConsole parses the templates and routes the console's paths to h.
 func newConsole(h *handler) *console {
@@ -70,6 +70,8 @@ func newConsole(h *handler) *console {
 	c.mux.HandleFunc("POST /resume", h.resumeAllAction)
 	c.mux.HandleFunc("GET /messages", h.messagesPage)
 	c.mux.HandleFunc("POST /messages/{id}/cancel", h.cancelAction)
+	c.mux.HandleFunc("GET /cancel-messages", h.cancelBulkPage)
+	c.mux.HandleFunc("POST /cancel-messages", h.cancelBulkAction)
 	c.mux.HandleFunc("GET /dead-letters", h.deadLettersPage)
 	c.mux.HandleFunc("GET /dead-letters/{id}", h.deadLetterPage)
 	c.mux.HandleFunc("POST /dead-letters/{id}/review", h.reviewAction)

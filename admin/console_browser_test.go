@@ -191,7 +191,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	assert.Equal(t, note, textOf(`#note-text`))
 	ds, err := e.DeadLetters(dlq.Query{Key: "mail", Categories: []classify.Category{classify.Poison}, Limit: 1})
 	require.NoError(t, err)
-	require.Equal(t, uint64(target), ds[0].ID)
+	require.Equal(t, target, ds[0].ID)
 	assert.True(t, ds[0].Reviewed, "reviewed before the redrive")
 	assert.Equal(t, note, ds[0].Note)
 
@@ -225,7 +225,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// pictures of it and of the overview.
 	slack, err := e.DeadLetters(dlq.Query{Key: "slack", Limit: 1})
 	require.NoError(t, err)
-	require.NoError(t, e.MarkReviewed(ringwal.ID(slack[0].ID), "Slack outage 21:04-21:09, see status page"))
+	require.NoError(t, e.MarkReviewed(slack[0].ID, "Slack outage 21:04-21:09, see status page"))
 	// Keys: pause one from the keys page (until resumed), check through
 	// the Go API, keep a picture of the page with it paused, and resume it
 	// from its row.

@@ -1,7 +1,8 @@
 package admin
 
 // The console's bulk actions on dead letters: the list's selected rows,
-// or all that its filters match, redriven or reviewed behind a
+// or all that its filters match, redriven or reviewed (or the selected
+// rows purged: purging all matching is the purge page's) behind a
 // confirmation page that states the count. The confirmation carries what
 // it counted (the selected IDs, or the store's mark at the count), so the
 // action takes exactly that set; when the count changed meanwhile it
@@ -25,6 +26,7 @@ import (
 var bulkVerbs = map[string]struct{ Title, Verb, Done string }{
 	"redrive": {"Redrive dead letters", "Redrive", "Redrove"},
 	"review":  {"Review dead letters", "Mark reviewed", "Marked reviewed"},
+	"purge":   {"Purge dead letters", "Purge", "Purged"},
 }
 
 // bulkView is the confirmation's (and the result's) data.
@@ -55,14 +57,14 @@ type bulkRequest struct {
 func (h *handler) readBulk(vals url.Values) (bulkRequest, error) {
 	b := bulkRequest{action: vals.Get("action")}
 	if _, ok := bulkVerbs[b.action]; !ok {
-		return b, fmt.Errorf("action %q: want redrive or review", b.action)
+		return b, fmt.Errorf("action %q: want redrive, review or purge", b.action)
 	}
 	for _, s := range vals["id"] {
 		id, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			return b, fmt.Errorf("dead letter %q is not an ID", s)
 		}
-		b.ids = append(b.ids, ringwal.ID(id))
+		b.ids = append(b.ids, id)
 	}
 	if vals.Get("all") != "true" {
 		if len(b.ids) == 0 {
@@ -73,6 +75,9 @@ func (h *handler) readBulk(vals url.Values) (bulkRequest, error) {
 	}
 	if len(b.ids) > 0 {
 		return b, errors.New("either selected rows or all matching, not both")
+	}
+	if b.action == "purge" {
+		return b, errors.New("purging all matching is the purge page's: follow the dead letters' Purge link")
 	}
 	q, err := ParseDeadLetterQuery(formValues(vals, "action", "all", "csrf", "expect", "through", "note", "back", "after", "limit"), h.now())
 	if err == nil && q.Queue == DefaultQueue {
@@ -194,9 +199,12 @@ func (h *handler) bulkSelected(b bulkRequest, expect int, note string) (int, err
 	n := 0
 	for _, id := range b.ids {
 		var err error
-		if b.action == "redrive" {
+		switch b.action {
+		case "redrive":
 			err = h.e.Redrive(id)
-		} else {
+		case "purge":
+			err = h.e.PurgeDeadLetter(id)
+		default:
 			err = h.e.MarkReviewed(id, note)
 		}
 		switch {

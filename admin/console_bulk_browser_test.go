@@ -57,7 +57,7 @@ func TestConsoleBulkRedriveInBrowser(t *testing.T) {
 	assert.Equal(t, ringwal.Pending, info.State)
 	d, err := e.DeadLetter(poison[1])
 	require.NoError(t, err, "the other poison one stays dead")
-	assert.Equal(t, uint64(poison[1]), d.ID)
+	assert.Equal(t, poison[1], d.ID)
 
 	// All matching a key: the list says how many, the confirmation
 	// counts them; one more of the key dies before the click, and the
@@ -79,5 +79,5 @@ func TestConsoleBulkRedriveInBrowser(t *testing.T) {
 	left, err := e.DeadLetters(dlq.Query{Key: "api.example.com"})
 	require.NoError(t, err)
 	require.Len(t, left, 1)
-	assert.Equal(t, uint64(late), left[0].ID, "the one that died after the count stays")
+	assert.Equal(t, late, left[0].ID, "the one that died after the count stays")
 }

@@ -66,7 +66,7 @@ func TestConsoleBulkAllMatching(t *testing.T) {
 	ds, err := e.DeadLetters(dlq.Query{Key: "a", Reviewed: dlq.OnlyUnreviewed})
 	require.NoError(t, err)
 	require.Len(t, ds, 1)
-	assert.Equal(t, uint64(later[0]), ds[0].ID, "the later one is not reviewed")
+	assert.Equal(t, later[0], ds[0].ID, "the later one is not reviewed")
 
 	b.get("bulk?action=redrive&all=true&queue=_default").html(t, http.StatusBadRequest, "the default queue alone")
 	b.get("bulk?action=explode&all=true").html(t, http.StatusBadRequest, "an unknown action")
@@ -81,4 +81,48 @@ func hiddenValue(t *testing.T, body, name string) string {
 	m := regexp.MustCompile(`<input type="hidden" name="` + regexp.QuoteMeta(name) + `" value="([^"]*)">`).FindStringSubmatch(body)
 	require.NotNil(t, m, "no hidden %s in the page", name)
 	return m[1]
+}
+
+// Purge of the selected rows: the confirmation states the count and that
+// it cannot be undone, the action deletes exactly the rows still dead, a
+// stale count confirms again, a POST without the CSRF field is refused,
+// and purging all matching stays the purge page's.
+func TestConsoleBulkPurgeSelected(t *testing.T) {
+	e, fake, _ := adminEngine(t, ringwal.Options{})
+	ids := fiveDeadLetters(t, e, fake)
+	b := newBrowser(t, e, admin.Options{})
+
+	p := b.get("dead-letters").html(t, http.StatusOK, "list")
+	assert.Contains(t, p.body, `id="purge-selected"`)
+
+	p = b.get(fmt.Sprintf("bulk?action=purge&id=%d&id=%d&id=%d", ids[0], ids[3], ids[4])).html(t, http.StatusOK, "confirmation")
+	assert.Contains(t, p.body, `<strong id="bulk-count">3</strong>`)
+	assert.Contains(t, p.body, "deletes for good")
+	assert.Contains(t, p.body, "cannot be undone")
+	form := url.Values{"csrf": {p.csrf(t)}, "action": {"purge"}, "id": {fmt.Sprint(ids[0]), fmt.Sprint(ids[3]), fmt.Sprint(ids[4])}, "expect": {"3"}}
+
+	noCSRF := url.Values{"action": {"purge"}, "id": {fmt.Sprint(ids[0])}, "expect": {"1"}}
+	b.post("bulk", noCSRF, nil).html(t, http.StatusForbidden, "no CSRF field")
+	assert.Equal(t, 5, e.Stats().Dead)
+
+	require.NoError(t, e.Redrive(ids[4]))
+	p = b.post("bulk", form, nil).html(t, http.StatusOK, "a stale count")
+	assert.Contains(t, p.body, "changed from 3 to 2")
+	assert.Equal(t, 4, e.Stats().Dead, "nothing purged on a stale count")
+
+	form.Set("expect", "2")
+	p = b.post("bulk", form, nil).html(t, http.StatusOK, "done")
+	assert.Contains(t, p.body, "Purged 2 dead letters.")
+	ds, err := e.DeadLetters(dlq.Query{})
+	require.NoError(t, err)
+	var left []ringwal.ID
+	for _, d := range ds {
+		left = append(left, d.ID)
+	}
+	assert.Equal(t, []ringwal.ID{ids[1], ids[2]}, left, "exactly the selected rows still dead went")
+	info, err := e.Get(ids[4])
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Pending, info.State, "the redriven one is untouched")
+
+	b.get("bulk?action=purge&all=true&key=a").html(t, http.StatusBadRequest, "purge all matching is the purge page's")
 }

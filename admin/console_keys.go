@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/internal/adminfmt"
 )
 
 // keyRow is one key of the keys page.
@@ -75,7 +76,7 @@ func (h *handler) keysPage(w http.ResponseWriter, r *http.Request) {
 // formUntil reads the form's optional until; false when it answered the
 // request (400).
 func (h *handler) formUntil(w http.ResponseWriter, r *http.Request) (time.Time, bool) {
-	until, err := ParseUntil(r.PostForm.Get("until"), h.now())
+	until, err := adminfmt.ParseUntil(r.PostForm.Get("until"), h.now())
 	if err != nil {
 		h.errorPage(w, r, http.StatusBadRequest, err.Error())
 		return time.Time{}, false
@@ -160,7 +161,13 @@ type messagesView struct {
 	Next    template.URL // the next page's query; "" on the last page
 	First   template.URL // the first page's query, when this is not it
 	Back    template.URL // this page's query, for the cancel forms
-	Err     string
+	// Matching is how many live messages the filters match, for "cancel all
+	// N matching" (CountMessages); BulkQuery is the filters without the
+	// page's place. NoBulk: the default queue alone cannot be taken in bulk.
+	Matching  int
+	BulkQuery template.URL
+	NoBulk    bool
+	Err       string
 }
 
 func (h *handler) messagesPage(w http.ResponseWriter, r *http.Request) {
@@ -192,6 +199,15 @@ func (h *handler) messagesPage(w http.ResponseWriter, r *http.Request) {
 		v.First = template.URL(first.Values().Encode())
 	}
 	v.Back = template.URL(q.Values().Encode())
+	v.NoBulk = q.Queue == DefaultQueue
+	if len(v.Entries) > 0 && !v.NoBulk {
+		n, _, err := h.e.CountMessages(ringwal.Filter{Queue: EngineQueueName(q.Queue), Key: q.Key, States: q.States})
+		if err != nil {
+			h.failPage(w, r, err)
+			return
+		}
+		v.Matching, v.BulkQuery = n, template.URL(first.Values().Encode())
+	}
 	if p.Next != "" {
 		next := q
 		next.After = v.Entries[len(v.Entries)-1].ID
@@ -247,7 +263,7 @@ func (h *handler) cancelAction(w http.ResponseWriter, r *http.Request) {
 		h.failPage(w, r, err)
 		return
 	}
-	h.opts.Logger.Info("ringwal: admin console cancelled a message", "id", uint64(id))
+	h.opts.Logger.Info("ringwal: admin console cancelled a message", "id", id)
 	back.Set("done", "cancelled")
 	seeOther(w, r, "messages?"+back.Encode())
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/internal/adminfmt"
 )
 
 // Console paging: a dead-letter page's default size, and how many entries
@@ -42,7 +43,7 @@ func (h *handler) pageStats(w http.ResponseWriter, r *http.Request) (ringwal.Sta
 type stateRow struct {
 	State      string
 	Total      int
-	ByPriority []int // in Priorities order
+	ByPriority []int // in priorities order
 }
 
 // countRow is a name, a count and the dead-letter query that lists them.
@@ -57,7 +58,7 @@ type overviewView struct {
 	S           StatsView
 	Priorities  []string
 	States      []stateRow
-	TierPercent []float64 // in Priorities order
+	TierPercent []float64 // in priorities order
 	Dead        []countRow
 	Rates       []rate
 	RateSpan    time.Duration
@@ -98,7 +99,7 @@ func (h *handler) overviewPage(w http.ResponseWriter, r *http.Request) {
 		v.Queues = append(v.Queues, row)
 	}
 	v.Rates, v.RateSpan, v.RatesReady = h.con.rates.rates()
-	for _, p := range Priorities {
+	for _, p := range priorities {
 		v.Priorities = append(v.Priorities, p.String())
 		v.TierPercent = append(v.TierPercent, 100*v.S.TierUtilization[p.String()])
 	}
@@ -127,7 +128,7 @@ func (h *handler) overviewPage(w http.ResponseWriter, r *http.Request) {
 			v.PausedKeys++
 		}
 	}
-	for _, w := range WaitReasons {
+	for _, w := range adminfmt.WaitReasons {
 		v.Waiting = append(v.Waiting, countRow{Name: w.String(), Count: s.WaitingByReason[w]})
 	}
 	h.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Refresh: refreshEvery,
@@ -312,7 +313,7 @@ func (h *handler) pagePathID(w http.ResponseWriter, r *http.Request) (ringwal.ID
 		h.errorPage(w, r, http.StatusBadRequest, fmt.Sprintf("Message ID %q is not a decimal number.", s))
 		return 0, false
 	}
-	return ringwal.ID(id), true
+	return id, true
 }
 
 func (h *handler) reviewAction(w http.ResponseWriter, r *http.Request) {
@@ -324,7 +325,7 @@ func (h *handler) reviewAction(w http.ResponseWriter, r *http.Request) {
 		h.failPage(w, r, err)
 		return
 	}
-	h.opts.Logger.Info("ringwal: admin console reviewed a dead letter", "id", uint64(id))
+	h.opts.Logger.Info("ringwal: admin console reviewed a dead letter", "id", id)
 	seeOther(w, r, fmt.Sprintf("dead-letters/%d?done=reviewed", id))
 }
 
@@ -337,7 +338,7 @@ func (h *handler) redriveAction(w http.ResponseWriter, r *http.Request) {
 		h.failPage(w, r, err)
 		return
 	}
-	h.opts.Logger.Info("ringwal: admin console redrove a dead letter", "id", uint64(id))
+	h.opts.Logger.Info("ringwal: admin console redrove a dead letter", "id", id)
 	seeOther(w, r, fmt.Sprintf("dead-letters/%d?done=redriven", id))
 }
 

@@ -114,7 +114,7 @@ func (h *handler) triggerScheduleAction(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	h.opts.Logger.Info("ringwal: admin console triggered a schedule", "schedule", in.Name, "id", id)
-	seeOther(w, r, "schedules?done=schedule-triggered&run="+strconv.FormatUint(uint64(id), 10))
+	seeOther(w, r, "schedules?done=schedule-triggered&run="+strconv.FormatUint(id, 10))
 }
 
 // removeScheduleAction removes a schedule once confirmed: without

@@ -87,7 +87,7 @@ func TestConsolePurgeTakesExactlyTheDeadLettersItCounted(t *testing.T) {
 	require.Equal(t, 2, n)
 	first, err := e.DeadLetters(keyQuery("b"))
 	require.NoError(t, err)
-	require.NoError(t, e.Redrive(ringwal.ID(first[0].ID)))
+	require.NoError(t, e.Redrive(first[0].ID))
 	p = b.post("purge", form, nil).html(t, http.StatusOK, "a changed count")
 	assert.Contains(t, p.body, "changed from 2 to 1")
 	assert.Equal(t, 2, e.Stats().Dead)

@@ -1,10 +1,36 @@
 // Package admin is the operator's side of a ringwal engine over HTTP: the
 // JSON admin API and the web console (both served by NewHandler), the
 // API's Go client (NewClient), and the one vocabulary all of them share
-// with cmd/ringwal: the JSON views of the engine's types (StatsView,
-// InfoView, DeadLetterView, KeyView, ...) and the grammar of dead-letter
-// and message queries (ParseDeadLetterQuery, ParseMessageQuery,
-// ParseUntil).
+// with cmd/ringwal.
+//
+// Its exported names, by group, and why each is public:
+//
+//   - NewHandler, Options, Protect, ReadAuthStats, AuthStats: serving the
+//     API and console in your own server, and putting other endpoints
+//     (/metrics) behind the same token and throttle.
+//   - NewClient, Client, ClientOption (WithToken, WithHTTPClient), Error,
+//     ErrUnauthorized, ErrConflict, ErrThrottled: calling the API from Go.
+//   - The views (StatsView, InfoView, MessageView, DeadLetterView,
+//     DeadLetterPage, MessagePage, KeyView, QueueView, ScheduleView, the
+//     action, count and result views) and their constructors (NewStatsView,
+//     NewDeadLetterViews, NewQueueViews, ...): what the API answers and the
+//     Client returns; the constructors build the same views from an engine
+//     in process, as cmd/ringwal does for a stopped directory, so that both
+//     print alike. FindKey, FindQueue and FindSchedule pick one out of a
+//     list the Client returned.
+//   - The request bodies and query grammar (PurgeRequest, PauseRequest,
+//     ReviewRequest, MessageQuery, ParseDeadLetterQuery,
+//     DeadLetterQueryValues, ParseMessageQuery, ParseCursor, ParseMark,
+//     Cursor, Strings, QueryParams, MessageQueryParams): what a request
+//     carries, and turning a page's next or a count's through (strings in
+//     JSON) back into a cursor or a mark for the next call.
+//   - Names and paths (DefaultQueue, AdminQueueName, EngineQueueName,
+//     KeyPath, QueuePath, SchedulePath) and the limits and enumerations of
+//     the format (MaxBody, MaxQuery, MaxForm, MaxLimit, DefaultLimit,
+//     PayloadText, PayloadBase64, the overlap and catch-up names).
+//
+// What only the console and the CLI need (number formatting, the parsers
+// of form values) is in internal/adminfmt, not here.
 //
 // It owns the routes, the request and answer formats, the console's pages
 // (html/template, a stylesheet and a small script, embedded in the
@@ -188,12 +214,18 @@
 //	POST /pause, POST /resume       all delivery (pause: form field until, optional)
 //	GET  /messages?queue=&key=&state=&after=   live messages, paged, with why each waits
 //	POST /messages/{id}/cancel      without confirm=yes: the confirmation page; with it: Engine.Cancel
+//	GET  /cancel-messages?id=..|all=true&filters   the bulk cancel's confirmation: how many of the selected
+//	                                rows are live, or how many live messages the filters match (with the mark)
+//	POST /cancel-messages           cancels them if the count is still the one confirmed (else confirms again)
 //	GET  /dead-letters              dead letters, filtered by ParseDeadLetterQuery's parameters (queue among them)
 //	GET  /dead-letters/{id}         one message: payload, headers, failure history, review and redrive forms
 //	POST /dead-letters/{id}/review  form field note
 //	POST /dead-letters/{id}/redrive
 //	GET  /purge?filters             the confirmation: how many dead letters the filters match, and the first
 //	POST /purge                     purges if the count is still the one confirmed (else confirms again)
+//	GET  /bulk?action=A&id=..|all=true&filters   the dead letters' bulk confirmation: redrive, review or
+//	                                purge (selected rows only) the selected rows, or redrive or review all matching
+//	POST /bulk                      acts if the count is still the one confirmed (else confirms again)
 //	GET  /login, POST /login, POST /logout   (only with Options.Token; sign-out revokes the session)
 //	GET  any page?token=TOKEN       a sign-in URL: signs in, then redirects to the page without the token
 //	GET  /static/{file}             the stylesheet and the script

@@ -342,7 +342,7 @@ func pathID(w http.ResponseWriter, r *http.Request) (ringwal.ID, bool) {
 		badRequest(w, "message ID %q is not a decimal number", s)
 		return 0, false
 	}
-	return ringwal.ID(id), true
+	return id, true
 }
 
 // readBody decodes the request body (at most MaxBody) into v. An empty
@@ -453,7 +453,7 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request, op func(ringwal.ID
 		h.fail(w, r, err)
 		return
 	}
-	h.opts.Logger.Info("ringwal: admin "+did, "id", uint64(id))
+	h.opts.Logger.Info("ringwal: admin "+did, "id", id)
 	h.reply(w, http.StatusOK, ActionView{ID: id, Status: status})
 }
 
@@ -476,7 +476,7 @@ func (h *handler) review(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.opts.Logger.Info("ringwal: admin reviewed a dead letter", "id", uint64(id))
+	h.opts.Logger.Info("ringwal: admin reviewed a dead letter", "id", id)
 	h.reply(w, http.StatusOK, ActionView{ID: id, Status: "reviewed", Note: &body.Note})
 }
 

@@ -16,11 +16,8 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/breaker"
+	"github.com/ringwal/ringwal/internal/adminfmt"
 )
-
-// WaitReasons lists the reasons a message waits on its key, the keys of
-// StatsView.WaitingByReason.
-var WaitReasons = []ringwal.WaitReason{ringwal.WaitOrdered, ringwal.WaitInFlight, ringwal.WaitRate, ringwal.WaitPaused}
 
 // KeyView is one key: its per-key state (ringwal.KeyStats) and the state
 // of its circuit breaker. PausedUntil is null while the key is not paused
@@ -117,8 +114,8 @@ func FindKey(vs []KeyView, key string) (KeyView, bool) {
 
 // PauseRequest is the body of POST /api/keys/{key}/pause and POST
 // /api/pause (optional: no body, or no until, pauses until resumed).
-// Until is an RFC 3339 time or a duration from now such as 1h (see
-// ParseUntil).
+// Until is an RFC 3339 time or a positive duration from now such as 1h;
+// a time not after now is refused.
 type PauseRequest struct {
 	Until string `json:"until,omitempty"`
 }
@@ -135,28 +132,6 @@ type PauseView struct {
 	PausedUntil *time.Time `json:"paused_until"`
 }
 
-// ParseUntil reads a pause's end: "" is until resumed (the zero time), an
-// RFC 3339 time is that time, and a positive duration such as 90m or 1h
-// is that long from now. A time not after now is refused.
-func ParseUntil(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		d, derr := time.ParseDuration(s)
-		if derr != nil || d <= 0 {
-			return time.Time{}, fmt.Errorf("until %q is neither an RFC 3339 time (like 2006-01-02T15:04:05Z) nor a positive duration from now (like 1h)", s)
-		}
-		return now.Add(d), nil
-	}
-	if !t.After(now) {
-		return time.Time{}, fmt.Errorf("until %s is in the past", t.Format(time.RFC3339))
-	}
-	return t, nil
-}
-
 // KeyPath escapes key as one URL path segment, for /api/keys/{key}/...:
 // url.PathEscape, which escapes '/', '#' and '?', with the dots of a key
 // "." or ".." escaped too so that no path cleaning touches it.
@@ -171,12 +146,6 @@ func KeyPath(key string) string {
 // MessageQueryParams are the parameters ParseMessageQuery reads.
 var MessageQueryParams = []string{"queue", "key", "state", "after", "limit"}
 
-// liveStates are the states a live message can be in, by name.
-var liveStates = map[string]ringwal.State{
-	ringwal.Pending.String(): ringwal.Pending, ringwal.Delayed.String(): ringwal.Delayed,
-	ringwal.Leased.String(): ringwal.Leased, ringwal.Held.String(): ringwal.Held,
-}
-
 // MessageQuery selects live messages for GET /api/messages: by Queue
 // (its admin name: "" every queue, DefaultQueue the default queue only),
 // Key ("" every key) and States (empty: every live state), a page of at
@@ -188,27 +157,6 @@ type MessageQuery struct {
 	States []ringwal.State
 	After  ringwal.ID
 	Limit  int
-}
-
-// ParseStates reads live state names (pending, delayed, leased, held),
-// each value one name or several separated by commas.
-func ParseStates(vals []string) ([]ringwal.State, error) {
-	var out []ringwal.State
-	for _, v := range vals {
-		for _, name := range strings.Split(v, ",") {
-			name = strings.ToLower(strings.TrimSpace(name))
-			st, ok := liveStates[name]
-			switch {
-			case ok:
-				out = append(out, st)
-			case name == ringwal.Dead.String():
-				return nil, errors.New("state dead: dead letters are not live messages; list them under dead-letters")
-			default:
-				return nil, fmt.Errorf("state %q: want pending, delayed, leased or held", name)
-			}
-		}
-	}
-	return out, nil
 }
 
 // ParseMessageQuery reads a message query from v:
@@ -234,7 +182,7 @@ func ParseMessageQuery(v url.Values) (MessageQuery, error) {
 		}
 	}
 	var err error
-	if q.States, err = ParseStates(v["state"]); err != nil {
+	if q.States, err = adminfmt.ParseStates(v["state"]); err != nil {
 		return q, err
 	}
 	q.Queue, q.Key = v.Get("queue"), v.Get("key")
@@ -242,7 +190,7 @@ func ParseMessageQuery(v url.Values) (MessageQuery, error) {
 	if err != nil {
 		return q, err
 	}
-	q.After = ringwal.ID(after)
+	q.After = after
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > MaxLimit {
@@ -266,7 +214,7 @@ func (q MessageQuery) Values() url.Values {
 		v.Add("state", st.String())
 	}
 	if q.After != 0 {
-		v.Set("after", strconv.FormatUint(uint64(q.After), 10))
+		v.Set("after", strconv.FormatUint(q.After, 10))
 	}
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
@@ -326,7 +274,7 @@ func NewMessagePage(e *ringwal.Engine, q MessageQuery) MessagePage {
 		}
 	}
 	if more {
-		page.Next = strconv.FormatUint(uint64(page.Entries[len(page.Entries)-1].ID), 10)
+		page.Next = strconv.FormatUint(page.Entries[len(page.Entries)-1].ID, 10)
 	}
 	return page
 }

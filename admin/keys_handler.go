@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/internal/adminfmt"
 )
 
 // keys answers GET /api/keys: NewKeyViews of the engine's Stats.
@@ -27,7 +28,7 @@ func (h *handler) pauseUntil(w http.ResponseWriter, r *http.Request) (time.Time,
 	if _, ok := readBody(w, r, &req); !ok {
 		return time.Time{}, false
 	}
-	until, err := ParseUntil(req.Until, h.now())
+	until, err := adminfmt.ParseUntil(req.Until, h.now())
 	if err != nil {
 		badRequest(w, "%v", err)
 		return time.Time{}, false

@@ -41,9 +41,9 @@ var QueryParams = []string{"queue", "category", "key", "since", "until", "review
 //	queue     the queue's admin name: absent every queue, DefaultQueue the default one
 //	category  repeatable or comma-separated; names as classify.ParseCategory reads them
 //	key       the breaker key
-//	since     dead-lettered at or after this time (see ParseTime)
-//	until     dead-lettered before this time (see ParseTime)
-//	reviewed  true or false (see ParseReviewed)
+//	since     dead-lettered at or after this time (see parseTime)
+//	until     dead-lettered before this time (see parseTime)
+//	reviewed  true or false (see parseReviewed)
 //	after     the cursor: the next of the previous page (an entry's ID)
 //	limit     at most this many entries, a positive number
 //	through   only entries added up to this mark (a count's through, see
@@ -72,20 +72,20 @@ func ParseDeadLetterQuery(v url.Values, now time.Time) (dlq.Query, error) {
 		}
 	}
 	var err error
-	if q.Categories, err = ParseCategories(v["category"]); err != nil {
+	if q.Categories, err = parseCategories(v["category"]); err != nil {
 		return q, err
 	}
 	q.Queue, q.Key = v.Get("queue"), v.Get("key")
-	if q.Since, err = ParseTime("since", v.Get("since"), now); err != nil {
+	if q.Since, err = parseTime("since", v.Get("since"), now); err != nil {
 		return q, err
 	}
-	if q.Until, err = ParseTime("until", v.Get("until"), now); err != nil {
+	if q.Until, err = parseTime("until", v.Get("until"), now); err != nil {
 		return q, err
 	}
 	if err := checkWindow(q); err != nil {
 		return q, err
 	}
-	if q.Reviewed, err = ParseReviewed(v.Get("reviewed")); err != nil {
+	if q.Reviewed, err = parseReviewed(v.Get("reviewed")); err != nil {
 		return q, err
 	}
 	if q.After, err = ParseCursor(v.Get("after")); err != nil {
@@ -143,9 +143,9 @@ func DeadLetterQueryValues(q dlq.Query) url.Values {
 	return v
 }
 
-// ParseCategories reads category names, each value one name or several
+// parseCategories reads category names, each value one name or several
 // separated by commas.
-func ParseCategories(vals []string) ([]classify.Category, error) {
+func parseCategories(vals []string) ([]classify.Category, error) {
 	var out []classify.Category
 	for _, v := range vals {
 		for _, name := range strings.Split(v, ",") {
@@ -159,11 +159,11 @@ func ParseCategories(vals []string) ([]classify.Category, error) {
 	return out, nil
 }
 
-// ParseTime reads the time parameter name: an RFC 3339 time
+// parseTime reads the time parameter name: an RFC 3339 time
 // (2006-01-02T15:04:05Z, fractional seconds and zone offsets allowed), or
 // a non-negative duration such as 24h or 90m meaning that long before now.
 // "" is the zero time (no bound).
-func ParseTime(name, s string, now time.Time) (time.Time, error) {
+func parseTime(name, s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
@@ -176,9 +176,9 @@ func ParseTime(name, s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%s %q is neither an RFC 3339 time (like 2006-01-02T15:04:05Z) nor a duration ago (like 24h)", name, s)
 }
 
-// ParseReviewed reads the reviewed parameter: true (only reviewed), false
+// parseReviewed reads the reviewed parameter: true (only reviewed), false
 // (only unreviewed) or "" (either).
-func ParseReviewed(s string) (dlq.Review, error) {
+func parseReviewed(s string) (dlq.Review, error) {
 	if s == "" {
 		return dlq.Any, nil
 	}
@@ -249,13 +249,13 @@ func (p PurgeRequest) Query(now time.Time) (dlq.Query, error) {
 		return q, errDefaultQueuePurge
 	}
 	var err error
-	if q.Categories, err = ParseCategories(p.Category); err != nil {
+	if q.Categories, err = parseCategories(p.Category); err != nil {
 		return q, err
 	}
-	if q.Since, err = ParseTime("since", p.Since, now); err != nil {
+	if q.Since, err = parseTime("since", p.Since, now); err != nil {
 		return q, err
 	}
-	if q.Until, err = ParseTime("until", p.Until, now); err != nil {
+	if q.Until, err = parseTime("until", p.Until, now); err != nil {
 		return q, err
 	}
 	if err := checkWindow(q); err != nil {

@@ -95,7 +95,7 @@ func (v ScheduleView) Outcome() string {
 	case v.LastError != "":
 		return strings.TrimPrefix(v.LastError, "schedule "+quoteSchedule(v.Name)+": ")
 	case v.LastID != 0:
-		return "ran #" + strconv.FormatUint(uint64(v.LastID), 10)
+		return "ran #" + strconv.FormatUint(v.LastID, 10)
 	}
 	return ""
 }

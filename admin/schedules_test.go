@@ -240,4 +240,4 @@ func engineSchedule(t *testing.T, e *ringwal.Engine, name string) ringwal.Schedu
 	return ringwal.ScheduleInfo{}
 }
 
-func idString(id ringwal.ID) string { return strconv.FormatUint(uint64(id), 10) }
+func idString(id ringwal.ID) string { return strconv.FormatUint(id, 10) }

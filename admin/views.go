@@ -11,6 +11,7 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/internal/adminfmt"
 )
 
 // Payload encodings of MessageView.PayloadEncoding.
@@ -44,13 +45,13 @@ func NewMessageView(m ringwal.Message) MessageView {
 		Headers: m.Headers, DelaySeconds: m.Delay.Seconds(), Deadline: m.Deadline,
 		TTLSeconds: m.TTL.Seconds(), MaxAttempts: m.MaxAttempts,
 	}
-	v.Payload, v.PayloadEncoding = EncodePayload(m.Payload)
+	v.Payload, v.PayloadEncoding = encodePayload(m.Payload)
 	return v
 }
 
-// EncodePayload returns p as text if it is valid UTF-8, else as base64,
+// encodePayload returns p as text if it is valid UTF-8, else as base64,
 // with the encoding's name (PayloadText or PayloadBase64).
-func EncodePayload(p []byte) (payload, encoding string) {
+func encodePayload(p []byte) (payload, encoding string) {
 	if utf8.Valid(p) {
 		return string(p), PayloadText
 	}
@@ -127,7 +128,7 @@ type DeadLetterView struct {
 
 // NewDeadLetterView returns d's view.
 func NewDeadLetterView(d ringwal.DeadLetter) DeadLetterView {
-	v := DeadLetterView{ID: ringwal.ID(d.ID), Category: d.Category, Key: d.Key, Queue: d.Queue, Message: NewMessageView(d.Message),
+	v := DeadLetterView{ID: d.ID, Category: d.Category, Key: d.Key, Queue: d.Queue, Message: NewMessageView(d.Message),
 		Attempts: d.Attempts, Failures: make([]FailureView, len(d.Failures)), FirstFailedAt: d.FirstFailedAt,
 		DeadAt: d.DeadAt, Reviewed: d.Reviewed, ReviewedAt: d.ReviewedAt, Note: d.Note}
 	for i, f := range d.Failures {
@@ -278,9 +279,9 @@ type StatsView struct {
 	Recovery             *RecoveryView      `json:"recovery,omitempty"`
 }
 
-// Priorities lists the priorities from most to least urgent, the order of
+// priorities lists the priorities from most to least urgent, the order of
 // ringwal.Stats.TierUtilization.
-var Priorities = []ringwal.Priority{ringwal.Critical, ringwal.High, ringwal.Normal, ringwal.Low, ringwal.Background}
+var priorities = []ringwal.Priority{ringwal.Critical, ringwal.High, ringwal.Normal, ringwal.Low, ringwal.Background}
 
 // NewStatsView returns s's view.
 func NewStatsView(s ringwal.Stats) StatsView {
@@ -292,28 +293,28 @@ func NewStatsView(s ringwal.Stats) StatsView {
 		DeadLettered: s.DeadLettered, DeadLetteredByCategory: s.DeadLetteredByCategory, Expired: s.Expired,
 		LeaseExpiries: s.LeaseExpiries, Duplicates: s.Duplicates, BackpressureWaits: s.BackpressureWaits,
 		Redriven: s.Redriven, Requeued: s.Requeued, BreakerTrips: s.BreakerTrips, Cancelled: s.Cancelled,
-		Waiting: s.Waiting, WaitingByReason: make(map[string]int, len(WaitReasons)),
+		Waiting: s.Waiting, WaitingByReason: make(map[string]int, len(adminfmt.WaitReasons)),
 		DeliveryPaused: s.DeliveryPaused, Keys: statsKeyViews(s),
 		Wait: NewLatencyView(s.Wait), Handling: NewLatencyView(s.Handling),
 		OldestPendingSeconds: s.OldestPending.Seconds(),
-		TierUtilization:      make(map[string]float64, len(Priorities)),
+		TierUtilization:      make(map[string]float64, len(priorities)),
 		Breakers:             make([]BreakerView, 0, len(s.Breakers)),
 		Durable:              s.Durable,
 	}
 	for state, m := range map[ringwal.State]map[ringwal.Priority]int{ringwal.Pending: s.PendingByPriority,
 		ringwal.Delayed: s.DelayedByPriority, ringwal.Leased: s.LeasedByPriority, ringwal.Held: s.HeldByPriority} {
-		byP := make(map[string]int, len(Priorities))
-		for _, p := range Priorities {
+		byP := make(map[string]int, len(priorities))
+		for _, p := range priorities {
 			byP[p.String()] = m[p]
 		}
 		v.ByPriority[state.String()] = byP
 	}
-	for _, w := range WaitReasons {
+	for _, w := range adminfmt.WaitReasons {
 		v.WaitingByReason[w.String()] = s.WaitingByReason[w]
 	}
 	for t, u := range s.TierUtilization {
-		if t < len(Priorities) {
-			v.TierUtilization[Priorities[t].String()] = u
+		if t < len(priorities) {
+			v.TierUtilization[priorities[t].String()] = u
 		}
 	}
 	for _, k := range s.Breakers {

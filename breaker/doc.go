@@ -21,4 +21,10 @@
 // Interval; half-open bounds probes in flight (MaxProbes) separately from
 // the successes needed to close (SuccessThreshold); and the open timeout
 // doubles on each consecutive trip.
+//
+// Exported surface: Options (with its Default constants) is
+// ringwal.Options.Breaker (the trip rules an
+// application tunes); State and KeyState are what Stats reports of a key's
+// breaker; Set, New and Ticket are the engine's, exported because the
+// engine is another package.
 package breaker

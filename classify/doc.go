@@ -21,4 +21,9 @@
 // counts deliveries, asks ShouldRetry and Delay, and parks messages in the
 // dlq package. It has no state: every function is safe for concurrent use.
 // It imports the standard library only.
+//
+// Exported surface: all of it is for applications: handlers mark and wrap
+// errors (Mark, After, Panic, PanicError), Options take a Classifier and
+// per-category RetryPolicy values, and Category names what Stats, dead
+// letters and metrics report.
 package classify

@@ -10,4 +10,7 @@
 //
 // It owns no scheduling policy: callers decide what to do when a timer
 // fires.
+//
+// Exported surface: Clock (with Timer and Ticker) is what Options.Clock
+// takes; Real is the default; Fake and NewFake are for tests.
 package clock

@@ -1,22 +1,22 @@
-// Package dlq holds dead letters: messages the engine gave up on, one store
-// per engine, indexed per failure category.
+// Package dlq is the vocabulary of dead letters: what a user reads back
+// from the engine and how they select it. The store that holds them, with
+// its indexes and retention, is the engine's own (internal/dlqstore) and
+// not part of this package's surface.
 //
-// It owns the Entry record and its failure history, the in-memory indexes
-// that answer a Query (category, key, queue, dead-letter time window,
-// review state, cursor paging), operator review notes, removal for redrive
-// and purge, the retention sweep that drops old reviewed entries, and
-// Evict, which bounds the store (oldest reviewed entries first, then the
-// oldest unreviewed ones). Reads by ID and counts per key, queue or
-// category are O(1); CountQuery counts without copying, and its mark
-// (Query.Through) lets a purge take exactly what was counted.
+// Its exported names, and why each is public:
 //
-// It does not own durability or the message type: the engine writes every
-// Add, MarkReviewed, Remove, Purge and Sweep to its write-ahead log and
-// replays them into a fresh Store on start-up, and Store is generic over the
-// message type M so that this package never imports the root package. It
-// starts no goroutines: retention runs when the caller calls Sweep.
+//   - Entry and Failure: a dead letter as Engine.DeadLetters returns it
+//     (ringwal.DeadLetter is Entry[ringwal.Message]), with the history of
+//     its last DefaultMaxFailures failures.
+//   - ID: the engine's message ID (ringwal.ID is this type), so that an
+//     Entry's ID passes to Engine.Redrive, Engine.MarkReviewed or the next
+//     page's Query.After with no conversion.
+//   - Query and Review (Any, OnlyReviewed, OnlyUnreviewed): the selection
+//     that Engine.DeadLetters, CountDeadLetters, PurgeDeadLetters and the
+//     bulk verbs take, and that admin's query grammar parses.
+//   - ErrNotFound, ErrDuplicate, ErrInvalid: the store's sentinel errors,
+//     for errors.Is on what the engine wraps.
 //
-// Every Store method is safe for concurrent use: reads share a
-// sync.RWMutex, writes hold it exclusively; Len, Count, Counts, QueueLen and
-// QueueCounts read counts the writes keep, without the lock.
+// It is generic over the message type M so that it never imports the root
+// package, and it starts no goroutines and holds no state.
 package dlq

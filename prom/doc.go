@@ -129,4 +129,8 @@
 // Enqueued, dequeued and acked are derived from other counters at scrape
 // time; a scrape racing with an enqueue or a settle may see them a little
 // behind (never ahead), and they never go backwards.
+//
+// Exported surface: NewCollector, and the constants that name the label
+// values a dashboard queries (the default queue's label, the _other series
+// of capped queues, schedules and breaker keys, and the caps).
 package prom

@@ -58,4 +58,11 @@
 //
 // TestStarvationBound checks W < A + 1/R under a saturating Critical load
 // for both policies and W < A + T/R with every tier backlogged.
+//
+// Exported surface: everything here (Wheel, Timers, Picker, Scheduler,
+// DeadlineHeap, their options and defaults) exists for the root package,
+// which is another package and so can only use exported names; the
+// defaults (DefaultAgingAfter, DefaultDeadlineSlack, DefaultWeights) are
+// the values the root's Options document. Applications do not need this
+// package.
 package sched

@@ -66,4 +66,11 @@
 //	dir/HINT                    what the caller's last Close said the log
 //	                            held (CloseWithHint); advice for the next
 //	                            Open, ignored once the log moved on
+//
+// Exported surface: Log, Open, Options, Mode, Stats and the replay and
+// checkpoint types are the engine's log; Verify, Dump and their reports,
+// Record, Kind, AppendRecord, DecodeRecord and ErrCorrupt are also what
+// cmd/ringwal's wal verify and wal dump read a stopped directory with;
+// RecoveryMode is public through ringwal.RecoveryMode. Applications use
+// the root package's Options, not this package.
 package wal

@@ -265,12 +265,12 @@ func (c *crashAct) read(r io.Reader, first chan<- struct{}) {
 		case len(f) < 2 || err != nil:
 			c.problems = append(c.problems, "malformed report: "+line)
 		case f[0] == "E" && len(f) == 3:
-			c.enqueued[ringwal.ID(id)] = f[2]
+			c.enqueued[id] = f[2]
 			once.Do(func() { close(first) })
 		case f[0] == "D":
-			c.dequeued[ringwal.ID(id)] = true
+			c.dequeued[id] = true
 		case f[0] == "A":
-			c.acked[ringwal.ID(id)] = true
+			c.acked[id] = true
 		default:
 			c.problems = append(c.problems, "malformed report: "+line)
 		}
@@ -406,7 +406,7 @@ func idList(ids []ringwal.ID) string {
 			parts = append(parts, fmt.Sprintf("and %d more", len(ids)-10))
 			break
 		}
-		parts = append(parts, strconv.FormatUint(uint64(id), 10))
+		parts = append(parts, strconv.FormatUint(id, 10))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -148,7 +148,7 @@ func parseIDs(args []string) ([]ringwal.ID, error) {
 		if err != nil || n == 0 {
 			return nil, usagef("%q is not a message ID (a positive integer)", a)
 		}
-		ids = append(ids, ringwal.ID(n))
+		ids = append(ids, n)
 	}
 	return ids, nil
 }
@@ -283,7 +283,7 @@ func selectDeadLetters(ctx context.Context, src source, ids []ringwal.ID, q dlq.
 	for _, id := range ids {
 		d, ok := byID[id]
 		if !ok {
-			missing = append(missing, strconv.FormatUint(uint64(id), 10))
+			missing = append(missing, strconv.FormatUint(id, 10))
 			continue
 		}
 		out = append(out, d)
@@ -453,7 +453,7 @@ func purgeOne(ctx context.Context, src source, d admin.DeadLetterView) error {
 			continue
 		}
 		if i > 0 {
-			q.After = uint64(same[i-1].ID)
+			q.After = same[i-1].ID
 		}
 		q.Limit = 1
 		n, err := src.purge(ctx, q)
@@ -477,10 +477,10 @@ func each(ds []admin.DeadLetterView, fn func(admin.DeadLetterView) error) ([]uin
 			if errors.Is(err, ringwal.ErrClosed) || errors.Is(err, admin.ErrUnauthorized) {
 				return done, failed, err
 			}
-			failed[uint64(d.ID)] = err
+			failed[d.ID] = err
 			continue
 		}
-		done = append(done, uint64(d.ID))
+		done = append(done, d.ID)
 	}
 	return done, failed, nil
 }
@@ -507,7 +507,7 @@ func matchingResult(did string, ds []admin.DeadLetterView, n int, err error) ([]
 func idsOf(ds []admin.DeadLetterView) []uint64 {
 	out := make([]uint64, len(ds))
 	for i, d := range ds {
-		out[i] = uint64(d.ID)
+		out[i] = d.ID
 	}
 	return out
 }

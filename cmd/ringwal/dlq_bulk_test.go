@@ -55,7 +55,7 @@ func TestDLQBulkByFilterOverTheAPIUsesTheBulkRoutes(t *testing.T) {
 		Failed []any    `json:"failed"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
-	assert.Equal(t, []uint64{uint64(f.permanent[0]), uint64(f.permanent[1])}, res.Done)
+	assert.Equal(t, []uint64{f.permanent[0], f.permanent[1]}, res.Done)
 	assert.Empty(t, res.Failed)
 
 	log := logged.String()

@@ -25,14 +25,14 @@ func listJSON(t *testing.T, dir string, args ...string) []admin.DeadLetterView {
 func ids(ds []admin.DeadLetterView) []uint64 {
 	out := make([]uint64, len(ds))
 	for i, d := range ds {
-		out[i] = uint64(d.ID)
+		out[i] = d.ID
 	}
 	return out
 }
 
 func TestDLQListAndShow(t *testing.T) {
 	f := newFixture(t)
-	p1, p2, poison := uint64(f.permanent[0]), uint64(f.permanent[1]), uint64(f.poison)
+	p1, p2, poison := f.permanent[0], f.permanent[1], f.poison
 
 	table := ok(t, "dlq", "list", f.dir)
 	assert.Contains(t, table, "ID")
@@ -78,13 +78,13 @@ func TestDLQListAndShow(t *testing.T) {
 
 func TestDLQReviewRedrivePurge(t *testing.T) {
 	f := newFixture(t)
-	p1, p2, poison := uint64(f.permanent[0]), uint64(f.permanent[1]), uint64(f.poison)
+	p1, p2, poison := f.permanent[0], f.permanent[1], f.poison
 
 	out := ok(t, "dlq", "review", f.dir, fmt.Sprint(poison), "--note", "decoder bug, ticket 12")
 	assert.Contains(t, out, fmt.Sprintf("reviewed 1 dead letter: %d", poison))
 	rev := listJSON(t, f.dir, "--reviewed")
 	require.Len(t, rev, 1)
-	assert.Equal(t, poison, uint64(rev[0].ID))
+	assert.Equal(t, poison, rev[0].ID)
 	assert.Equal(t, "decoder bug, ticket 12", rev[0].Note)
 	assert.False(t, rev[0].ReviewedAt.IsZero())
 	assert.Equal(t, []uint64{p1, p2}, ids(listJSON(t, f.dir, "--reviewed=no")))
@@ -125,7 +125,7 @@ func TestDLQBulkByFilter(t *testing.T) {
 		Failed []any    `json:"failed"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
-	assert.ElementsMatch(t, []uint64{uint64(f.permanent[0]), uint64(f.permanent[1])}, res.Done)
+	assert.ElementsMatch(t, []uint64{f.permanent[0], f.permanent[1]}, res.Done)
 	assert.Empty(t, res.Failed)
-	assert.Equal(t, []uint64{uint64(f.poison)}, ids(listJSON(t, f.dir)))
+	assert.Equal(t, []uint64{f.poison}, ids(listJSON(t, f.dir)))
 }

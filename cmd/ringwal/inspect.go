@@ -15,6 +15,7 @@ import (
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/internal/adminfmt"
 	"github.com/ringwal/ringwal/wal"
 )
 
@@ -218,8 +219,8 @@ func (r inspectReport) print(w io.Writer) error {
 
 // waitingLine is the count of messages waiting on their key, by reason.
 func waitingLine(total int, by map[string]int) string {
-	parts := make([]string, 0, len(admin.WaitReasons))
-	for _, w := range admin.WaitReasons {
+	parts := make([]string, 0, len(adminfmt.WaitReasons))
+	for _, w := range adminfmt.WaitReasons {
 		parts = append(parts, fmt.Sprintf("%s %s", w, count(by[w.String()])))
 	}
 	return fmt.Sprintf("%s (%s)", count(total), strings.Join(parts, " · "))

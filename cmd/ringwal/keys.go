@@ -15,6 +15,7 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/internal/adminfmt"
 )
 
 // sourceHelp is the part of every key command's help about where it acts.
@@ -107,7 +108,7 @@ func untilFlag(cmd *cobra.Command, until *string) {
 
 // parseUntil reads --until; a bad value is a usage error.
 func parseUntil(s string) (time.Time, error) {
-	t, err := admin.ParseUntil(localTime(s), time.Now())
+	t, err := adminfmt.ParseUntil(localTime(s), time.Now())
 	if err != nil {
 		return t, usagef("--%v", err)
 	}

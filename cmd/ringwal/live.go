@@ -380,7 +380,7 @@ func (l *liveAct) handle(_ context.Context, d ringwal.Delivery) error {
 	if bytes.HasPrefix(d.Message.Payload, poisonPrefix) {
 		panic(fmt.Sprintf("cannot decode order %q", d.Message.Payload))
 	}
-	rng := rand.New(rand.NewPCG(uint64(d.ID), uint64(d.Attempt)))
+	rng := rand.New(rand.NewPCG(d.ID, uint64(d.Attempt)))
 	err := l.call(rng, d.Message.Key)
 	if err == nil {
 		if n := l.acked[d.Message.Key]; n != nil {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/internal/adminfmt"
 )
 
 // newMessagesCmd builds `ringwal messages`.
@@ -35,7 +35,7 @@ queue's). Cancel one with ` + "`ringwal cancel ID`" + `.
 		Example: "  ringwal messages --addr http://127.0.0.1:9464 'slack:#ops' --state pending\n  ringwal messages DIR flaky --limit 20",
 		Args:    cobra.RangeArgs(1, 2),
 		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
-			sts, err := admin.ParseStates(states)
+			sts, err := adminfmt.ParseStates(states)
 			if err != nil {
 				return usagef("--%v", err)
 			}
@@ -47,7 +47,7 @@ queue's). Cancel one with ` + "`ringwal cancel ID`" + `.
 				return err
 			}
 			defer closeSource(src, &err)
-			q := admin.MessageQuery{Queue: queue, Key: rest[0], States: sts, After: ringwal.ID(after)}
+			q := admin.MessageQuery{Queue: queue, Key: rest[0], States: sts, After: after}
 			ms, err := allMessages(cmd, src, q, limit)
 			if err != nil {
 				return err
@@ -88,7 +88,7 @@ func allMessages(cmd *cobra.Command, src source, q admin.MessageQuery, limit int
 		if err != nil {
 			return nil, fmt.Errorf("listing messages: %w", err)
 		}
-		q.After = ringwal.ID(next)
+		q.After = next
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 	"github.com/vbauerster/mpb/v8/cwriter"
 
 	"github.com/ringwal/ringwal"
-	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/internal/adminfmt"
 )
 
 // isTerminal reports whether w is a terminal (so output may be redrawn in
@@ -84,12 +84,12 @@ func closeEngine(e *ringwal.Engine, errp *error) {
 }
 
 // count and bytesize are admin's, likewise.
-func count[T ~int | ~int64 | ~uint64](n T) string { return admin.Count(n) }
+func count[T ~int | ~int64 | ~uint64](n T) string { return adminfmt.Count(n) }
 
-func bytesize(n int64) string { return admin.ByteSize(n) }
+func bytesize(n int64) string { return adminfmt.ByteSize(n) }
 
 // dur is admin's Duration, so that the CLI and the console agree.
-func dur(d time.Duration) string { return admin.Duration(d) }
+func dur(d time.Duration) string { return adminfmt.Duration(d) }
 
 // timestamp formats t for tables: local time to the millisecond, or "-".
 func timestamp(t time.Time) string {

@@ -190,7 +190,7 @@ func TestServe(t *testing.T) {
 		Status string `json:"status"`
 	}
 	require.NoError(t, json.Unmarshal(body, &action))
-	assert.Equal(t, uint64(id), action.ID)
+	assert.Equal(t, id, action.ID)
 	assert.Equal(t, "redriven", action.Status)
 
 	req, err = http.NewRequest("GET", base+"/api/dead-letters?category=permanent", nil)
@@ -206,7 +206,7 @@ func TestServe(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&page))
 	resp.Body.Close()
 	require.Len(t, page.Entries, 1)
-	assert.Equal(t, uint64(f.permanent[1]), page.Entries[0].ID)
+	assert.Equal(t, f.permanent[1], page.Entries[0].ID)
 
 	mfs = scrape(t, base, token)
 	assert.Equal(t, 1.0, value(t, mfs, "ringwal_dead_letters", "category", "permanent"))

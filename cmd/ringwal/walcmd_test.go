@@ -102,7 +102,7 @@ func TestWALDump(t *testing.T) {
 			assert.Equal(t, "critical", r.Priority)
 			assert.Equal(t, "api", r.Key)
 		}
-		if r.Kind == "deadletter" && r.ID == uint64(f.poison) {
+		if r.Kind == "deadletter" && r.ID == f.poison {
 			sawCategory = true
 			assert.Equal(t, "poison", r.Category)
 		}
@@ -135,8 +135,8 @@ func TestWALDumpShowsQueuesAndPublishCopies(t *testing.T) {
 	require.NotNil(t, r.Payload)
 	assert.Equal(t, "order-1", *r.Payload)
 	require.Len(t, r.Copies, 2)
-	assert.Equal(t, uint64(ids[0]), r.Copies[0].ID)
-	assert.Equal(t, uint64(ids[1]), r.Copies[1].ID)
+	assert.Equal(t, ids[0], r.Copies[0].ID)
+	assert.Equal(t, ids[1], r.Copies[1].ID)
 	assert.NotEqual(t, r.Copies[0].Queue, r.Copies[1].Queue, "each copy names its queue's number")
 
 	queues := ok(t, "wal", "dump", "--kind", "queue", dir)

@@ -1,4 +1,4 @@
-package dlq
+package dlqstore
 
 // Bounding the store: Evict removes the oldest entries, reviewed ones
 // first, so that a downstream that rejects everything for a week cannot

@@ -1,7 +1,6 @@
-package dlq
+package dlqstore
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -9,62 +8,8 @@ import (
 	"time"
 
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
 )
-
-// Sentinel errors, wrapped with context; match them with errors.Is.
-var (
-	// ErrNotFound: no stored entry has that ID.
-	ErrNotFound = errors.New("ringwal/dlq: not found")
-	// ErrDuplicate: Add of an ID that is already stored.
-	ErrDuplicate = errors.New("ringwal/dlq: duplicate ID")
-	// ErrInvalid: a malformed Entry or Query.
-	ErrInvalid = errors.New("ringwal/dlq: invalid argument")
-)
-
-// Failure is one failed delivery of a dead-lettered message.
-type Failure struct {
-	// At is when the delivery failed.
-	At time.Time
-	// Category is what the classifier made of the error.
-	Category classify.Category
-	// Error is the cause's text (for a panic, with its stack).
-	Error string
-}
-
-// Entry is a dead letter. Category, Key, Queue and DeadAt decide where it
-// is indexed and never change while it is stored.
-type Entry[M any] struct {
-	// ID is the engine's message ID; never 0 (0 means "no cursor" in
-	// Query.After).
-	ID uint64
-	// Category is the category of the failure that dead-lettered the
-	// message, which picks its dead-letter queue.
-	Category classify.Category
-	// Key is the message's breaker key ("" for none).
-	Key string
-	// Queue is the name of the queue the message came from, set by the
-	// caller before Add; "" is the default queue.
-	Queue string
-	// Message is the message itself. The store never copies or modifies
-	// it; callers must treat it as read-only once added.
-	Message M
-	// Attempts is the number of deliveries made.
-	Attempts int
-	// Failures is the history of the last few failed deliveries, oldest
-	// first; Add keeps the last Options.MaxFailures of them, so the final
-	// one is always there. Use AppendFailure to build it.
-	Failures []Failure
-	// FirstFailedAt is when the first delivery failed.
-	FirstFailedAt time.Time
-	// DeadAt is when the message was dead-lettered: the sort key.
-	DeadAt time.Time
-	// Reviewed is set by MarkReviewed.
-	Reviewed bool
-	// ReviewedAt is when it was last marked reviewed.
-	ReviewedAt time.Time
-	// Note is the operator's review note.
-	Note string
-}
 
 // AppendFailure appends f to fs and keeps only the last max failures
 // (max ≤ 0 means DefaultMaxFailures), dropping the oldest, so a message
@@ -84,7 +29,7 @@ func AppendFailure(fs []Failure, f Failure, max int) []Failure {
 // Defaults for the zero Options.
 const (
 	DefaultRetention    = 90 * 24 * time.Hour
-	DefaultMaxFailures  = 10
+	DefaultMaxFailures  = dlq.DefaultMaxFailures
 	DefaultCursorMemory = 4096
 )
 
@@ -251,20 +196,20 @@ func (s *Store[M]) Add(e Entry[M]) error {
 
 // Get returns a copy of the entry with that ID: O(1) (a map lookup) plus
 // the copy of its Failures, under the read lock.
-func (s *Store[M]) Get(id uint64) (Entry[M], bool) {
+func (s *Store[M]) Get(id ID) (Entry[M], bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	r, ok := s.byID[id]
 	if !ok {
 		return Entry[M]{}, false
 	}
-	return r.e.clone(), true
+	return clone(r.e), true
 }
 
 // MarkReviewed records that an operator has looked at the entry: Reviewed
 // becomes true, Note and ReviewedAt are replaced. Reviewing again replaces
 // the note. An unknown ID fails with ErrNotFound.
-func (s *Store[M]) MarkReviewed(id uint64, note string, at time.Time) error {
+func (s *Store[M]) MarkReviewed(id ID, note string, at time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.byID[id]
@@ -279,7 +224,7 @@ func (s *Store[M]) MarkReviewed(id uint64, note string, at time.Time) error {
 }
 
 // Remove deletes the entry with that ID and returns it, for a redrive.
-func (s *Store[M]) Remove(id uint64) (Entry[M], bool) {
+func (s *Store[M]) Remove(id ID) (Entry[M], bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.byID[id]
@@ -370,7 +315,7 @@ func (s *Store[M]) KeyCounts() map[string]int {
 // unreviewed ones more than that before now. It scans each category's
 // entries older than the larger cutoff, so its cost is the number of old
 // entries kept, not the store's size.
-func (s *Store[M]) Sweep(now time.Time) []uint64 {
+func (s *Store[M]) Sweep(now time.Time) []ID {
 	var reviewedCut, unreviewedCut time.Time // zero: nothing qualifies
 	if s.opt.Retention > 0 {
 		reviewedCut = now.Add(-s.opt.Retention)
@@ -477,7 +422,7 @@ func (s *Store[M]) compact(r *record[M]) {
 
 // clone copies e with its own Failures, so a caller cannot change the
 // store's history through a returned entry.
-func (e Entry[M]) clone() Entry[M] {
+func clone[M any](e Entry[M]) Entry[M] {
 	e.Failures = slices.Clone(e.Failures)
 	return e
 }

@@ -1,0 +1,9 @@
+// Package adminfmt holds what the admin console and cmd/ringwal share but
+// no user of package admin needs: the formatting of counts, sizes and
+// durations (Count, ByteSize, Duration), so that the console and the CLI
+// print numbers alike, and the parsers of form and flag values the server
+// and the CLI read (ParseUntil, ParseStates, WaitReasons). It is internal
+// so that these helpers are not part of admin's public surface: a Go
+// client of the admin API sends strings and typed queries and never needs
+// them.
+package adminfmt

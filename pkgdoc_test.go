@@ -1,0 +1,54 @@
+package ringwal_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPackageDocOpensWithUsage protects what `go doc .` shows first: a
+// short usage example (Open, Enqueue, Run, Dequeue and Ack, Close) ahead
+// of the internals, and only runnable examples that exist.
+func TestPackageDocOpensWithUsage(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "doc.go", nil, parser.ParseComments|parser.PackageClauseOnly)
+	require.NoError(t, err)
+	doc := f.Doc.Text()
+	internals := strings.Index(doc, "# Goroutines")
+	require.Positive(t, internals)
+	first := strings.Index(doc, "\n\t") // the first code block
+	require.Positive(t, first)
+	require.Less(t, first, strings.Index(doc, "The root package owns"), "the usage example comes before the package's ownership")
+	block := doc[first : strings.Index(doc[first:], "\n\n")+first]
+	assert.LessOrEqual(t, strings.Count(block, "\n"), 12, "about ten lines")
+	for _, call := range []string{"ringwal.Open(", "e.Close()", "e.Enqueue(", "e.Run(", "e.Dequeue(", "e.Ack("} {
+		assert.Contains(t, block, call)
+	}
+
+	declared := map[string]bool{}
+	files, err := filepath.Glob("example*_test.go")
+	require.NoError(t, err)
+	for _, name := range files {
+		src, err := os.ReadFile(name)
+		require.NoError(t, err)
+		ef, err := parser.ParseFile(token.NewFileSet(), name, src, 0)
+		require.NoError(t, err)
+		for _, d := range ef.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok {
+				declared[fn.Name.Name] = true
+			}
+		}
+	}
+	named := regexp.MustCompile(`\bExample\w*`).FindAllString(doc[:internals], -1)
+	require.NotEmpty(t, named)
+	for _, n := range named {
+		assert.True(t, declared[n], "doc.go names %s, which no example file declares", n)
+	}
+}
