@@ -39,6 +39,8 @@ type counters struct {
 	unrouted        atomic.Uint64 // Publish calls to a topic no queue binds
 	deadLettered    [numCategories]atomic.Uint64
 	deadEvicted     atomic.Uint64 // dead letters removed by MaxDeadLetters
+	deadPurged      atomic.Uint64 // dead letters removed by a purge or retention
+	deadReviewed    atomic.Uint64 // successful MarkReviewed calls
 	unused          atomic.Uint64 // IDs taken but never enqueued (duplicates, collisions, failed writes)
 	// moves is held shared by each message moving between the slab and
 	// the dead-letter store (a dead-lettering, a redrive), and exclusively

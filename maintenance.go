@@ -62,6 +62,7 @@ func (e *Engine) sweepRetention(now int64) {
 	if len(ids) == 0 {
 		return
 	}
+	e.ctr.deadPurged.Add(uint64(len(ids)))
 	for _, id := range ids {
 		e.logPurgeNoWait(id, now)
 	}

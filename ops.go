@@ -327,6 +327,7 @@ func (e *Engine) startReview(id ID, note string) (pendingOp, error) {
 	if err := e.dead.MarkReviewed(uint64(id), note, time.Unix(0, now)); err != nil {
 		return pendingOp{}, fmt.Errorf("%w: dead letter %d: %w", ErrNotFound, id, err)
 	}
+	e.ctr.deadReviewed.Add(1)
 	rec := reviewRecord(uint64(id), now, note)
 	lg, err := e.logRecord(&rec, true)
 	return pendingOp{commit: lg.commit, logged: lg}, err
@@ -347,6 +348,7 @@ func (e *Engine) PurgeDeadLetters(q dlq.Query) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	e.ctr.deadPurged.Add(uint64(len(gone)))
 	if e.log != nil && len(gone) > 0 {
 		now := e.now()
 		recs := make([]wal.Record, len(gone))
@@ -375,6 +377,7 @@ func (e *Engine) PurgeDeadLetter(id ID) error {
 	if _, ok := e.dead.Remove(id); !ok {
 		return fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
 	}
+	e.ctr.deadPurged.Add(1)
 	rec := purgeRecord(id, e.now())
 	if err := e.appendRecord(&rec, true); err != nil {
 		return fmt.Errorf("ringwal: purge %d: %w", id, err)

@@ -37,6 +37,14 @@ type Stats struct {
 	// DeadLettersEvicted counts the dead letters evicted since Open because
 	// the store reached MaxDeadLetters (not counted as purged or acked).
 	DeadLettersEvicted uint64
+	// DeadLettersPurged counts the dead letters removed since Open by
+	// PurgeDeadLetters, PurgeDeadLetter or DeadLetterRetention;
+	// DeadLettersReviewed the MarkReviewed calls that marked one (a
+	// review of one already reviewed, which replaces its note, included).
+	DeadLettersPurged, DeadLettersReviewed uint64
+	// UnreviewedDeadLetters is how many of Dead no operator has reviewed:
+	// what an alert on forgotten failures watches.
+	UnreviewedDeadLetters int
 
 	// Lifetime totals since Open (messages recovered by Open are not
 	// counted as Enqueued). Nacked counts consumers' nacks, not lease
@@ -241,6 +249,7 @@ func (e *Engine) countWithDead(s *Stats, qs []*queue, qc []queueCounts) (c state
 	e.ctr.moves.read(func() {
 		c = e.counts.stateCounts()
 		s.DeadByCategory = e.dead.Counts()
+		s.UnreviewedDeadLetters = -e.dead.Reviewed() // plus Dead, below
 		for i, q := range qs {
 			qc[i] = queueCounts{e.counts.queueStateCounts(q), e.dead.QueueLen(q.name)}
 		}
@@ -249,6 +258,7 @@ func (e *Engine) countWithDead(s *Stats, qs []*queue, qc []queueCounts) (c state
 	for _, n := range s.DeadByCategory {
 		s.Dead += n
 	}
+	s.UnreviewedDeadLetters = max(0, s.UnreviewedDeadLetters+s.Dead)
 	return c
 }
 
@@ -282,6 +292,8 @@ func (e *Engine) Stats() Stats {
 		Redriven:               e.ctr.redriven.Load(),
 		MaxDeadLetters:         e.opts.MaxDeadLetters,
 		DeadLettersEvicted:     e.ctr.deadEvicted.Load(),
+		DeadLettersPurged:      e.ctr.deadPurged.Load(),
+		DeadLettersReviewed:    e.ctr.deadReviewed.Load(),
 		Requeued:               e.ctr.requeued.Load(),
 		BreakerTrips:           e.breakers.Trips(),
 		DeadLetteredByCategory: make(map[classify.Category]uint64),

@@ -1,6 +1,7 @@
 package ringwal_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -8,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/dlq"
 )
 
 // TestOldestPendingIsTheLongestWaitingMessage: Stats.OldestPending is the
@@ -65,4 +68,32 @@ func TestOldestPendingIsTheLongestWaitingMessage(t *testing.T) {
 			assert.Equal(t, c.want, e.Stats().OldestPending)
 		})
 	}
+}
+
+func TestStatsCountsDeadLettersPurgedReviewedAndUnreviewed(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	var ids []ringwal.ID
+	for range 5 {
+		id := enqueue(t, e, ringwal.Message{})
+		d := dequeue(t, e)
+		require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("no"), classify.Permanent)))
+		ids = append(ids, id)
+	}
+	s := e.Stats()
+	require.Equal(t, 5, s.Dead)
+	assert.Equal(t, 5, s.UnreviewedDeadLetters)
+
+	require.NoError(t, e.MarkReviewed(ids[0], "seen"))
+	require.NoError(t, e.MarkReviewed(ids[0], "seen again")) // a re-review counts, and is still one reviewed
+	require.NoError(t, e.MarkReviewed(ids[1], "seen"))
+	require.NoError(t, e.PurgeDeadLetter(ids[1])) // a reviewed one goes
+	n, err := e.PurgeDeadLetters(dlq.Query{Limit: 0, After: ids[3]})
+	require.NoError(t, err)
+	require.Equal(t, 1, n) // ids[4]
+
+	s = e.Stats()
+	assert.Equal(t, 3, s.Dead)
+	assert.Equal(t, uint64(3), s.DeadLettersReviewed)
+	assert.Equal(t, uint64(2), s.DeadLettersPurged)
+	assert.Equal(t, 2, s.UnreviewedDeadLetters, "ids 2 and 3; id 0 is reviewed, 1 and 4 are gone")
 }

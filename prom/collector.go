@@ -51,6 +51,8 @@ type descSet struct {
 
 	scheduleRuns, scheduleSkipped *prometheus.Desc
 
+	deadPurged, deadReviewed, deadUnreviewed *prometheus.Desc
+
 	closed, walSinceCheckpoint, walDisk, walLastCheckpoint, walUnusable *prometheus.Desc
 
 	all []*prometheus.Desc
@@ -82,6 +84,9 @@ func newDescs() *descSet {
 	d.walFailed = nd("wal_failed_batches_total", "Write-ahead-log batches whose write or fsync failed.")
 	d.cancelled = nd("cancelled_total", "Messages removed by Cancel.")
 	d.deadEvicted = nd("dead_letters_evicted_total", "Dead letters evicted because the store reached its bound (MaxDeadLetters), oldest first, reviewed ones before unreviewed.")
+	d.deadPurged = nd("dead_letters_purged_total", "Dead letters removed by a purge (PurgeDeadLetters, PurgeDeadLetter) or by DeadLetterRetention.")
+	d.deadReviewed = nd("dead_letters_reviewed_total", "Dead letters marked reviewed by an operator (a re-review included).")
+	d.deadUnreviewed = nd("dead_letters_unreviewed", "Dead letters held that no operator has reviewed.")
 	d.deadMax = nd("dead_letters_max", "The dead-letter store's bound (Options.MaxDeadLetters): past it the oldest are evicted.")
 	d.waiting = nd("waiting_messages", "Pending messages kept aside by their key, by reason (ordered, in-flight, rate, paused); they are also counted as pending in ringwal_messages.", "reason")
 	d.keys = nd("keys", "Keys by condition: paused (PauseKey or a Retry-After), throttled (out of tokens with messages waiting), at_cap (at MaxQueued, or at the isolation cap of held messages).", "condition")
@@ -162,6 +167,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(d.requeued, s.Requeued)
 	counter(d.cancelled, s.Cancelled)
 	counter(d.deadEvicted, s.DeadLettersEvicted)
+	counter(d.deadPurged, s.DeadLettersPurged)
+	counter(d.deadReviewed, s.DeadLettersReviewed)
+	gauge(d.deadUnreviewed, float64(s.UnreviewedDeadLetters))
 	gauge(d.deadMax, float64(s.MaxDeadLetters))
 	for _, why := range waitReasons {
 		gauge(d.waiting, float64(s.WaitingByReason[why]), why.String())

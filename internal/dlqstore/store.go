@@ -118,6 +118,8 @@ type Store[M any] struct {
 	// reads that 0.
 	defaultQueue atomic.Int64
 	queueLens    sync.Map // string -> *atomic.Int64
+	// nReviewed counts the reviewed entries, kept like n for Reviewed.
+	nReviewed atomic.Int64
 }
 
 // New returns an empty Store.
@@ -169,6 +171,7 @@ func (s *Store[M]) Add(e Entry[M]) error {
 	s.n.Add(1)
 	s.perCat[e.Category].Add(1)
 	if e.Reviewed {
+		s.nReviewed.Add(1)
 		s.reviewed.push(r)
 	}
 	if e.Key != "" {
@@ -217,6 +220,7 @@ func (s *Store[M]) MarkReviewed(id ID, note string, at time.Time) error {
 		return fmt.Errorf("mark reviewed %d: %w", id, ErrNotFound)
 	}
 	if !r.e.Reviewed {
+		s.nReviewed.Add(1)
 		s.reviewed.push(r)
 	}
 	r.e.Reviewed, r.e.Note, r.e.ReviewedAt = true, note, at.Round(0)
@@ -263,6 +267,12 @@ func (s *Store[M]) Counts() map[classify.Category]int {
 // Len returns the number of entries. O(1) and without the lock, as Count.
 func (s *Store[M]) Len() int {
 	return int(s.n.Load())
+}
+
+// Reviewed returns the number of reviewed entries (Len less it is the
+// unreviewed ones). O(1) and without the lock, as Count.
+func (s *Store[M]) Reviewed() int {
+	return int(s.nReviewed.Load())
 }
 
 // QueueLen returns the number of entries of that queue ("" is the default
@@ -386,6 +396,7 @@ func (s *Store[M]) drop(r *record[M]) {
 		x.n.Add(-1)
 	}
 	if r.e.Reviewed {
+		s.nReviewed.Add(-1)
 		s.reviewed.gone++
 	}
 	s.ghosts.add(r.pos)

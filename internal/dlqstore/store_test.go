@@ -230,3 +230,31 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, 4*400, s.Len())
 }
+
+func TestReviewedCountFollowsEveryWayIn(t *testing.T) {
+	s := New[string](Options{})
+	for id := uint64(1); id <= 6; id++ {
+		e := entry(id, classify.Transient, "k", int(id))
+		e.Reviewed = id == 6 // replayed as reviewed
+		require.NoError(t, s.Add(e))
+	}
+	assert.Equal(t, 1, s.Reviewed())
+	when := time.Unix(100, 0)
+	require.NoError(t, s.MarkReviewed(1, "a", when))
+	require.NoError(t, s.MarkReviewed(1, "b", when)) // a re-review is still one
+	require.NoError(t, s.MarkReviewed(2, "a", when))
+	assert.Equal(t, 3, s.Reviewed())
+	_, ok := s.Remove(2) // a reviewed one redriven
+	require.True(t, ok)
+	_, ok = s.Remove(3) // an unreviewed one
+	require.True(t, ok)
+	assert.Equal(t, 2, s.Reviewed())
+	gone, err := s.Purge(Query{Reviewed: OnlyReviewed})
+	require.NoError(t, err)
+	assert.Len(t, gone, 2)
+	assert.Zero(t, s.Reviewed())
+	require.NoError(t, s.MarkReviewed(4, "a", when))
+	assert.Len(t, s.Evict(1), 1, "the reviewed one is evicted first")
+	assert.Zero(t, s.Reviewed())
+	assert.Equal(t, 1, s.Len())
+}
