@@ -125,6 +125,7 @@ func Open(dir string, o Options) (*Engine, error) {
 	}
 	e.breakers = breaker.New(bo)
 	e.dead = dlqstore.New[Message](dlqstore.Options{Retention: o.DeadLetterRetention, UnreviewedRetention: o.UnreviewedRetention})
+	e.dead.SearchMessages(headersContain)
 	e.dedup.init()
 	e.held.init(o.MaxMessages / 4)
 	e.keys.policy = o.KeyPolicy

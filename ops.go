@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/internal/dlqstore"
 	"github.com/ringwal/ringwal/ring"
 	"github.com/ringwal/ringwal/wal"
 )
@@ -515,4 +516,16 @@ func (e *Engine) peekRef(rf ref) (Info, bool) {
 	r.keep(e.counts, stPending)
 	e.notePause(&info)
 	return info, true
+}
+
+// headersContain reports whether needle (lower-cased) occurs in one of
+// m's header names or values: what dlq.Query.Text searches in a dead
+// letter's message.
+func headersContain(m *Message, needle string) bool {
+	for k, v := range m.Headers {
+		if dlqstore.ContainsFold(k, needle) || dlqstore.ContainsFold(v, needle) {
+			return true
+		}
+	}
+	return false
 }

@@ -97,3 +97,24 @@ func TestStatsCountsDeadLettersPurgedReviewedAndUnreviewed(t *testing.T) {
 	assert.Equal(t, uint64(2), s.DeadLettersPurged)
 	assert.Equal(t, 2, s.UnreviewedDeadLetters, "ids 2 and 3; id 0 is reviewed, 1 and 4 are gone")
 }
+
+func TestDeadLetterSearchFindsHeadersKeysAndErrors(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	fail := func(m ringwal.Message, why string) ringwal.ID {
+		id := enqueue(t, e, m)
+		d := dequeue(t, e)
+		require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New(why), classify.Permanent)))
+		return id
+	}
+	a := fail(ringwal.Message{Key: "tenant-9", Headers: map[string]string{"order": "A-1001"}}, "card declined")
+	b := fail(ringwal.Message{Key: "tenant-3"}, "HTTP 410 Gone from webhook")
+	for text, want := range map[string][]ringwal.ID{"a-1001": {a}, "TENANT": {a, b}, "410 gone": {b}, "order": {a}, "nothing": nil} {
+		ds, err := e.DeadLetters(dlq.Query{Text: text})
+		require.NoError(t, err)
+		var got []ringwal.ID
+		for _, d := range ds {
+			got = append(got, d.ID)
+		}
+		assert.Equal(t, want, got, "search %q", text)
+	}
+}

@@ -72,4 +72,11 @@ type Query struct {
 	// good for the engine that gave it (a reopened engine numbers its dead
 	// letters afresh). 0 means no bound.
 	Through uint64
+	// Text, if not "", matches only the entries where it occurs, without
+	// regard to case, in the key, the queue's name, a failure's error
+	// text or a message header's name or value (what the engine's store
+	// searches in the message). A search walks every entry the other
+	// filters leave, O(n) for n dead letters, and stops at Limit: page
+	// with After and Limit to bound each call.
+	Text string
 }

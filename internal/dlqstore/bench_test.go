@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/ringwal/ringwal/classify"
 )
 
@@ -101,5 +103,32 @@ func BenchmarkQueueLen(b *testing.B) {
 		if s.QueueLen("q3") != 100 {
 			b.Fatal("count")
 		}
+	}
+}
+
+// BenchmarkQueryText: a text search over 300,000 dead letters that finds
+// 10 (the worst case: the whole store walked for a page), and one whose
+// first page of 50 fills early.
+func BenchmarkQueryText(b *testing.B) {
+	const n = 300_000
+	s := New[string](Options{})
+	for i := range n {
+		e := entry(uint64(i+1), classify.Transient, fmt.Sprintf("acct-%d", i%5000), i)
+		e.Failures[0].Error = "HTTP 503 Service Unavailable from billing"
+		if i%30_000 == 0 {
+			e.Failures[0].Error = "x509: certificate has expired"
+		}
+		require.NoError(b, s.Add(e))
+	}
+	for _, bc := range []struct{ name, text string }{{"rare", "CERTIFICATE"}, {"common-page", "billing"}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				es, err := s.Query(Query{Text: bc.text, Limit: 50})
+				if err != nil || len(es) == 0 {
+					b.Fatal(err, len(es))
+				}
+			}
+		})
 	}
 }

@@ -1,6 +1,11 @@
 package dlqstore
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // Query returns copies of the matching entries in (DeadAt, ID) order. A
 // malformed query (negative Limit, Since after Until, an undeclared
@@ -36,7 +41,7 @@ func (s *Store[M]) CountQuery(q Query) (n int, mark uint64, err error) {
 		return 0, 0, err
 	}
 	mark = s.seq
-	plain := q.Since.IsZero() && q.Until.IsZero() && q.Reviewed == Any && q.After == 0 && q.Through == 0
+	plain := q.Since.IsZero() && q.Until.IsZero() && q.Reviewed == Any && q.After == 0 && q.Through == 0 && q.Text == ""
 	switch {
 	case plain && q.Key == "" && q.Queue == "":
 		for c := range s.byCat {
@@ -159,10 +164,12 @@ func (s *Store[M]) walkLocked(q Query, reserve func(int), visit func(*record[M])
 		}
 		reserve(min(n, q.Limit))
 	}
+	needle := strings.ToLower(q.Text)
 	keep := func(r *record[M]) bool {
 		return !r.gone && matchReview(q.Reviewed, r.e.Reviewed) && (q.Through == 0 || r.seq <= q.Through) &&
 			(!filterCat || catMask&(1<<r.e.Category) != 0) &&
-			(!filterKey || r.e.Key == q.Key) && (!filterQueue || r.e.Queue == q.Queue)
+			(!filterKey || r.e.Key == q.Key) && (!filterQueue || r.e.Queue == q.Queue) &&
+			(needle == "" || s.matchText(&r.e, needle))
 	}
 
 	for n := 0; q.Limit == 0 || n < q.Limit; n++ {
@@ -236,6 +243,69 @@ func matchReview(want Review, reviewed bool) bool {
 		return reviewed
 	case OnlyUnreviewed:
 		return !reviewed
+	}
+	return true
+}
+
+// textIn reports whether needle (lower-cased, not empty) occurs in e's
+// key, queue, failures' errors, or (Options.TextIn) its message.
+func (s *Store[M]) matchText(e *Entry[M], needle string) bool {
+	if containsFold(e.Key, needle) || containsFold(e.Queue, needle) {
+		return true
+	}
+	for i := range e.Failures {
+		if containsFold(e.Failures[i].Error, needle) {
+			return true
+		}
+	}
+	return s.textIn != nil && s.textIn(&e.Message, needle)
+}
+
+// ContainsFold reports whether needle, lower-cased, occurs in s without
+// regard to case, allocating nothing (a search reads every entry).
+func ContainsFold(s, needle string) bool { return containsFold(s, needle) }
+
+func containsFold(s, needle string) bool {
+	if len(needle) > len(s) {
+		return false
+	}
+	for i := 0; i+len(needle) <= len(s); {
+		if hasPrefixFold(s[i:], needle) {
+			return true
+		}
+		if s[i] < utf8.RuneSelf {
+			i++
+		} else {
+			_, size := utf8.DecodeRuneInString(s[i:])
+			i += size
+		}
+	}
+	return false
+}
+
+// hasPrefixFold: s starts with needle (lower-case) without regard to case.
+func hasPrefixFold(s, needle string) bool {
+	for j := 0; j < len(needle); {
+		if j >= len(s) {
+			return false
+		}
+		c, n := s[j], needle[j]
+		if c < utf8.RuneSelf && n < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != n {
+				return false
+			}
+			j++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[j:])
+		nr, nsize := utf8.DecodeRuneInString(needle[j:])
+		if size != nsize || unicode.ToLower(r) != nr {
+			return strings.HasPrefix(strings.ToLower(s), needle) // rare: multi-byte folding of unequal widths
+		}
+		j += size
 	}
 	return true
 }

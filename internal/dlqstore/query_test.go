@@ -258,3 +258,60 @@ func TestQueryWithALimitSizesItsResultOnce(t *testing.T) {
 	assert.Len(t, got, 1, "transient entries from 990: 993")
 	assert.LessOrEqual(t, cap(got), 2, "sized by the index's entries from the start, not by the Limit")
 }
+
+func TestContainsFold(t *testing.T) {
+	tests := []struct {
+		s, needle string
+		want      bool
+	}{
+		{"Connection Reset by peer", "reset", true},
+		{"CONNECTION RESET", "reset by", false},
+		{"", "x", false},
+		{"abc", "", true},
+		{"Straße kaputt", "straße", true},
+		{"ÉCHEC du service", "échec", true},
+		{"timeout", "timeouts", false},
+		{"a\xffb", "b", true}, // invalid UTF-8 is stepped over
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, ContainsFold(tt.s, tt.needle), "%q in %q", tt.needle, tt.s)
+	}
+}
+
+func TestQueryTextSearchesKeyQueueErrorsAndMessage(t *testing.T) {
+	s := New[string](Options{})
+	s.SearchMessages(func(m *string, needle string) bool { return ContainsFold(*m, needle) })
+	add := func(id uint64, key, queue, errText string) {
+		e := entry(id, classify.Transient, key, int(id))
+		e.Queue = queue
+		e.Failures[0].Error = errText
+		require.NoError(t, s.Add(e))
+	}
+	add(1, "acct-42", "", "HTTP 503 from billing")
+	add(2, "acct-7", "mail", "smtp: connection reset")
+	add(3, "acct-9", "", "payload rejected") // message "msg-3"
+	add(4, "acct-421", "", "ok")
+	ids := func(q Query) []uint64 {
+		es, err := s.Query(q)
+		require.NoError(t, err)
+		var out []uint64
+		for _, e := range es {
+			out = append(out, e.ID)
+		}
+		n, _, err := s.CountQuery(q)
+		require.NoError(t, err)
+		assert.Len(t, out, n, "CountQuery agrees with Query for %+v", q)
+		return out
+	}
+	assert.Equal(t, []uint64{1, 4}, ids(Query{Text: "ACCT-42"}), "the key, without regard to case")
+	assert.Equal(t, []uint64{2}, ids(Query{Text: "MAIL"}), "the queue")
+	assert.Equal(t, []uint64{2}, ids(Query{Text: "Connection Reset"}), "an error's text")
+	assert.Equal(t, []uint64{3}, ids(Query{Text: "msg-3"}), "the message, through SearchMessages")
+	assert.Equal(t, []uint64{4}, ids(Query{Text: "acct-42", After: 1}), "paged with After")
+	assert.Equal(t, []uint64{1}, ids(Query{Text: "acct-42", Limit: 1}), "bounded by Limit")
+	assert.Empty(t, ids(Query{Text: "nowhere"}))
+	gone, err := s.Purge(Query{Text: "reset"})
+	require.NoError(t, err)
+	require.Len(t, gone, 1)
+	assert.Equal(t, uint64(2), gone[0].ID, "a purge takes what the search finds")
+}

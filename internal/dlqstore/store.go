@@ -86,6 +86,9 @@ func (o Options) withDefaults() Options {
 // key or one queue only.
 type Store[M any] struct {
 	opt Options
+	// textIn, if set (SearchMessages), reports whether a Query.Text
+	// needle (lower-cased) occurs in an entry's message.
+	textIn func(m *M, needle string) bool
 
 	mu    sync.RWMutex
 	byID  map[uint64]*record[M]
@@ -135,6 +138,11 @@ func New[M any](o Options) *Store[M] {
 		ghosts:  newGhosts(o.CursorMemory),
 	}
 }
+
+// SearchMessages makes Query.Text search the entries' messages with f
+// too (the engine: their headers), besides the key, the queue and the
+// failures' errors. Call it before the store is shared.
+func (s *Store[M]) SearchMessages(f func(m *M, needle string) bool) { s.textIn = f }
 
 // Add stores e. It fails with ErrDuplicate if e.ID is stored already, and
 // with ErrInvalid if e.ID is 0, e.Category is undeclared or e.DeadAt is
