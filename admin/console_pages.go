@@ -147,6 +147,7 @@ type deadLettersView struct {
 	NoPurge                     bool // the default queue alone: the engine cannot purge it apart
 	Categories                  []categoryOption
 	Key, Since, Until, Reviewed string
+	Text                        string // the search (dlq.Query.Text)
 	Limit                       int
 	Filtered                    bool
 	Entries                     []DeadLetterView
@@ -185,7 +186,7 @@ func (h *handler) deadLettersPage(w http.ResponseWriter, r *http.Request) {
 	}
 	vals := formValues(r.URL.Query())
 	v := deadLettersView{Queue: h.newQueueSelector(vals.Get("queue")), Key: vals.Get("key"), Since: vals.Get("since"), Until: vals.Get("until"),
-		Reviewed: vals.Get("reviewed"), Total: s.Dead, Max: s.MaxDeadLetters, Evicted: s.DeadLettersEvicted}
+		Reviewed: vals.Get("reviewed"), Text: vals.Get("text"), Total: s.Dead, Max: s.MaxDeadLetters, Evicted: s.DeadLettersEvicted}
 	checked := map[string]bool{}
 	for _, c := range vals["category"] {
 		checked[c] = true
@@ -242,7 +243,7 @@ func (h *handler) deadLettersPage(w http.ResponseWriter, r *http.Request) {
 // letter).
 func emptyQuery(q dlq.Query) bool {
 	return q.Queue == "" && len(q.Categories) == 0 && q.Key == "" && q.Since.IsZero() && q.Until.IsZero() &&
-		q.Reviewed == dlq.Any && q.After == 0 && q.Limit == 0
+		q.Reviewed == dlq.Any && q.After == 0 && q.Limit == 0 && q.Text == ""
 }
 
 // header is one message header.

@@ -114,3 +114,25 @@ func TestPauseAnswerReadsTheKeysPause(t *testing.T) {
 }
 
 func keyQuery(k string) dlq.Query { return dlq.Query{Key: k} }
+
+func TestSearchFindsDeadLettersByErrorTextInTheAPIAndTheConsole(t *testing.T) {
+	e, fake, _ := adminEngine(t, ringwal.Options{})
+	ids := makeDeadLetters(t, e, fake, []string{"acct-1", "acct-2", "acct-3"}, []error{
+		fmt.Errorf("%w: card declined", errPermanent), fmt.Errorf("%w: TLS handshake", errPermanent), fmt.Errorf("%w: card expired", errPermanent)})
+	h := admin.NewHandler(e, admin.Options{})
+
+	w := getOK(t, h, "/api/dead-letters?text=CARD")
+	for i, want := range []bool{true, false, true} {
+		assert.Equal(t, want, regexp.MustCompile(fmt.Sprintf(`"id":\s*%d\b`, ids[i])).MatchString(w.Body.String()), "API search: dead letter %d", i)
+	}
+	w = getOK(t, h, "/api/dead-letters/count?text=handshake")
+	assert.Regexp(t, `"count":\s*1\b`, w.Body.String())
+
+	b := newBrowser(t, e, admin.Options{})
+	p := b.get("dead-letters?text=expired").html(t, http.StatusOK, "search")
+	assert.Contains(t, p.body, `value="expired"`, "the search box keeps the text")
+	assert.Contains(t, p.body, fmt.Sprintf(`name="id" value="%d"`, ids[2]))
+	assert.NotContains(t, p.body, fmt.Sprintf(`name="id" value="%d"`, ids[0]))
+	assert.Contains(t, p.body, "Redrive all 1 matching", "bulk actions take the search's matches")
+	assert.Contains(t, p.body, "Purge all 1 matching", "a search is a filter")
+}

@@ -34,7 +34,11 @@ const (
 )
 
 // QueryParams are the parameters ParseDeadLetterQuery reads.
-var QueryParams = []string{"queue", "category", "key", "since", "until", "reviewed", "after", "limit", "through"}
+// maxSearchText bounds a search's text: a needle is compared at every
+// position of every field it walks.
+const maxSearchText = 256
+
+var QueryParams = []string{"queue", "category", "key", "since", "until", "reviewed", "after", "limit", "through", "text"}
 
 // ParseDeadLetterQuery reads dead-letter filters from v:
 //
@@ -48,6 +52,8 @@ var QueryParams = []string{"queue", "category", "key", "since", "until", "review
 //	limit     at most this many entries, a positive number
 //	through   only entries added up to this mark (a count's through, see
 //	          CountView; dlq.Query.Through): what was counted, none since
+//	text      a search: the entries where it occurs, without regard to
+//	          case, in the key, queue, errors or headers (dlq.Query.Text)
 //
 // All are optional; a relative since or until is taken back from now. A
 // missing limit leaves Limit 0 (the caller chooses: the handler pages by
@@ -63,7 +69,7 @@ func ParseDeadLetterQuery(v url.Values, now time.Time) (dlq.Query, error) {
 		switch name {
 		case "category":
 			continue
-		case "queue", "key", "since", "until", "reviewed", "after", "limit", "through":
+		case "queue", "key", "since", "until", "reviewed", "after", "limit", "through", "text":
 			if len(vals) > 1 {
 				return q, fmt.Errorf("query parameter %q given %d times", name, len(vals))
 			}
@@ -75,7 +81,10 @@ func ParseDeadLetterQuery(v url.Values, now time.Time) (dlq.Query, error) {
 	if q.Categories, err = parseCategories(v["category"]); err != nil {
 		return q, err
 	}
-	q.Queue, q.Key = v.Get("queue"), v.Get("key")
+	q.Queue, q.Key, q.Text = v.Get("queue"), v.Get("key"), v.Get("text")
+	if len(q.Text) > maxSearchText {
+		return q, fmt.Errorf("text of %d bytes: at most %d", len(q.Text), maxSearchText)
+	}
 	if q.Since, err = parseTime("since", v.Get("since"), now); err != nil {
 		return q, err
 	}
@@ -139,6 +148,9 @@ func DeadLetterQueryValues(q dlq.Query) url.Values {
 	}
 	if q.Through != 0 {
 		v.Set("through", strconv.FormatUint(q.Through, 10))
+	}
+	if q.Text != "" {
+		v.Set("text", q.Text)
 	}
 	return v
 }
