@@ -170,6 +170,12 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait, re
 		ks.unenter()
 		return 0, false, err
 	}
+	// One message in 64 (by ID) times what follows its claim: chiefly the
+	// wait for the log in Write and Fsync modes (Stats.EnqueueLatency).
+	var sampledAt int64
+	if sampled(id) {
+		sampledAt = e.preciseNow()
+	}
 	var mine *dedupLogging
 	if dedup {
 		if e.log != nil {
@@ -200,6 +206,9 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait, re
 	e.publish(slot, now)
 	if q.num != 0 {
 		q.enqueued.Add(1)
+	}
+	if sampledAt != 0 {
+		e.metrics.enqueue.observe(e.preciseNow() - sampledAt)
 	}
 	return ID(id), false, nil
 }

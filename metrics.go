@@ -20,6 +20,7 @@ const walBatchBuckets = 20
 // metrics is the home of the statistics the engine keeps for Stats.
 type metrics struct {
 	wait, handling     histogram
+	enqueue            histogram // a sampled Enqueue's claim to return
 	walWrite, walFsync histogram
 	// Written by the WAL writer goroutine only (onBatch).
 	walBatchRecords [walBatchBuckets]atomic.Uint64

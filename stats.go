@@ -70,6 +70,12 @@ type Stats struct {
 	// one message in 64, chosen by ID, is measured, so their Count is
 	// about 1/64 of the deliveries.
 	Wait, Handling Latency
+	// EnqueueLatency is the time an Enqueue (or TryEnqueue) spends from
+	// claiming its message's record to returning: in Write and Fsync
+	// modes chiefly the wait for the log. Sampled as Wait is; the time
+	// before the claim (validation, a key's admission, waiting for room:
+	// see BackpressureWaits) is not in it.
+	EnqueueLatency Latency
 	// OldestPending is the age of the longest-waiting pending message,
 	// read at the fronts of the queues (each priority's, a key's), not by
 	// a scan: a message behind more than 64 entries that no longer name a
@@ -299,6 +305,7 @@ func (e *Engine) Stats() Stats {
 		DeadLetteredByCategory: make(map[classify.Category]uint64),
 		Wait:                   e.metrics.wait.latency(),
 		Handling:               e.metrics.handling.latency(),
+		EnqueueLatency:         e.metrics.enqueue.latency(),
 		Recovery: RecoveryStats{
 			Records: e.recovered.records, Bytes: e.recovered.bytes, TornBytes: e.recovered.tornBytes,
 			Crashed: e.recovered.crashed, Poisoned: e.recovered.poisoned, Duration: e.recovered.duration,

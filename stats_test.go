@@ -1,6 +1,7 @@
 package ringwal_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -117,4 +118,16 @@ func TestDeadLetterSearchFindsHeadersKeysAndErrors(t *testing.T) {
 		}
 		assert.Equal(t, want, got, "search %q", text)
 	}
+}
+
+func TestStatsTimesASampleOfEnqueueCalls(t *testing.T) {
+	e := open(t, t.TempDir(), ringwal.Options{Durability: ringwal.Write})
+	for range 128 {
+		enqueue(t, e, ringwal.Message{})
+	}
+	_, err := e.EnqueueBatch(context.Background(), make([]ringwal.Message, 64))
+	require.NoError(t, err)
+	l := e.Stats().EnqueueLatency
+	assert.Equal(t, uint64(2), l.Count, "IDs 64 and 128: one Enqueue in 64 is timed, a batch's messages are not")
+	assert.Positive(t, l.Sum, "a Write-mode enqueue waits for the log")
 }

@@ -44,7 +44,7 @@ type descSet struct {
 	messages, deadLetters, tierUtilization, breakerState, breakers *prometheus.Desc
 	oldestPending, recoveryDuration, recoveryRecords, recoveryTorn *prometheus.Desc
 
-	wait, handling, walBatchRecords, walWrite, walFsync *prometheus.Desc
+	wait, handling, enqueueLatency, walBatchRecords, walWrite, walFsync *prometheus.Desc
 
 	published, unrouted, queues, queueMessages, queueDead                  *prometheus.Desc
 	queueEnqueued, queueAcked, queueDeadLettered, queueOldest, queuePaused *prometheus.Desc
@@ -122,6 +122,7 @@ func newDescs() *descSet {
 	const sample = "; one message in 64 is measured."
 	d.wait = nd("wait_seconds", "Time from enqueue (or from becoming due, for delayed and retried messages) to dequeue"+sample)
 	d.handling = nd("handling_seconds", "Time from dequeue to ack or nack"+sample)
+	d.enqueueLatency = nd("enqueue_seconds", "Time an Enqueue call spends from claiming its message's record to returning, chiefly the wait for the log in Write and Fsync modes"+sample)
 	d.walBatchRecords = nd("wal_batch_records", "Records per write-ahead-log batch (group commit).")
 	d.walWrite = nd("wal_write_seconds", "Time in write(2) per write-ahead-log batch.")
 	d.walFsync = nd("wal_fsync_seconds", "Time in fsync per write-ahead-log sync.")
@@ -203,6 +204,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.collectSchedules(ch)
 	ch <- latencyHistogram(d.wait, s.Wait)
 	ch <- latencyHistogram(d.handling, s.Handling)
+	ch <- latencyHistogram(d.enqueueLatency, s.EnqueueLatency)
 	gauge(d.closed, float64(boolRank(s.Closed)))
 
 	if !s.Durable {
