@@ -279,3 +279,22 @@ func TestDLQPurgeOnATerminalPurgesWhatWasCounted(t *testing.T) {
 	require.Len(t, ds, 1, "the dead letter that arrived after the count stays")
 	assert.Equal(t, late, ds[0].ID)
 }
+
+// A list cut by --limit ends with how to ask for the next page, and only
+// when one follows.
+func TestListsSayWhenMoreFollow(t *testing.T) {
+	f := newFixture(t)
+	out := ok(t, "dlq", "list", f.dir, "--limit", "2")
+	assert.Contains(t, out, "2 dead letters\n")
+	assert.True(t, strings.HasSuffix(out, fmt.Sprintf("more: --after %d\n", f.permanent[1])), out)
+	next := ok(t, "dlq", "list", f.dir, "--limit", "2", "--after", fmt.Sprint(f.permanent[1]))
+	assert.Contains(t, next, "1 dead letter\n")
+	assert.NotContains(t, next, "more:", "the last page")
+	assert.NotContains(t, ok(t, "dlq", "list", f.dir, "--limit", "3"), "more:", "exactly full, nothing follows")
+	assert.Len(t, listJSON(t, f.dir, "--limit", "2"), 2, "--json lists the page alone")
+
+	msgs := ok(t, "messages", f.dir, "mail", "--limit", "1")
+	assert.Contains(t, msgs, "1 message\n")
+	assert.Contains(t, msgs, "more: --after ")
+	assert.NotContains(t, ok(t, "messages", f.dir, "mail"), "more:")
+}

@@ -179,7 +179,10 @@ func newDLQListCmd() *cobra.Command {
 			if limit < 0 {
 				return usagef("--limit %d is negative (0 = all)", limit)
 			}
-			q.Limit, q.After = limit, after
+			q.After = after
+			if limit > 0 {
+				q.Limit = limit + 1 // one more, to know whether more follow
+			}
 			src, rest, err := t.open(args)
 			if err != nil {
 				return err
@@ -192,10 +195,20 @@ func newDLQListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			more := limit > 0 && len(ds) > limit
+			if more {
+				ds = ds[:limit]
+			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), ds)
 			}
-			return printDLQTable(cmd.OutOrStdout(), ds)
+			if err := printDLQTable(cmd.OutOrStdout(), ds); err != nil {
+				return err
+			}
+			if more {
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), moreHint(len(ds), limit, ds[len(ds)-1].ID, more))
+			}
+			return err
 		}),
 	}
 	f.add(cmd)

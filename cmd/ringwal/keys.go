@@ -74,7 +74,7 @@ func printKeys(w io.Writer, keys []admin.KeyView) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d keys\n", len(keys))
+	_, err := fmt.Fprintln(w, plural(len(keys), "key", "keys"))
 	return err
 }
 

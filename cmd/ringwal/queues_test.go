@@ -91,7 +91,7 @@ func TestQueueCommands(t *testing.T) {
 	assert.Contains(t, msgs, "2 messages")
 	assert.Equal(t, 2, strings.Count(msgs, "welcome"), msgs)
 	msgs = remote("messages", "", "--queue", admin.DefaultQueue)
-	assert.Contains(t, msgs, "1 messages")
+	assert.Contains(t, msgs, "1 message\n")
 	assert.Contains(t, msgs, "default-1")
 	liveMsgs := remote("messages", "", "--queue", "billing")
 	assert.Contains(t, liveMsgs, "invoice")
@@ -153,7 +153,7 @@ func TestQueueCommands(t *testing.T) {
 	}
 	assert.Equal(t, views, stopped)
 	assert.Equal(t, liveMsgs, ok(t, "messages", dir, "", "--queue", "billing"))
-	assert.Contains(t, ok(t, "messages", dir, "", "--queue", admin.DefaultQueue), "1 messages")
+	assert.Contains(t, ok(t, "messages", dir, "", "--queue", admin.DefaultQueue), "1 message\n")
 	assert.Equal(t, "until resumed", strings.Join(queueRow(t, ok(t, "queues", "list", dir), "emails")[1:3], " "))
 
 	// Actions on a directory are logged: they hold at the next start.
