@@ -298,3 +298,52 @@ func TestListsSayWhenMoreFollow(t *testing.T) {
 	assert.Contains(t, msgs, "more: --after ")
 	assert.NotContains(t, ok(t, "messages", f.dir, "mail"), "more:")
 }
+
+// cancel by filter counts, asks and cancels exactly what it counted: no
+// terminal, no cancel without --yes; --dry-run counts; --yes acts.
+func TestCancelByFilter(t *testing.T) {
+	f := newFixture(t)
+	r := runBin(t, 30*time.Second, "cancel", f.dir, "--key", "mail")
+	assert.Equal(t, 2, r.code, "stderr %q", r.stderr)
+	assert.Contains(t, r.stderr, "refusing to cancel 3 messages (key=mail) without confirmation")
+	assert.Equal(t, "would cancel 3 messages (key=mail); nothing changed (--dry-run)\n", ok(t, "cancel", f.dir, "--key", "mail", "--dry-run"))
+	assert.Equal(t, "cancelled 2 messages (key=mail, state=pending)\n", ok(t, "cancel", f.dir, "--key", "mail", "--state", "pending", "--yes"))
+	assert.Contains(t, ok(t, "messages", f.dir, "mail"), "1 message\n", "the delayed one stays")
+	for _, args := range [][]string{
+		{"cancel", f.dir},
+		{"cancel", f.dir, "5", "--key", "mail"},
+		{"cancel", f.dir, "--queue", admin.DefaultQueue, "--yes"},
+	} {
+		r := runBin(t, 30*time.Second, args...)
+		assert.Equal(t, 2, r.code, "%v: stderr %q", args, r.stderr)
+	}
+}
+
+// On a terminal, cancel by filter asks; a message enqueued while the
+// question waits is not cancelled.
+func TestCancelOnATerminalCancelsWhatWasCounted(t *testing.T) {
+	f := newFixture(t)
+	e, err := ringwal.Open(f.dir, ringwal.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	srv := httptest.NewServer(admin.NewHandler(e, admin.Options{}))
+	t.Cleanup(srv.Close)
+
+	text, code := ptyRun(t, "n", nil, "cancel", "--addr", srv.URL, "--key", "mail")
+	assert.Equal(t, 0, code, text)
+	assert.Contains(t, text, "About to cancel 3 messages (key=mail). Proceed? [y/N]")
+	assert.Contains(t, text, "nothing cancelled: declined")
+
+	var late ringwal.ID
+	text, code = ptyRun(t, "y", func() {
+		late, err = e.Enqueue(context.Background(), ringwal.Message{Key: "mail", Payload: []byte("late")})
+		require.NoError(t, err)
+	}, "cancel", "--addr", srv.URL, "--key", "mail")
+	assert.Equal(t, 0, code, text)
+	assert.Contains(t, text, "cancelled 3 messages (key=mail)")
+	var left []ringwal.ID
+	for in := range e.Messages(ringwal.Filter{Key: "mail"}) {
+		left = append(left, in.ID)
+	}
+	assert.Equal(t, []ringwal.ID{late}, left, "the message enqueued after the count stays")
+}

@@ -298,39 +298,6 @@ func newResumeCmd() *cobra.Command {
 	return cmd
 }
 
-// newCancelCmd builds `ringwal cancel`.
-func newCancelCmd() *cobra.Command {
-	var t target
-	cmd := &cobra.Command{
-		Use:   "cancel [DIR | --addr URL] ID...",
-		Short: "Remove live messages for good (a leased one has its handler's ctx cancelled)",
-		Long: `Cancel removes each message ID for good: a pending, delayed, held or
-waiting one at once; a leased one has its handler's ctx cancelled and its
-lease ended. A dead letter is refused (see dlq purge).
-
-` + sourceHelp,
-		Example: "  ringwal cancel --addr http://127.0.0.1:9464 4711 4712\n  ringwal cancel DIR 4711",
-		Args:    cobra.MinimumNArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
-			src, rest, err := t.open(args)
-			if err != nil {
-				return err
-			}
-			defer closeSource(src, &err)
-			ids, err := parseIDs(rest)
-			if err != nil {
-				return err
-			}
-			if len(ids) == 0 {
-				return usagef("name the message IDs to cancel")
-			}
-			return cancelAll(cmd.Context(), cmd.OutOrStdout(), src, ids)
-		}),
-	}
-	t.add(cmd)
-	return cmd
-}
-
 // cancelAll cancels each ID, reporting each; it fails if any failed.
 func cancelAll(ctx context.Context, w io.Writer, src source, ids []ringwal.ID) error {
 	failed := 0

@@ -27,6 +27,12 @@ type keySource interface {
 	pause(ctx context.Context, until time.Time) (admin.PauseView, error)
 	resume(ctx context.Context) (admin.PauseView, error)
 	cancel(ctx context.Context, id ringwal.ID) error
+	// countMessages counts the live messages q matches, with the mark
+	// for cancelMatching, which cancels exactly those counted (the
+	// engine's CountMessages and CancelMatching, or the API's bulk
+	// routes).
+	countMessages(ctx context.Context, q admin.MessageQuery) (int, uint64, error)
+	cancelMatching(ctx context.Context, q admin.MessageQuery, through uint64) (int, error)
 	// messages is one page of live messages (admin.NewMessagePage).
 	messages(ctx context.Context, q admin.MessageQuery) (admin.MessagePage, error)
 }
