@@ -48,10 +48,13 @@ package admin's ParseDeadLetterQuery):
                  yes, no and any are accepted too
 
 redrive, review and purge act on the IDs given, or on every dead letter the
-filters match; with neither they refuse unless --all is passed. Given
-filters, redrive and review count the matching dead letters first and act
-on exactly those in one call (one request with --addr): a dead letter that
-arrives meanwhile is left alone.`,
+filters match (--limit N and --after ID narrow that, as for list); with
+neither they refuse unless --all is passed. Given filters, they count the
+matching dead letters first, say how many and ask "Proceed? [y/N]" on a
+terminal (--yes skips the question, --dry-run only counts; without a
+terminal they refuse unless --yes is given), then act on exactly those
+counted in one call (one request with --addr): a dead letter that arrives
+meanwhile is left alone. Given IDs, they act without asking.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newDLQListCmd(), newDLQShowCmd(), newDLQRedriveCmd(), newDLQReviewCmd(), newDLQPurgeCmd())
@@ -176,7 +179,10 @@ func newDLQListCmd() *cobra.Command {
 			if limit < 0 {
 				return usagef("--limit %d is negative (0 = all)", limit)
 			}
-			q.Limit, q.After = limit, after
+			q.After = after
+			if limit > 0 {
+				q.Limit = limit + 1 // one more, to know whether more follow
+			}
 			src, rest, err := t.open(args)
 			if err != nil {
 				return err
@@ -189,10 +195,20 @@ func newDLQListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			more := limit > 0 && len(ds) > limit
+			if more {
+				ds = ds[:limit]
+			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), ds)
 			}
-			return printDLQTable(cmd.OutOrStdout(), ds)
+			if err := printDLQTable(cmd.OutOrStdout(), ds); err != nil {
+				return err
+			}
+			if more {
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), moreHint(len(ds), limit, ds[len(ds)-1].ID, more))
+			}
+			return err
 		}),
 	}
 	f.add(cmd)
@@ -294,84 +310,6 @@ func selectDeadLetters(ctx context.Context, src source, ids []ringwal.ID, q dlq.
 	return out, nil
 }
 
-// bulk is a mutating subcommand's description.
-type bulk struct {
-	use, short, long, verb string
-	// act applies the operation to the selected dead letters and returns
-	// the IDs done; a per-ID failure goes in failed.
-	act func(ctx context.Context, src source, ds []admin.DeadLetterView, sel selection) (done []uint64, failed map[uint64]error, err error)
-	// counted: given filters, the selection is fixed by a count first
-	// (its mark in sel.q.Through), listed up to that mark, and act takes
-	// the engine's bulk verb over exactly that set.
-	counted bool
-}
-
-// newBulkCmd builds redrive, review or purge over the shared selection
-// logic: IDs, or filters, or --all.
-func newBulkCmd(b bulk, extra func(*cobra.Command)) *cobra.Command {
-	var f dlqFilter
-	var t target
-	var asJSON, all bool
-	cmd := &cobra.Command{
-		Use:   b.use,
-		Short: b.short,
-		Long:  b.long,
-		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
-			sel := selection{}
-			if sel.q, err = f.query(time.Now()); err != nil {
-				return err
-			}
-			src, rest, err := t.open(args)
-			if err != nil {
-				return err
-			}
-			defer closeSource(src, &err)
-			if sel.ids, err = parseIDs(rest); err != nil {
-				return err
-			}
-			switch {
-			case len(sel.ids) > 0 && (f.set() || all):
-				return usagef("give either message IDs or filters/--all, not both")
-			case len(sel.ids) == 0 && !f.set() && !all:
-				return usagef("name the message IDs, give a filter, or pass --all to %s every dead letter", b.verb)
-			}
-			if b.counted && len(sel.ids) == 0 && sel.q.Queue != admin.DefaultQueue {
-				// The engine cannot pick the default queue's apart: those
-				// go one by one, as IDs do.
-				if _, sel.q.Through, err = src.countDeadLetters(cmd.Context(), sel.q); err != nil {
-					return err
-				}
-				if sel.q.Through == 0 { // the store never held one
-					return reportBulk(cmd.OutOrStdout(), b.verb, []uint64{}, nil, asJSON)
-				}
-			}
-			ds, err := selectDeadLetters(cmd.Context(), src, sel.ids, sel.q)
-			if err != nil {
-				return err
-			}
-			done, failed, err := b.act(cmd.Context(), src, ds, sel)
-			if err != nil {
-				return err
-			}
-			if err := reportBulk(cmd.OutOrStdout(), b.verb, done, failed, asJSON); err != nil {
-				return err
-			}
-			if len(failed) > 0 {
-				return fmt.Errorf("%d of %d dead letters could not be %s", len(failed), len(done)+len(failed), pastTense(b.verb))
-			}
-			return nil
-		}),
-	}
-	f.add(cmd)
-	t.add(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-	cmd.Flags().BoolVar(&all, "all", false, "act on every dead letter (when no ID or filter is given)")
-	if extra != nil {
-		extra(cmd)
-	}
-	return cmd
-}
-
 // newDLQRedriveCmd builds `ringwal dlq redrive`.
 func newDLQRedriveCmd() *cobra.Command {
 	return newBulkCmd(bulk{
@@ -380,8 +318,7 @@ func newDLQRedriveCmd() *cobra.Command {
 		long: "Redrive makes the named dead letters, or those the filters match, pending again\n" +
 			"under the same ID with their attempts reset. A running engine delivers them at\n" +
 			"once; over a directory, the next engine to open it does.",
-		verb:    "redrive",
-		counted: true,
+		verb: "redrive",
 		act: func(ctx context.Context, src source, ds []admin.DeadLetterView, sel selection) ([]uint64, map[uint64]error, error) {
 			if sel.q.Through != 0 {
 				n, err := src.redriveMatching(ctx, sel.q)
@@ -401,8 +338,7 @@ func newDLQReviewCmd() *cobra.Command {
 		long: "Review marks the named dead letters, or those the filters match, as seen by an\n" +
 			"operator, with a note (reviewing again replaces the note). Reviewed entries\n" +
 			"are removed by retention after Options.DeadLetterRetention (90 days).",
-		verb:    "review",
-		counted: true,
+		verb: "review",
 		act: func(ctx context.Context, src source, ds []admin.DeadLetterView, sel selection) ([]uint64, map[uint64]error, error) {
 			if sel.q.Through != 0 {
 				n, err := src.reviewMatching(ctx, sel.q, note)
@@ -424,14 +360,17 @@ func newDLQPurgeCmd() *cobra.Command {
 		verb:  "purge",
 		act: func(ctx context.Context, src source, ds []admin.DeadLetterView, sel selection) ([]uint64, map[uint64]error, error) {
 			if len(sel.ids) == 0 {
-				n, err := src.purge(ctx, sel.q)
-				if err != nil {
-					return nil, nil, fmt.Errorf("purging: %w", err)
+				if len(ds) == 0 {
+					return []uint64{}, nil, nil
 				}
-				if n != len(ds) {
-					return nil, nil, fmt.Errorf("purged %d dead letters where %d matched", n, len(ds))
-				}
-				return idsOf(ds), nil, nil
+				// Never more than were counted and listed: the mark bounds
+				// the set on a directory, and the limit does too through
+				// the admin API, whose purge takes no mark (dead letters
+				// are in DeadAt order: one that arrives meanwhile is last).
+				q := sel.q
+				q.Limit = len(ds)
+				n, err := src.purge(ctx, q)
+				return matchingResult("purged", ds, n, err)
 			}
 			return each(ds, func(d admin.DeadLetterView) error { return purgeOne(ctx, src, d) })
 		},

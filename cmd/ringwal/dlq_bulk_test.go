@@ -47,9 +47,9 @@ func TestDLQBulkByFilterOverTheAPIUsesTheBulkRoutes(t *testing.T) {
 	srv := httptest.NewServer(admin.NewHandler(e, admin.Options{Token: "tok", Logger: slog.New(slog.NewTextHandler(&logged, nil))}))
 	t.Cleanup(srv.Close)
 
-	out := ok(t, "dlq", "review", "--addr", srv.URL, "--token", "tok", "--key", "api", "--note", "upstream fixed")
+	out := ok(t, "dlq", "review", "--addr", srv.URL, "--token", "tok", "--key", "api", "--note", "upstream fixed", "--yes")
 	assert.Contains(t, out, fmt.Sprintf("reviewed 2 dead letters: %d %d", f.permanent[0], f.permanent[1]))
-	out = ok(t, "dlq", "redrive", "--addr", srv.URL, "--token", "tok", "--key", "api", "--json")
+	out = ok(t, "dlq", "redrive", "--addr", srv.URL, "--token", "tok", "--key", "api", "--json", "--yes")
 	var res struct {
 		Done   []uint64 `json:"done"`
 		Failed []any    `json:"failed"`

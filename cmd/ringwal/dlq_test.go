@@ -112,14 +112,14 @@ func TestDLQReviewRedrivePurge(t *testing.T) {
 
 	out = ok(t, "dlq", "purge", f.dir, "--category", "permanent")
 	assert.Contains(t, out, "purged 0 dead letters")
-	out = ok(t, "dlq", "purge", f.dir, "--all")
+	out = ok(t, "dlq", "purge", f.dir, "--all", "--yes")
 	assert.Contains(t, out, fmt.Sprintf("purged 1 dead letter: %d", poison))
 	assert.Empty(t, listJSON(t, f.dir))
 }
 
 func TestDLQBulkByFilter(t *testing.T) {
 	f := newFixture(t)
-	out := ok(t, "dlq", "redrive", f.dir, "--key", "api", "--json")
+	out := ok(t, "dlq", "redrive", f.dir, "--key", "api", "--json", "--yes")
 	var res struct {
 		Done   []uint64 `json:"done"`
 		Failed []any    `json:"failed"`

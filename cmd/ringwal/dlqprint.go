@@ -6,7 +6,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -30,20 +29,17 @@ func reportBulk(w io.Writer, verb string, done []uint64, failed map[uint64]error
 		}
 		return writeJSON(w, out)
 	}
-	ids := make([]string, len(done))
-	for i, id := range done {
-		ids[i] = strconv.FormatUint(id, 10)
-	}
-	noun := "dead letters"
-	if len(done) == 1 {
-		noun = "dead letter"
-	}
-	fmt.Fprintf(w, "%s %d %s", pastTense(verb), len(done), noun)
-	if len(ids) > 0 {
-		fmt.Fprintf(w, ": %s", strings.Join(ids, " "))
+	fmt.Fprintf(w, "%s %s", pastTense(verb), plural(len(done), "dead letter", "dead letters"))
+	if len(done) > 0 {
+		fmt.Fprintf(w, ": %s", summarizeIDs(done))
 	}
 	fmt.Fprintln(w)
-	for _, id := range sortedKeys(failed) {
+	failedIDs := sortedKeys(failed)
+	for i, id := range failedIDs {
+		if i == idsShownHead && len(failedIDs) > maxIDsShown {
+			fmt.Fprintf(w, "and %d more failed (--json for all)\n", len(failedIDs)-i)
+			break
+		}
 		fmt.Fprintf(w, "failed %d: %s\n", id, safe(failed[id].Error()))
 	}
 	return nil
@@ -75,7 +71,7 @@ func printDLQTable(w io.Writer, ds []admin.DeadLetterView) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%d dead letters\n", len(ds))
+	fmt.Fprintln(w, plural(len(ds), "dead letter", "dead letters"))
 	return nil
 }
 

@@ -14,7 +14,7 @@ import (
 func TestReviewedAnyIsNoFilter(t *testing.T) {
 	for _, flag := range []string{"--reviewed=ANY", "--reviewed=Any", "--reviewed="} {
 		f := newFixture(t)
-		r := runBin(t, 30*time.Second, "dlq", "purge", flag, f.dir)
+		r := runBin(t, 30*time.Second, "dlq", "purge", flag, "--yes", f.dir)
 		assert.Equal(t, 2, r.code, "dlq purge %s: stdout %q stderr %q", flag, r.stdout, r.stderr)
 		out := ok(t, "dlq", "list", f.dir)
 		assert.Contains(t, out, "3 dead letters", "dlq purge %s purged without --all", flag)

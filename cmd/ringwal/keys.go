@@ -43,11 +43,63 @@ waiting or held, or with a circuit breaker) and pause or resume one.
 
 func newKeysListCmd() *cobra.Command {
 	return listCmd(&cobra.Command{
-		Use:     "list [DIR | --addr URL]",
-		Short:   "List the keys: pause, live, in flight, waiting, held, throttled, at cap, breaker",
-		Long:    "List prints every key the engine knows, sorted.\n\n" + sourceHelp,
+		Use:   "list [DIR | --addr URL]",
+		Short: "List the keys: pause, live, in flight, waiting, held, throttled, at cap, breaker, dead letters",
+		Long: `List prints every key the engine knows, sorted, as the console's keys page
+does: the keys with live messages under a policy, a pause, messages
+waiting or held, or a circuit breaker, and the keys that have dead letters
+only (DEAD: how many). A directory and --addr over the same data print the
+same rows; a running engine also knows the breakers of the keys it has
+delivered to, which live in memory only (an engine opened over a directory
+starts with none).
+
+` + sourceHelp,
 		Example: "  ringwal keys list /tmp/ringwal-demo/live\n  ringwal keys list --addr http://127.0.0.1:9464 --json",
-	}, "", "print a JSON array of keys (admin.KeyView)", source.keys, printKeys)
+	}, "listing keys", "print a JSON array of keys (admin.KeyView, with dead_letters)", keyRows, printKeys)
+}
+
+// keyRow is one row of keys list: admin's view of the key and how many
+// dead letters it has.
+type keyRow struct {
+	admin.KeyView
+	DeadLetters int `json:"dead_letters"`
+}
+
+// keyRows returns the rows of keys list from either source alike: the
+// keys admin's view knows (admin.NewKeyViews: live state and breakers)
+// merged with those that have dead letters, which that view, built from
+// Stats, does not hold (a key whose messages all dead-lettered has no live
+// state left: the console's keys page adds them from the dead-letter
+// store, and so does this).
+func keyRows(src source, ctx context.Context) ([]keyRow, error) {
+	views, err := src.keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dead, err := src.deadLetterKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return mergeKeyRows(views, dead), nil
+}
+
+// mergeKeyRows joins views and the dead-letter counts by key, sorted.
+func mergeKeyRows(views []admin.KeyView, dead map[string]int) []keyRow {
+	rows := make(map[string]*keyRow, len(views)+len(dead))
+	for _, v := range views {
+		rows[v.Key] = &keyRow{KeyView: v}
+	}
+	for k, n := range dead {
+		if rows[k] == nil {
+			rows[k] = &keyRow{KeyView: admin.KeyView{Key: k}}
+		}
+		rows[k].DeadLetters = n
+	}
+	out := make([]keyRow, 0, len(rows))
+	for _, k := range sortedKeys(rows) {
+		out = append(out, *rows[k])
+	}
+	return out
 }
 
 // openNoIDs opens the source of a command that takes only [DIR].
@@ -64,17 +116,17 @@ func (t *target) openNoIDs(args []string) (source, error) {
 }
 
 // printKeys writes keys as a table.
-func printKeys(w io.Writer, keys []admin.KeyView) error {
+func printKeys(w io.Writer, keys []keyRow) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "KEY\tPAUSED\tLIVE\tIN FLIGHT\tWAITING\tHELD\tLIMITS\tBREAKER")
+	fmt.Fprintln(tw, "KEY\tPAUSED\tLIVE\tIN FLIGHT\tWAITING\tHELD\tLIMITS\tBREAKER\tDEAD")
 	for _, k := range keys {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", cell(k.Key), pausedText(k.Paused, k.PausedUntil),
-			k.Live, k.InFlight, k.Waiting, k.Held, limitsText(k), cell(k.Breaker))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\n", cell(k.Key), pausedText(k.Paused, k.PausedUntil),
+			k.Live, k.InFlight, k.Waiting, k.Held, limitsText(k.KeyView), cell(k.Breaker), k.DeadLetters)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d keys\n", len(keys))
+	_, err := fmt.Fprintln(w, plural(len(keys), "key", "keys"))
 	return err
 }
 
@@ -240,39 +292,6 @@ func newResumeCmd() *cobra.Command {
 				func(ctx context.Context, src source, _ []string) (admin.PauseView, error) {
 					return src.resume(ctx)
 				})
-		}),
-	}
-	t.add(cmd)
-	return cmd
-}
-
-// newCancelCmd builds `ringwal cancel`.
-func newCancelCmd() *cobra.Command {
-	var t target
-	cmd := &cobra.Command{
-		Use:   "cancel [DIR | --addr URL] ID...",
-		Short: "Remove live messages for good (a leased one has its handler's ctx cancelled)",
-		Long: `Cancel removes each message ID for good: a pending, delayed, held or
-waiting one at once; a leased one has its handler's ctx cancelled and its
-lease ended. A dead letter is refused (see dlq purge).
-
-` + sourceHelp,
-		Example: "  ringwal cancel --addr http://127.0.0.1:9464 4711 4712\n  ringwal cancel DIR 4711",
-		Args:    cobra.MinimumNArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) (err error) {
-			src, rest, err := t.open(args)
-			if err != nil {
-				return err
-			}
-			defer closeSource(src, &err)
-			ids, err := parseIDs(rest)
-			if err != nil {
-				return err
-			}
-			if len(ids) == 0 {
-				return usagef("name the message IDs to cancel")
-			}
-			return cancelAll(cmd.Context(), cmd.OutOrStdout(), src, ids)
 		}),
 	}
 	t.add(cmd)

@@ -7,6 +7,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/classify"
 )
 
 const opsKey = "slack:#ops/eu"
@@ -121,4 +124,48 @@ func TestKeyCommands(t *testing.T) {
 	assert.ErrorIs(t, err, ringwal.ErrNotFound, "the cancel held")
 	_, err = e.Get(ops[2])
 	assert.NoError(t, err)
+}
+
+// keys list prints the same rows from a directory and from a live engine
+// over the same data, keys that only have dead letters included (as the
+// console's keys page shows them).
+func TestKeysListSameRowsOnDirectoryAndLiveEngine(t *testing.T) {
+	f := newFixture(t)
+	e, err := ringwal.Open(f.dir, ringwal.Options{})
+	require.NoError(t, err)
+	id, err := e.Enqueue(context.Background(), ringwal.Message{Key: "gone", Payload: []byte("x")})
+	require.NoError(t, err)
+	d, got := e.TryDequeue()
+	require.True(t, got)
+	for d.ID != id { // the fixture's pending ones first
+		require.NoError(t, e.Ack(d.Lease))
+		d, got = e.TryDequeue()
+		require.True(t, got)
+	}
+	require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("HTTP 410"), classify.Permanent)))
+	require.NoError(t, e.PauseKey("slack", time.Time{}))
+	require.NoError(t, e.Close())
+
+	dirKeys := ok(t, "keys", "list", f.dir)
+	dirJSON := ok(t, "keys", "list", "--json", f.dir)
+
+	e, err = ringwal.Open(f.dir, ringwal.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	srv := httptest.NewServer(admin.NewHandler(e, admin.Options{}))
+	t.Cleanup(srv.Close)
+	assert.Equal(t, dirKeys, ok(t, "keys", "list", "--addr", srv.URL))
+	assert.JSONEq(t, dirJSON, ok(t, "keys", "list", "--json", "--addr", srv.URL))
+
+	var rows []keyRow
+	require.NoError(t, json.Unmarshal([]byte(dirJSON), &rows))
+	dead := map[string]int{}
+	var keys []string
+	for _, r := range rows {
+		keys = append(keys, r.Key)
+		dead[r.Key] = r.DeadLetters
+	}
+	assert.Equal(t, []string{"api", "gone", "mail", "slack"}, keys, "the dead-letter keys and the paused one:\n%s", dirKeys)
+	assert.Equal(t, map[string]int{"api": 2, "gone": 1, "mail": 1, "slack": 0}, dead)
+	assert.Contains(t, dirKeys, "4 keys\n")
 }

@@ -12,22 +12,37 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/dlq"
 )
 
 // keySource is the key controls a source offers.
 type keySource interface {
 	keys(ctx context.Context) ([]admin.KeyView, error)
+	// deadLetterKeys is how many dead letters each key has (keys
+	// without any are absent; dead letters without a key are not
+	// counted).
+	deadLetterKeys(ctx context.Context) (map[string]int, error)
 	pauseKey(ctx context.Context, key string, until time.Time) (admin.PauseView, error)
 	resumeKey(ctx context.Context, key string) (admin.PauseView, error)
 	pause(ctx context.Context, until time.Time) (admin.PauseView, error)
 	resume(ctx context.Context) (admin.PauseView, error)
 	cancel(ctx context.Context, id ringwal.ID) error
+	// countMessages counts the live messages q matches, with the mark
+	// for cancelMatching, which cancels exactly those counted (the
+	// engine's CountMessages and CancelMatching, or the API's bulk
+	// routes).
+	countMessages(ctx context.Context, q admin.MessageQuery) (int, uint64, error)
+	cancelMatching(ctx context.Context, q admin.MessageQuery, through uint64) (int, error)
 	// messages is one page of live messages (admin.NewMessagePage).
 	messages(ctx context.Context, q admin.MessageQuery) (admin.MessagePage, error)
 }
 
 func (l *localSource) keys(context.Context) ([]admin.KeyView, error) {
 	return admin.NewKeyViews(l.e.Stats()), nil
+}
+
+func (l *localSource) deadLetterKeys(context.Context) (map[string]int, error) {
+	return l.e.DeadLetterKeys()
 }
 
 // keyState is key's pause after an action, as the admin API answers it.
@@ -77,6 +92,25 @@ func (l *localSource) messages(_ context.Context, q admin.MessageQuery) (admin.M
 func (r *remoteSource) keys(ctx context.Context) ([]admin.KeyView, error) {
 	v, err := r.c.Keys(ctx)
 	return v, r.explain(err)
+}
+
+// deadLetterKeys counts the dead letters of each key by reading them
+// all, a page of admin.MaxLimit at a time: the admin API has no route for
+// the engine's kept per-key counts (Engine.DeadLetterKeys, which the
+// console's keys page reads), so this costs a walk of the dead-letter
+// list, bounded by Options.MaxDeadLetters.
+func (r *remoteSource) deadLetterKeys(ctx context.Context) (map[string]int, error) {
+	ds, err := r.deadLetters(ctx, dlq.Query{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, d := range ds {
+		if d.Key != "" {
+			out[d.Key]++
+		}
+	}
+	return out, nil
 }
 
 func (r *remoteSource) pauseKey(ctx context.Context, key string, until time.Time) (admin.PauseView, error) {

@@ -48,14 +48,28 @@ queue's). Cancel one with ` + "`ringwal cancel ID`" + `.
 			}
 			defer closeSource(src, &err)
 			q := admin.MessageQuery{Queue: queue, Key: rest[0], States: sts, After: after}
-			ms, err := allMessages(cmd, src, q, limit)
+			want := limit
+			if limit > 0 {
+				want = limit + 1 // one more, to know whether more follow
+			}
+			ms, err := allMessages(cmd, src, q, want)
 			if err != nil {
 				return err
+			}
+			more := limit > 0 && len(ms) > limit
+			if more {
+				ms = ms[:limit]
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), ms)
 			}
-			return printMessages(cmd.OutOrStdout(), ms)
+			if err := printMessages(cmd.OutOrStdout(), ms); err != nil {
+				return err
+			}
+			if more {
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), moreHint(len(ms), limit, ms[len(ms)-1].ID, more))
+			}
+			return err
 		}),
 	}
 	t.add(cmd)
@@ -107,6 +121,6 @@ func printMessages(w io.Writer, ms []admin.InfoView) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d messages\n", len(ms))
+	_, err := fmt.Fprintln(w, plural(len(ms), "message", "messages"))
 	return err
 }

@@ -148,7 +148,7 @@ func printQueues(w io.Writer, qs []admin.QueueView) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d queues\n", len(qs))
+	_, err := fmt.Fprintln(w, plural(len(qs), "queue", "queues"))
 	return err
 }
 

@@ -91,7 +91,7 @@ func TestQueueCommands(t *testing.T) {
 	assert.Contains(t, msgs, "2 messages")
 	assert.Equal(t, 2, strings.Count(msgs, "welcome"), msgs)
 	msgs = remote("messages", "", "--queue", admin.DefaultQueue)
-	assert.Contains(t, msgs, "1 messages")
+	assert.Contains(t, msgs, "1 message\n")
 	assert.Contains(t, msgs, "default-1")
 	liveMsgs := remote("messages", "", "--queue", "billing")
 	assert.Contains(t, liveMsgs, "invoice")
@@ -153,7 +153,7 @@ func TestQueueCommands(t *testing.T) {
 	}
 	assert.Equal(t, views, stopped)
 	assert.Equal(t, liveMsgs, ok(t, "messages", dir, "", "--queue", "billing"))
-	assert.Contains(t, ok(t, "messages", dir, "", "--queue", admin.DefaultQueue), "1 messages")
+	assert.Contains(t, ok(t, "messages", dir, "", "--queue", admin.DefaultQueue), "1 message\n")
 	assert.Equal(t, "until resumed", strings.Join(queueRow(t, ok(t, "queues", "list", dir), "emails")[1:3], " "))
 
 	// Actions on a directory are logged: they hold at the next start.
@@ -245,9 +245,9 @@ func TestDLQQueueFilter(t *testing.T) {
 	r = runBin(t, 30*time.Second, "dlq", "purge", dir, "--queue", "emails", "12")
 	assert.Equal(t, 2, r.code, "IDs and a filter")
 
-	assert.Contains(t, ok(t, "dlq", "purge", dir, "--queue", "emails"), "purged 2 dead letters")
+	assert.Contains(t, ok(t, "dlq", "purge", dir, "--queue", "emails", "--yes"), "purged 2 dead letters")
 	assert.Contains(t, ok(t, "dlq", "list", dir), "2 dead letters", "the default queue's are kept")
-	assert.Contains(t, ok(t, "dlq", "redrive", dir, "--queue", admin.DefaultQueue), "redriven 2 dead letters")
+	assert.Contains(t, ok(t, "dlq", "redrive", dir, "--queue", admin.DefaultQueue, "--yes"), "redriven 2 dead letters")
 	e, err := ringwal.Open(dir, ringwal.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, 0, e.Stats().Dead)
@@ -278,7 +278,7 @@ func TestDLQQueueFilterOverHTTP(t *testing.T) {
 	r := runBin(t, 30*time.Second, "dlq", "purge", "--addr", srv.URL, "--queue", admin.DefaultQueue)
 	assert.Equal(t, 1, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "cannot be purged apart")
-	assert.Contains(t, ok(t, "dlq", "purge", "--addr", srv.URL, "--queue", "emails"), "purged 2 dead letters")
+	assert.Contains(t, ok(t, "dlq", "purge", "--addr", srv.URL, "--queue", "emails", "--yes"), "purged 2 dead letters")
 	ds, err := e.DeadLetters(dlq.Query{})
 	require.NoError(t, err)
 	require.Len(t, ds, 2)

@@ -48,7 +48,7 @@ func TestDLQListOverHTTP(t *testing.T) {
 	liveFiltered := runBinEnv(t, env, 30*time.Second, "dlq", "list", "--category", "permanent", "--reviewed=false")
 	require.Equal(t, 0, liveFiltered.code, liveFiltered.stderr)
 	assert.Contains(t, live, "3 dead letters")
-	assert.Contains(t, liveFiltered.stdout, "1 dead letters")
+	assert.Contains(t, liveFiltered.stdout, "1 dead letter\n")
 	assert.Contains(t, liveShow, "poison-1")
 
 	// Paging through the API's pages gives every entry.
@@ -92,7 +92,7 @@ func TestDLQActionsOverHTTP(t *testing.T) {
 
 	out = ok(t, "dlq", "purge", "--addr", srv.URL, fmt.Sprint(f.poison))
 	assert.Contains(t, out, "purged 1 dead letter")
-	out = ok(t, "dlq", "purge", "--addr", srv.URL, "--all")
+	out = ok(t, "dlq", "purge", "--addr", srv.URL, "--all", "--yes")
 	assert.Contains(t, out, "purged 1 dead letter")
 	ds, err := e.DeadLetters(dlq.Query{})
 	require.NoError(t, err)

@@ -162,7 +162,7 @@ func printSchedules(w io.Writer, vs []admin.ScheduleView) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d schedules\n", len(vs))
+	_, err := fmt.Fprintln(w, plural(len(vs), "schedule", "schedules"))
 	return err
 }
 
