@@ -176,3 +176,25 @@ func TestClientAuthAndTransportErrors(t *testing.T) {
 	var ae *admin.Error
 	assert.False(t, errors.As(err, &ae), "a transport error is not an answer")
 }
+
+func TestClientPurgeTakesWhatItsCountCounted(t *testing.T) {
+	for _, filtered := range []bool{true, false} {
+		e, fake, c, _ := clientEngine(t)
+		makeDeadLetters(t, e, fake, []string{"a", "a", "b"}, []error{errPermanent, errPermanent, errPermanent})
+		q := dlq.Query{}
+		if filtered {
+			q.Key = "a"
+		}
+		count, err := c.CountDeadLetters(context.Background(), q)
+		require.NoError(t, err)
+		mark, err := admin.ParseMark(count.Through)
+		require.NoError(t, err)
+		late := makeDeadLetters(t, e, fake, []string{"a"}, []error{errPermanent})[0]
+		q.Through = mark
+		res, err := c.Purge(context.Background(), q)
+		require.NoError(t, err)
+		assert.Equal(t, count.Count, res.Purged, "filtered %v", filtered)
+		_, err = e.DeadLetter(late)
+		assert.NoError(t, err, "a dead letter added after the count survives (filtered %v)", filtered)
+	}
+}

@@ -239,24 +239,37 @@ type PurgeRequest struct {
 	After    Cursor  `json:"after,omitempty"`
 	Limit    int     `json:"limit,omitempty"`
 	All      bool    `json:"all,omitempty"`
+	// Through is a count's mark (CountView.Through): the purge takes the
+	// dead letters that count counted, never one added since.
+	Through uint64 `json:"through,omitempty"`
+	// Text is a search (dlq.Query.Text).
+	Text string `json:"text,omitempty"`
 }
 
-// NewPurgeRequest returns the request that purges what q matches.
+// NewPurgeRequest returns the request that purges what q matches. A q
+// with no filter but a count's mark (Through) is a purge of everything
+// that count counted: All is set.
 func NewPurgeRequest(q dlq.Query) PurgeRequest {
 	v := DeadLetterQueryValues(q)
 	r := PurgeRequest{Queue: q.Queue, Category: v["category"], Key: q.Key, Since: v.Get("since"), Until: v.Get("until"),
-		After: Cursor(q.After), Limit: q.Limit}
+		After: Cursor(q.After), Limit: q.Limit, Through: q.Through, Text: q.Text}
 	if q.Reviewed != dlq.Any {
 		b := q.Reviewed == dlq.OnlyReviewed
 		r.Reviewed = &b
 	}
+	unfiltered := q
+	unfiltered.Through = 0
+	r.All = q.Through != 0 && emptyQuery(unfiltered)
 	return r
 }
 
 // Query returns the request's dead-letter query (relative times taken
 // back from now), refusing an empty one unless All is set.
 func (p PurgeRequest) Query(now time.Time) (dlq.Query, error) {
-	q := dlq.Query{Queue: p.Queue, Key: p.Key, After: uint64(p.After), Limit: p.Limit}
+	q := dlq.Query{Queue: p.Queue, Key: p.Key, After: uint64(p.After), Limit: p.Limit, Through: p.Through, Text: p.Text}
+	if len(q.Text) > maxSearchText {
+		return q, fmt.Errorf("text of %d bytes: at most %d", len(q.Text), maxSearchText)
+	}
 	if p.Queue == DefaultQueue {
 		return q, errDefaultQueuePurge
 	}
@@ -283,7 +296,7 @@ func (p PurgeRequest) Query(now time.Time) (dlq.Query, error) {
 		return q, fmt.Errorf("limit %d is negative", p.Limit)
 	}
 	if !p.All && q.Queue == "" && len(q.Categories) == 0 && q.Key == "" && q.Since.IsZero() && q.Until.IsZero() &&
-		q.Reviewed == dlq.Any && q.After == 0 && q.Limit == 0 {
+		q.Reviewed == dlq.Any && q.After == 0 && q.Limit == 0 && q.Text == "" {
 		return q, fmt.Errorf(`an empty query would purge every dead letter; add "all": true to mean that`)
 	}
 	return q, nil

@@ -363,13 +363,9 @@ func newDLQPurgeCmd() *cobra.Command {
 				if len(ds) == 0 {
 					return []uint64{}, nil, nil
 				}
-				// Never more than were counted and listed: the mark bounds
-				// the set on a directory, and the limit does too through
-				// the admin API, whose purge takes no mark (dead letters
-				// are in DeadAt order: one that arrives meanwhile is last).
-				q := sel.q
-				q.Limit = len(ds)
-				n, err := src.purge(ctx, q)
+				// Exactly what was counted: the count's mark (sel.q.Through)
+				// bounds the purge, on a directory and through the API.
+				n, err := src.purge(ctx, sel.q)
 				return matchingResult("purged", ds, n, err)
 			}
 			return each(ds, func(d admin.DeadLetterView) error { return purgeOne(ctx, src, d) })

@@ -272,9 +272,9 @@ func (r *remoteSource) purge(ctx context.Context, q dlq.Query) (int, error) {
 	if q.Queue == admin.DefaultQueue {
 		return 0, errDefaultQueuePurge
 	}
-	if q.Queue == "" && len(q.Categories) == 0 && q.Key == "" && q.Since.IsZero() && q.Until.IsZero() &&
-		q.Reviewed == dlq.Any && q.After == 0 && q.Limit == 0 {
-		res, err = r.c.PurgeAll(ctx)
+	if q.Through == 0 && q.Queue == "" && len(q.Categories) == 0 && q.Key == "" && q.Since.IsZero() && q.Until.IsZero() &&
+		q.Reviewed == dlq.Any && q.After == 0 && q.Limit == 0 && q.Text == "" {
+		res, err = r.c.PurgeAll(ctx) // a counted purge (Through) goes as a query: NewPurgeRequest
 	} else {
 		res, err = r.c.Purge(ctx, q)
 	}
