@@ -17,6 +17,13 @@ func (c *Client) Keys(ctx context.Context) ([]KeyView, error) {
 	return v, c.do(ctx, http.MethodGet, "/api/keys", nil, nil, &v)
 }
 
+// DeadLetterKeys returns how many dead letters each key has (GET
+// /api/dead-letters/keys; Engine.DeadLetterKeys).
+func (c *Client) DeadLetterKeys(ctx context.Context) (map[string]int, error) {
+	v := map[string]int{}
+	return v, c.do(ctx, http.MethodGet, "/api/dead-letters/keys", nil, nil, &v)
+}
+
 // untilBody is the PauseRequest for until (zero: until resumed).
 func untilBody(until time.Time) PauseRequest {
 	if until.IsZero() {

@@ -124,3 +124,15 @@ func TestClientKeyControls(t *testing.T) {
 	_, err = c.Messages(ctx, admin.MessageQuery{})
 	assert.ErrorIs(t, err, ringwal.ErrClosed)
 }
+
+func TestClientDeadLetterKeysCountsEachKeysDeadLetters(t *testing.T) {
+	e, fake, c, _ := clientEngine(t)
+	makeDeadLetters(t, e, fake, []string{"a", "a", "b", ""}, []error{errPermanent, errPermanent, errPermanent, errPermanent})
+	got, err := c.DeadLetterKeys(context.Background())
+	require.NoError(t, err)
+	want, err := e.DeadLetterKeys()
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	assert.Equal(t, 2, got["a"])
+	assert.Equal(t, 1, got["b"])
+}

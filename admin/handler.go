@@ -68,6 +68,7 @@ func NewHandler(e *ringwal.Engine, o Options) http.Handler {
 	h.mux.HandleFunc("POST /api/messages/{id}/cancel", h.cancel)
 	h.mux.HandleFunc("GET /api/messages", h.messages)
 	h.mux.HandleFunc("GET /api/keys", h.keys)
+	h.mux.HandleFunc("GET /api/dead-letters/keys", h.deadLetterKeys)
 	h.mux.HandleFunc("POST /api/keys/{key}/pause", h.pauseKey)
 	h.mux.HandleFunc("POST /api/keys/{key}/resume", h.resumeKey)
 	h.mux.HandleFunc("POST /api/pause", h.pauseAll)

@@ -21,6 +21,18 @@ func (h *handler) keys(w http.ResponseWriter, r *http.Request) {
 	h.reply(w, http.StatusOK, NewKeyViews(s))
 }
 
+// deadLetterKeys answers GET /api/dead-letters/keys: how many dead
+// letters each key has (Engine.DeadLetterKeys: the store's kept counts,
+// not a walk), so that a key that only has dead letters is listed too.
+func (h *handler) deadLetterKeys(w http.ResponseWriter, r *http.Request) {
+	byKey, err := h.e.DeadLetterKeys()
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.reply(w, http.StatusOK, byKey)
+}
+
 // pauseUntil reads the optional PauseRequest body; false when it answered
 // the request itself (400 or 413).
 func (h *handler) pauseUntil(w http.ResponseWriter, r *http.Request) (time.Time, bool) {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
-	"github.com/ringwal/ringwal/dlq"
 )
 
 // keySource is the key controls a source offers.
@@ -94,23 +93,11 @@ func (r *remoteSource) keys(ctx context.Context) ([]admin.KeyView, error) {
 	return v, r.explain(err)
 }
 
-// deadLetterKeys counts the dead letters of each key by reading them
-// all, a page of admin.MaxLimit at a time: the admin API has no route for
-// the engine's kept per-key counts (Engine.DeadLetterKeys, which the
-// console's keys page reads), so this costs a walk of the dead-letter
-// list, bounded by Options.MaxDeadLetters.
+// deadLetterKeys reads the engine's kept per-key counts of dead letters
+// (Engine.DeadLetterKeys, as the console's keys page does).
 func (r *remoteSource) deadLetterKeys(ctx context.Context) (map[string]int, error) {
-	ds, err := r.deadLetters(ctx, dlq.Query{})
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]int{}
-	for _, d := range ds {
-		if d.Key != "" {
-			out[d.Key]++
-		}
-	}
-	return out, nil
+	v, err := r.c.DeadLetterKeys(ctx)
+	return v, r.explain(err)
 }
 
 func (r *remoteSource) pauseKey(ctx context.Context, key string, until time.Time) (admin.PauseView, error) {
