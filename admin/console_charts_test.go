@@ -88,7 +88,7 @@ func TestConsoleQueuePageChartsItsHistory(t *testing.T) {
 	p = b.get("queue?queue=emails").html(t, http.StatusOK, "a queue")
 	assert.Equal(t, map[string]string{"queue-rates": "Messages per second", "queue-states": "Pending and held"}, chartTitles(p.body))
 	assert.Contains(t, p.body, `<a href="?queue=emails&amp;window=6h">6h</a>`, "window links keep the queue")
-	p = b.get("queue?queue=" + admin.DefaultQueue).html(t, http.StatusOK, "the default queue")
+	p = b.get("queue?queue="+admin.DefaultQueue).html(t, http.StatusOK, "the default queue")
 	assert.Len(t, chartTitles(p.body), 2)
 	b.get("queue?queue=nosuch").html(t, http.StatusNotFound, "an undeclared queue")
 	b.get("queue").html(t, http.StatusOK, "no name: the default queue")
