@@ -21,7 +21,7 @@ import (
 // The chart's geometry, in viewBox units (the SVG scales to its box).
 const (
 	chartW, chartH                 = 480, 140
-	chartLeft, chartRight          = 52, 8
+	chartLeft, chartRight          = 52, 16
 	chartTop, chartBottom          = 8, 20
 	chartPlotW                     = chartW - chartLeft - chartRight
 	chartPlotH                     = chartH - chartTop - chartBottom
@@ -47,22 +47,19 @@ type chartSeries struct {
 
 // chart is one chart: its element id (the title's and description's ids
 // derive from it), title, the window it shows, its lines, and how a
-// value reads (Format; nil: plain numbers).
+// value reads (Format, told the axis' top so that every label of a chart
+// has one unit; nil: plain numbers).
 type chart struct {
 	ID, Title string
 	From, To  time.Time
 	Series    []chartSeries
-	Format    func(float64) string
+	Format    func(v, top float64) string
 }
 
 // HTML returns the chart as a figure: a caption, the SVG (role img, with
 // a <title> and a <desc> that says each line's latest value and peak),
 // and a legend with the latest values.
 func (c *chart) HTML() template.HTML {
-	format := c.Format
-	if format == nil {
-		format = func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
-	}
 	span := c.To.Sub(c.From)
 	if span <= 0 {
 		span = time.Second
@@ -76,6 +73,10 @@ func (c *chart) HTML() template.HTML {
 		}
 	}
 	top = niceCeil(top)
+	format := func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+	if c.Format != nil {
+		format = func(v float64) string { return c.Format(v, top) }
+	}
 	x := func(t time.Time) float64 { return chartLeft + chartPlotW*float64(t.Sub(c.From))/float64(span) }
 	y := func(v float64) float64 { return chartTop + chartPlotH*(1-v/top) }
 

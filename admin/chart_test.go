@@ -92,7 +92,7 @@ func evenPoints(start time.Time, every time.Duration, n int, f func(int) float64
 
 func TestChartDrawsAPolylinePerSeriesWithAPointPerSample(t *testing.T) {
 	c := chart{ID: "rates", Title: "Rates <per second>", From: chartT0, To: chartT0.Add(15 * time.Minute),
-		Format: func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + "/s" },
+		Format: func(v, _ float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + "/s" },
 		Series: []chartSeries{
 			{Name: "enqueued", Points: evenPoints(chartT0, 10*time.Second, 90, func(i int) float64 { return float64(i % 7) })},
 			{Name: "acked & <done>", Points: evenPoints(chartT0, 10*time.Second, 90, func(int) float64 { return 1 })},

@@ -19,11 +19,13 @@ import (
 )
 
 // historyWindows are the windows a page's charts can show (its window=
-// query value), the first the default.
+// query value); defaultWindow is the index of the one shown without.
 var historyWindows = []struct {
 	Name string
 	D    time.Duration
-}{{"1h", time.Hour}, {"15m", 15 * time.Minute}, {"6h", 6 * time.Hour}, {"24h", 24 * time.Hour}}
+}{{"15m", 15 * time.Minute}, {"1h", time.Hour}, {"6h", 6 * time.Hour}, {"24h", 24 * time.Hour}}
+
+const defaultWindow = 1
 
 // windowLink is a link to the page with another window.
 type windowLink struct {
@@ -54,7 +56,7 @@ type rate struct {
 // query values (the queue page's queue).
 func pickWindow(r *http.Request) (time.Duration, []windowLink) {
 	q := r.URL.Query()
-	cur := historyWindows[0]
+	cur := historyWindows[defaultWindow]
 	for _, w := range historyWindows {
 		if q.Get("window") == w.Name {
 			cur = w
@@ -93,23 +95,23 @@ func perSecond(n uint64, h ringwal.HistorySample) float64 {
 	return float64(n) / h.Length.Seconds()
 }
 
-func formatRate(v float64) string {
-	switch {
-	case v == 0:
-		return "0/s"
-	case v < 0.1:
-		return adminfmt.Count(int(v*60+0.5)) + "/min"
-	case v < 10:
+// formatRate reads a rate per second, or per minute on a chart whose top
+// is under 1/s (0.1/s reads 6/min).
+func formatRate(v, top float64) string {
+	if top < 1 {
+		return trimFloat(v*60, 1) + "/min"
+	}
+	if v < 10 {
 		return trimFloat(v, 2) + "/s"
 	}
 	return adminfmt.Count(int(v+0.5)) + "/s"
 }
 
-func formatSeconds(v float64) string {
+func formatSeconds(v, _ float64) string {
 	return adminfmt.Duration(time.Duration(v * float64(time.Second)))
 }
 
-func formatInt(v float64) string { return adminfmt.Count(int(v + 0.5)) }
+func formatInt(v, _ float64) string { return adminfmt.Count(int(v + 0.5)) }
 
 // newCharts makes a page's charts of samples over the window that ends
 // with the newest sample (the engine's clock, whatever the handler's);
@@ -130,7 +132,7 @@ func newCharts(samples []ringwal.HistorySample, window time.Duration, links []wi
 		}
 	}
 	v.Rates, v.RateSpan = lastMinute(in, to, engine)
-	mk := func(suffix, title string, format func(float64) string, ss ...chartSeries) {
+	mk := func(suffix, title string, format func(v, top float64) string, ss ...chartSeries) {
 		c := chart{ID: id + "-" + suffix, Title: title, From: from, To: to, Series: ss, Format: format}
 		v.Charts = append(v.Charts, c.HTML())
 	}

@@ -114,7 +114,7 @@ func TestConsoleQueuesInBrowser(t *testing.T) {
 	// Traffic, and the page again a minute later: rates, over the last
 	// minute of the engine's history.
 	work(60)
-	awaitSamples(t, e, hclock, 7)
+	awaitSamples(t, e, hclock, 6)
 	run("queues again", chromedp.Navigate(base+"queues"), chromedp.WaitVisible(chromedp.CSS(`#queues`)))
 	assert.Contains(t, textOf(row("webhooks")), "1.0/s · 1.0/s · 0.0/s", "60 enqueued and acked in the minute")
 

@@ -22,15 +22,24 @@ import (
 
 // awaitSamples moves the engine's fake clock on in 1-second steps (each a
 // maintenance pass of the engine's timer goroutine, which takes a sample
-// every 10 s of engine time) until e's history holds at least n samples.
+// every 10 s of engine time) until the engine has taken n more samples.
 // The goroutine runs a pass after each step on its own time: a short real
 // pause between steps lets it (a step it missed only delays the sample).
 func awaitSamples(t testing.TB, e *ringwal.Engine, fake *clock.Fake, n int) {
 	t.Helper()
-	for steps := 0; len(e.History()) < n; steps++ {
-		require.Less(t, steps, 20*n+200, "no sample came: %d of %d", len(e.History()), n)
-		fake.Advance(time.Second)
-		time.Sleep(200 * time.Microsecond)
+	newest := func() time.Time {
+		if h := e.History(); len(h) > 0 {
+			return h[len(h)-1].Start
+		}
+		return time.Time{}
+	}
+	for range n {
+		was := newest()
+		for steps := 0; newest().Equal(was); steps++ {
+			require.Less(t, steps, 200, "no sample came")
+			fake.Advance(time.Second)
+			time.Sleep(200 * time.Microsecond)
+		}
 	}
 }
 
