@@ -11,6 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/classify"
 )
 
 // svgNode is an element of a rendered chart, parsed back.
@@ -215,4 +218,32 @@ func BenchmarkChartDay(b *testing.B) {
 		size = len(c.HTML())
 	}
 	b.ReportMetric(float64(size), "bytes/chart")
+}
+
+// BenchmarkOverviewChartsDay makes the overview's four charts from a full
+// day of the engine's samples (354 of them) in the 24h window: what a
+// page load pays for its history.
+func BenchmarkOverviewChartsDay(b *testing.B) {
+	var hs []ringwal.HistorySample
+	add := func(from time.Time, every time.Duration, n int) {
+		for i := range n {
+			hs = append(hs, ringwal.HistorySample{Start: from.Add(time.Duration(i) * every), Length: every,
+				Enqueued: uint64(50 + i%13), Acked: uint64(45 + i%11), DeadLettered: uint64(i % 3),
+				DeadLetteredByCategory: map[classify.Category]uint64{classify.Permanent: uint64(i % 3)},
+				Counted: true, Pending: 100 + i%50, Held: i % 5, WaitP95: time.Duration(i%40) * time.Millisecond})
+		}
+	}
+	add(chartT0, 10*time.Minute, 144)
+	add(chartT0.Add(24*time.Hour), time.Minute, 120)
+	add(chartT0.Add(26*time.Hour), 10*time.Second, 90)
+	b.ReportAllocs()
+	var size int
+	for b.Loop() {
+		v := newCharts(hs, 24*time.Hour, nil, "overview", true)
+		size = 0
+		for _, c := range v.Charts {
+			size += len(c)
+		}
+	}
+	b.ReportMetric(float64(size), "bytes/page")
 }
