@@ -230,7 +230,7 @@ func BenchmarkOverviewChartsDay(b *testing.B) {
 			hs = append(hs, ringwal.HistorySample{Start: from.Add(time.Duration(i) * every), Length: every,
 				Enqueued: uint64(50 + i%13), Acked: uint64(45 + i%11), DeadLettered: uint64(i % 3),
 				DeadLetteredByCategory: map[classify.Category]uint64{classify.Permanent: uint64(i % 3)},
-				Counted: true, Pending: 100 + i%50, Held: i % 5, WaitP95: time.Duration(i%40) * time.Millisecond})
+				Counted:                true, Pending: 100 + i%50, Held: i % 5, WaitP95: time.Duration(i%40) * time.Millisecond})
 		}
 	}
 	add(chartT0, 10*time.Minute, 144)
