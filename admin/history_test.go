@@ -23,8 +23,9 @@ import (
 // awaitSamples moves the engine's fake clock on in 1-second steps (each a
 // maintenance pass of the engine's timer goroutine, which takes a sample
 // every 10 s of engine time) until the engine has taken n more samples.
-// The goroutine runs a pass after each step on its own time: a short real
-// pause between steps lets it (a step it missed only delays the sample).
+// Before each step it waits until the goroutine has armed its next timer
+// (the engine's one clock timer), so that every step is one pass and the
+// clock never runs ahead of the samples.
 func awaitSamples(t testing.TB, e *ringwal.Engine, fake *clock.Fake, n int) {
 	t.Helper()
 	newest := func() time.Time {
@@ -35,10 +36,13 @@ func awaitSamples(t testing.TB, e *ringwal.Engine, fake *clock.Fake, n int) {
 	}
 	for range n {
 		was := newest()
-		for steps := 0; newest().Equal(was); steps++ {
-			require.Less(t, steps, 200, "no sample came")
+		for steps := 0; ; steps++ {
+			fake.BlockUntil(1) // the last pass is over
+			if !newest().Equal(was) {
+				break
+			}
+			require.Less(t, steps, 20, "no sample came")
 			fake.Advance(time.Second)
-			time.Sleep(200 * time.Microsecond)
 		}
 	}
 }
