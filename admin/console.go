@@ -29,7 +29,7 @@ var consoleFS embed.FS
 
 // console is the web console's state: its routes, its parsed pages, the
 // key that signs sessions and CSRF tokens, and the Stats samples behind
-// the overview's rates.
+// the rates of the queues the engine keeps no history of.
 type console struct {
 	mux     *http.ServeMux
 	pages   map[string]*template.Template
@@ -40,7 +40,7 @@ type console struct {
 
 // pageNames lists the templates under console/, each rendered inside
 // layout.html.
-var pageNames = []string{"overview", "queues", "queuedelete", "schedules", "scheduleremove", "keys", "messages", "cancel", "cancelmessages", "deadletters", "deadletter", "purge", "purged", "bulk", "bulkdone", "login", "error"}
+var pageNames = []string{"overview", "queues", "queue", "queuedelete", "schedules", "scheduleremove", "keys", "messages", "cancel", "cancelmessages", "deadletters", "deadletter", "purge", "purged", "bulk", "bulkdone", "login", "error"}
 
 // newConsole parses the templates and routes the console's paths to h.
 func newConsole(h *handler) *console {
@@ -55,6 +55,7 @@ func newConsole(h *handler) *console {
 	}
 	c.mux.HandleFunc("GET /{$}", h.overviewPage)
 	c.mux.HandleFunc("GET /queues", h.queuesPage)
+	c.mux.HandleFunc("GET /queue", h.queuePage)
 	c.mux.HandleFunc("POST /queues/pause", h.pauseQueueAction)
 	c.mux.HandleFunc("POST /queues/resume", h.resumeQueueAction)
 	c.mux.HandleFunc("POST /queues/delete", h.deleteQueueAction)

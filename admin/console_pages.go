@@ -60,9 +60,7 @@ type overviewView struct {
 	States      []stateRow
 	TierPercent []float64 // in priorities order
 	Dead        []countRow
-	Rates       []rate
-	RateSpan    time.Duration
-	RatesReady  bool
+	History     chartsView
 	Open        int // breakers not closed
 	PausedKeys  int
 	Waiting     []countRow // by reason
@@ -83,9 +81,10 @@ func (h *handler) overviewPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.now()
-	h.con.rates.add(now, s)
-	h.con.rates.addQueues(now, s)
+	h.con.rates.addQueues(now, s) // the queues page's rates of queues without history
 	v := overviewView{S: NewStatsView(s), Now: now}
+	window, links := pickWindow(r)
+	v.History = newCharts(h.e.History(), window, links, "overview", true)
 	for i, q := range NewQueueViews(infos, s) {
 		if q.Paused {
 			v.PausedQs++
@@ -98,7 +97,6 @@ func (h *handler) overviewPage(w http.ResponseWriter, r *http.Request) {
 		row.Messages, row.DeadLetters = queueLinks(q.Name)
 		v.Queues = append(v.Queues, row)
 	}
-	v.Rates, v.RateSpan, v.RatesReady = h.con.rates.rates()
 	for _, p := range priorities {
 		v.Priorities = append(v.Priorities, p.String())
 		v.TierPercent = append(v.TierPercent, 100*v.S.TierUtilization[p.String()])

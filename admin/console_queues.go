@@ -1,8 +1,8 @@
 package admin
 
 // The console's queue pages and actions: the queues with their counts,
-// rates, pauses and options; pausing, resuming and deleting one (after a
-// confirmation). Queue names travel in query strings and form fields,
+// rates, pauses and options; one queue with its charts; pausing, resuming
+// and deleting one (after a confirmation). Queue names travel in query strings and form fields,
 // never in the path, as keys do; the default queue is DefaultQueue.
 
 import (
@@ -19,6 +19,7 @@ import (
 type queueRow struct {
 	QueueView
 	Rate        *queueRate   // nil: no rate yet (or past maxRateQueues)
+	History     template.URL // its page with charts
 	Messages    template.URL // its live messages
 	DeadLetters template.URL // its dead letters
 }
@@ -26,8 +27,9 @@ type queueRow struct {
 // queuesView is the queues page's data.
 type queuesView struct {
 	Queues         []queueRow
-	RateSpan       time.Duration
+	RateSpan       time.Duration // of the rates not from the engine's history
 	RatesReady     bool
+	Sampled        bool // some rates are not from the engine's history
 	DeliveryPaused bool
 	Now            time.Time
 }
@@ -46,21 +48,61 @@ func (h *handler) queuesPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.now()
-	h.con.rates.add(now, s)
 	h.con.rates.addQueues(now, s)
 	v := queuesView{DeliveryPaused: s.DeliveryPaused, Now: now}
 	var rates map[string]queueRate
 	rates, v.RateSpan, v.RatesReady = h.con.rates.queueRates()
 	for _, q := range NewQueueViews(infos, s) {
 		row := queueRow{QueueView: q}
-		if rt, ok := rates[q.EngineName()]; ok {
+		if hist := h.e.QueueHistory(q.EngineName()); hist != nil {
+			// The engine's history: the last minute of its samples.
+			if len(hist) > 0 {
+				last := hist[len(hist)-1]
+				if rs, span := lastMinute(hist, last.Start.Add(last.Length), false); span > 0 {
+					row.Rate = &queueRate{Enqueued: rs[0].PerSecond, Acked: rs[1].PerSecond, DeadLettered: rs[2].PerSecond}
+				}
+			}
+		} else if rt, ok := rates[q.EngineName()]; ok {
 			row.Rate = &rt
+			v.Sampled = true
 		}
 		row.Messages, row.DeadLetters = queueLinks(q.Name)
+		row.History = template.URL(url.Values{"queue": {q.Name}}.Encode())
 		v.Queues = append(v.Queues, row)
 	}
 	h.render(w, r, http.StatusOK, "queues", page{Title: "Queues", Nav: "queues",
 		Flash: flashes[r.URL.Query().Get("done")], Data: v})
+}
+
+// queueView is a queue's page: its counts and charts.
+type queueView struct {
+	Q        queueRow
+	Charts   chartsView
+	Followed bool // the engine keeps its history
+	Now      time.Time
+}
+
+// queuePage shows one queue (queue= its admin name) with its charts: its
+// rates and counts by state from the engine's history. 404 for an
+// undeclared queue.
+func (h *handler) queuePage(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("queue")
+	in, ok := queueInfo(h.e, EngineQueueName(name))
+	if !ok {
+		if engineClosed(h.e) {
+			h.failPage(w, r, ringwal.ErrClosed)
+			return
+		}
+		h.errorPage(w, r, http.StatusNotFound, "No queue "+quoteQueue(EngineQueueName(name))+".")
+		return
+	}
+	v := queueView{Q: queueRow{QueueView: NewQueueView(in, h.e.Queue(in.Name).Stats())}, Now: h.now()}
+	v.Q.Messages, v.Q.DeadLetters = queueLinks(v.Q.Name)
+	hist := h.e.QueueHistory(in.Name)
+	v.Followed = hist != nil
+	window, links := pickWindow(r)
+	v.Charts = newCharts(hist, window, links, "queue", false)
+	h.render(w, r, http.StatusOK, "queue", page{Title: "Queue " + v.Q.Name, Nav: "queues", Data: v})
 }
 
 // formQueue reads the form's queue (its admin name) and returns the

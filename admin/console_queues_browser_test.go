@@ -78,11 +78,13 @@ func queuesBrowserFixture(t *testing.T, e *ringwal.Engine) (work func(n int)) {
 
 func TestConsoleQueuesInBrowser(t *testing.T) {
 	exe := chromium(t)
-	e := enginetest.Open(t, t.TempDir(), ringwal.Options{})
-	work := queuesBrowserFixture(t, e)
-	// The handler's clock: the rates need samples some seconds apart,
-	// which the test makes by moving it rather than by waiting.
+	// One fake clock for the engine and the handler: the rates come from
+	// the engine's history, whose samples the test makes by moving it
+	// rather than by waiting.
 	hclock := clock.NewFake(time.Now())
+	e := enginetest.Open(t, t.TempDir(), ringwal.Options{Clock: hclock})
+	work := queuesBrowserFixture(t, e)
+	awaitSamples(t, e, hclock, 1) // the fixture's traffic in the first sample
 	srv := httptest.NewServer(admin.NewHandler(e, admin.Options{Clock: hclock}))
 	t.Cleanup(srv.Close)
 	base := srv.URL + "/"
@@ -109,11 +111,12 @@ func TestConsoleQueuesInBrowser(t *testing.T) {
 	assert.Contains(t, textOf(row("webhooks")), "3", "its dead letters")
 	assert.Contains(t, textOf(row("billing")), "orders", "its topic")
 
-	// Traffic, and the page again a while later: rates.
+	// Traffic, and the page again a minute later: rates, over the last
+	// minute of the engine's history.
 	work(60)
-	hclock.Advance(30 * time.Second)
+	awaitSamples(t, e, hclock, 6)
 	run("queues again", chromedp.Navigate(base+"queues"), chromedp.WaitVisible(chromedp.CSS(`#queues`)))
-	assert.Contains(t, textOf(row("webhooks")), "2.0/s · 2.0/s · 0.0/s", "60 enqueued and acked in 30s")
+	assert.Contains(t, textOf(row("webhooks")), "1.0/s · 1.0/s · 0.0/s", "60 enqueued and acked in the minute")
 
 	// Pause emails from its row, until resumed: it shows paused, and the
 	// engine's queue is paused.

@@ -37,8 +37,9 @@
 // binary: no CDN, no build step), authentication by bearer token and
 // console sessions, and the CSRF defence. It owns no engine state: every
 // answer and page is built from the root package's public API (the
-// console's rates over the last minute come from a small ring of Stats
-// samples the handler keeps). It does not listen, mount Prometheus metrics
+// console's charts and rates come from the engine's history; only the
+// rates of the queues it keeps no history of come from a small ring of
+// Stats samples the handler keeps). It does not listen, mount Prometheus metrics
 // (package prom) or add authentication beyond the token; the caller
 // mounts the handler in its own server, on an internal listener.
 //
@@ -54,6 +55,7 @@
 // only; anything else is 405 with Allow):
 //
 //	GET  /api/stats                      Engine.Stats as a StatsView
+//	GET  /api/history                    Engine.History as a HistoryView: samples oldest first
 //	GET  /api/next?n=N                   Engine.Peek: the next n (default 10, at most MaxLimit) in scheduling order, as InfoViews
 //	GET  /api/messages/{id}              Engine.Get as an InfoView; a dead message also carries its dead letter
 //	POST /api/messages/{id}/requeue      Engine.Requeue; answers an ActionView
@@ -76,6 +78,7 @@
 //	POST /api/messages/cancel            Engine.CancelMatching of queue, key, state and through (required); answers a BulkResult
 //	GET  /api/queues                     every declared queue (NewQueueViews): options, pause and counts, the default first
 //	GET  /api/queues/{queue}             one queue's QueueView
+//	GET  /api/queues/{queue}/history     Engine.QueueHistory as a HistoryView (followed false: none kept)
 //	POST /api/queues/{queue}/pause       Queue.Pause; body PauseRequest (optional); answers a QueueActionView
 //	POST /api/queues/{queue}/resume      Queue.Resume; answers a QueueActionView
 //	POST /api/queues/{queue}/delete      Engine.DeleteQueue; answers a QueueActionView; 409 with the counts while
@@ -193,11 +196,13 @@
 // place; without it the overview reloads itself). All links and redirects
 // are relative, so it works under any prefix. Pages:
 //
-//	GET  /                          overview: counts by state and priority tier, oldest pending,
+//	GET  /?window=1h                overview: counts by state and priority tier, oldest pending,
+//	                                charts of the engine's history (window 15m, 1h, 6h or 24h),
 //	                                rates over the last minute, dead letters by category, totals,
 //	                                latency, breakers, the write-ahead log since open; refreshes
 //	GET  /queues                    every queue: counts, rates over the last minute, options, pause;
-//	                                links to its messages and dead letters
+//	                                links to its messages, dead letters and page
+//	GET  /queue?queue=&window=      one queue: counts and charts of its history
 //	POST /queues/pause              form fields queue (its admin name: _default for the default queue), until (optional)
 //	POST /queues/resume             form field queue
 //	POST /queues/delete             form field queue; without confirm=yes: the confirmation page; 409 with the
