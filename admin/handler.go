@@ -88,6 +88,7 @@ func NewHandler(e *ringwal.Engine, o Options) http.Handler {
 	h.mux.HandleFunc("POST /api/schedules/{schedule}/trigger", h.triggerSchedule)
 	h.mux.HandleFunc("POST /api/schedules/{schedule}/remove", h.removeSchedule)
 	h.registerBulk()
+	h.registerBackup()
 	h.con = newConsole(h)
 	return h
 }
