@@ -169,3 +169,16 @@ func FuzzRestore(f *testing.F) {
 		}
 	})
 }
+
+// VerifyBackup accepts what Restore accepts and refuses what it refuses,
+// writing nothing.
+func TestVerifyBackupAgreesWithRestore(t *testing.T) {
+	good := smallBackup(t)
+	info, err := ringwal.VerifyBackup(bytes.NewReader(good))
+	require.NoError(t, err)
+	assert.Equal(t, 10, info.Messages)
+	for _, cut := range []int{0, 100, 1000, len(good) / 2} {
+		_, err := ringwal.VerifyBackup(bytes.NewReader(good[:cut]))
+		assert.ErrorIs(t, err, ringwal.ErrDamagedBackup, "cut at %d", cut)
+	}
+}

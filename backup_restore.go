@@ -50,6 +50,23 @@ func Restore(r io.Reader, dir string) (BackupInfo, error) {
 	return m.info(), nil
 }
 
+// VerifyBackup reads a Backup stream to its end and checks it as Restore
+// would (every file a data directory holds, its size and SHA-256 as its
+// manifest says, the manifest last), writing nothing. It returns the
+// manifest's description, or an error wrapping ErrDamagedBackup (or
+// ErrVersion for a newer backup format).
+func VerifyBackup(r io.Reader) (BackupInfo, error) {
+	rs := &restoring{got: map[string]manifestFile{}}
+	m, err := rs.read(r)
+	if err == nil {
+		err = rs.check(m)
+	}
+	if err != nil {
+		return BackupInfo{}, fmt.Errorf("ringwal: verify backup: %w", err)
+	}
+	return m.info(), nil
+}
+
 // prepareRestoreDir makes sure dir is an empty directory, creating it
 // (and its parents) if it does not exist; created says it did.
 func prepareRestoreDir(dir string) (created bool, err error) {
@@ -132,8 +149,18 @@ func (rs *restoring) read(r io.Reader) (*manifest, error) {
 }
 
 // write copies one file's bytes into dir/name, hashing them into h, and
-// fsyncs it.
+// fsyncs it; with no dir (VerifyBackup) it only hashes them.
 func (rs *restoring) write(name string, r io.Reader, h io.Writer) (int64, error) {
+	if rs.dir == "" {
+		if hw, ok := h.(interface{ Reset() }); ok {
+			hw.Reset()
+		}
+		n, err := io.Copy(h, r)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return n, damagedf("the stream ends inside %s, after %d bytes (a backup cut short?)", name, n)
+		}
+		return n, err
+	}
 	if filepath.Dir(filepath.FromSlash(name)) == wal.LogDirName && !rs.logDir {
 		if err := os.Mkdir(filepath.Join(rs.dir, wal.LogDirName), 0o700); err != nil {
 			return 0, err
