@@ -92,6 +92,8 @@
 //	                                        503 with Retry-After when the queue is full, 409 when the message's
 //	                                        DedupID refuses the run
 //	POST /api/schedules/{schedule}/remove   Engine.RemoveSchedule; answers a ScheduleActionView
+//	GET  /api/backup                     Engine.Backup streamed as application/x-tar (Client.Backup; ringwal.Restore
+//	                                     reads it); 400 for a memory-only engine; a failure midway aborts the connection
 //
 // A {key} in a path is one path segment, escaped (KeyPath): "slack:#ops/eu"
 // is slack:%23ops%2Feu. GET /api/messages takes the parameters of

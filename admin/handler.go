@@ -90,6 +90,7 @@ func NewHandler(e *ringwal.Engine, o Options) http.Handler {
 	h.mux.HandleFunc("POST /api/schedules/{schedule}/remove", h.removeSchedule)
 	h.registerBulk()
 	h.registerHistory()
+	h.registerBackup()
 	h.con = newConsole(h)
 	return h
 }

@@ -26,6 +26,10 @@
 //   - checkpoints (checkpoint.go, snapshot.go): a zstd-compressed snapshot of the caller's
 //     live state, written to a temporary file, fsynced and renamed, after
 //     which the log before it is truncated so disk use follows live data;
+//   - backups (backup.go): Backup lists and opens, on the writer between
+//     two batches, the files a consistent copy needs (FORMAT, the newest
+//     snapshot, every segment, the tail up to its last batch), for the
+//     caller to copy while appends and checkpoints go on;
 //   - repair (repair.go, over the segment listing of segment.go): the
 //     first bad batch is classified (torn final batch, torn tail, a tail
 //     never fsynced, or damage a crash cannot explain) and cut or refused

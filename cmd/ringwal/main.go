@@ -2,8 +2,8 @@
 // demo (live traffic, failures, breakers, then a SIGKILL and a recovery
 // check); operator commands (inspect, dlq, keys, queues, messages, cancel,
 // pause, resume) over a stopped engine's data
-// directory or, with --addr, over a running engine's admin API; wal verify
-// and dump; and serve (the web console, the JSON admin API and Prometheus
+// directory or, with --addr, over a running engine's admin API; backup (of
+// either) and restore; wal verify and dump; and serve (the web console, the JSON admin API and Prometheus
 // metrics of a stopped engine's directory).
 //
 // Exit status: 0 on success, 1 on failure, 2 on a usage error. Errors go to
@@ -105,6 +105,8 @@ Exit status: 0 on success, 1 on failure, 2 on a usage error.`,
 		newResumeCmd(),
 		newWALCmd(),
 		newServeCmd(),
+		newBackupCmd(),
+		newRestoreCmd(),
 	)
 	root.CompletionOptions.HiddenDefaultCmd = true
 	return root

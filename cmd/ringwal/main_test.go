@@ -153,6 +153,7 @@ func TestHelpEveryCommand(t *testing.T) {
 		{}, {"demo"}, {"inspect"}, {"dlq"}, {"dlq", "list"}, {"dlq", "show"}, {"dlq", "redrive"},
 		{"dlq", "review"}, {"dlq", "purge"}, {"wal"}, {"wal", "verify"}, {"wal", "dump"}, {"serve"},
 		{"queues"}, {"queues", "list"}, {"queues", "pause"}, {"queues", "resume"}, {"queues", "delete"},
+		{"backup"}, {"restore"},
 	} {
 		out := ok(t, append(path, "--help")...)
 		assert.Contains(t, out, "Usage:", "help of %v", path)

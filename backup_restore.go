@@ -1,0 +1,249 @@
+package ringwal
+
+import (
+	"archive/tar"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ringwal/ringwal/wal"
+)
+
+// Restore writes the data directory a Backup stream holds into dir, which
+// must be empty or not exist (ErrInvalid otherwise; it is created owner-only,
+// as Open would). Open then opens dir to the backed-up engine's state at
+// its backup point.
+//
+// Every file is checked against the stream's manifest, which comes last:
+// a stream that ends before it (a backup killed or cut short), names a file
+// a data directory does not hold, or holds a file whose size or SHA-256
+// differs from the manifest's is refused with an error wrapping
+// ErrDamagedBackup, and what was written is removed (dir too, if Restore
+// created it). Files are written owner-only and fsynced, then their
+// directories, before Restore returns. It reads r to its end; nothing else
+// uses dir meanwhile (it takes no lock: Open's comes after).
+func Restore(r io.Reader, dir string) (BackupInfo, error) {
+	if dir == "" {
+		return BackupInfo{}, invalidf("restore: no directory")
+	}
+	created, err := prepareRestoreDir(dir)
+	if err != nil {
+		return BackupInfo{}, err
+	}
+	rs := &restoring{dir: dir, got: map[string]manifestFile{}}
+	m, err := rs.read(r)
+	if err == nil {
+		err = rs.check(m)
+	}
+	if err == nil {
+		err = rs.sync()
+	}
+	if err != nil {
+		rs.undo(created)
+		return BackupInfo{}, fmt.Errorf("ringwal: restore into %s: %w", dir, err)
+	}
+	return m.info(), nil
+}
+
+// VerifyBackup reads a Backup stream to its end and checks it as Restore
+// would (every file a data directory holds, its size and SHA-256 as its
+// manifest says, the manifest last), writing nothing. It returns the
+// manifest's description, or an error wrapping ErrDamagedBackup (or
+// ErrVersion for a newer backup format).
+func VerifyBackup(r io.Reader) (BackupInfo, error) {
+	rs := &restoring{got: map[string]manifestFile{}}
+	m, err := rs.read(r)
+	if err == nil {
+		err = rs.check(m)
+	}
+	if err != nil {
+		return BackupInfo{}, fmt.Errorf("ringwal: verify backup: %w", err)
+	}
+	return m.info(), nil
+}
+
+// prepareRestoreDir makes sure dir is an empty directory, creating it
+// (and its parents) if it does not exist; created says it did.
+func prepareRestoreDir(dir string) (created bool, err error) {
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			return false, err
+		}
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return false, err
+		}
+		return true, nil
+	case err != nil:
+		return false, err
+	case !fi.IsDir():
+		return false, invalidf("restore: %s is not a directory", dir)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	if len(ents) > 0 {
+		return false, invalidf("restore: %s is not empty (%d entries): restore only into an empty or new directory", dir, len(ents))
+	}
+	return false, nil
+}
+
+// restoring is one Restore's progress: what it wrote, for the check and
+// for undoing it.
+type restoring struct {
+	dir    string
+	got    map[string]manifestFile // written files, with their size and hash
+	order  []string
+	logDir bool // dir/log was created
+}
+
+// read writes the stream's files into dir and returns its manifest.
+func (rs *restoring) read(r io.Reader) (*manifest, error) {
+	tr := tar.NewReader(r)
+	h := sha256.New()
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, damagedf("the stream ends after %d files without its manifest (a backup cut short?)", len(rs.order))
+		}
+		if err != nil {
+			return nil, damagedf("after %d files: %v", len(rs.order), err)
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			return nil, damagedf("entry %q is not a regular file", hdr.Name)
+		}
+		if hdr.Name == manifestName {
+			b, err := io.ReadAll(io.LimitReader(tr, maxManifestBytes+1))
+			if err != nil {
+				return nil, damagedf("reading the manifest: %v", err)
+			}
+			m, err := decodeManifest(b)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := tr.Next(); !errors.Is(err, io.EOF) {
+				return nil, damagedf("entries follow the manifest")
+			}
+			return m, nil
+		}
+		if kind, _ := wal.BackupFileKind(hdr.Name); kind == "" {
+			return nil, damagedf("entry %q is not a file of a data directory", hdr.Name)
+		}
+		if _, dup := rs.got[hdr.Name]; dup {
+			return nil, damagedf("entry %s appears twice", hdr.Name)
+		}
+		n, err := rs.write(hdr.Name, tr, h)
+		if err != nil {
+			return nil, err
+		}
+		rs.got[hdr.Name] = manifestFile{Name: hdr.Name, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}
+		rs.order = append(rs.order, hdr.Name)
+	}
+}
+
+// write copies one file's bytes into dir/name, hashing them into h, and
+// fsyncs it; with no dir (VerifyBackup) it only hashes them.
+func (rs *restoring) write(name string, r io.Reader, h io.Writer) (int64, error) {
+	if rs.dir == "" {
+		if hw, ok := h.(interface{ Reset() }); ok {
+			hw.Reset()
+		}
+		n, err := io.Copy(h, r)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return n, damagedf("the stream ends inside %s, after %d bytes (a backup cut short?)", name, n)
+		}
+		return n, err
+	}
+	if filepath.Dir(filepath.FromSlash(name)) == wal.LogDirName && !rs.logDir {
+		if err := os.Mkdir(filepath.Join(rs.dir, wal.LogDirName), 0o700); err != nil {
+			return 0, err
+		}
+		rs.logDir = true
+	}
+	path := filepath.Join(rs.dir, filepath.FromSlash(name))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	rs.got[name] = manifestFile{} // created: undo removes it
+	if hw, ok := h.(interface{ Reset() }); ok {
+		hw.Reset()
+	}
+	n, err := io.Copy(io.MultiWriter(f, h), r)
+	if err != nil {
+		f.Close()
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return n, damagedf("the stream ends inside %s, after %d bytes (a backup cut short?)", name, n)
+		}
+		return n, fmt.Errorf("writing %s: %w", name, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return n, err
+	}
+	return n, f.Close()
+}
+
+// check compares what was written with the manifest.
+func (rs *restoring) check(m *manifest) error {
+	if len(m.Files) != len(rs.order) {
+		return damagedf("the manifest lists %d files, the stream holds %d", len(m.Files), len(rs.order))
+	}
+	for _, want := range m.Files {
+		got, ok := rs.got[want.Name]
+		switch {
+		case !ok:
+			return damagedf("%s is in the manifest, not in the stream", want.Name)
+		case got.Size != want.Size:
+			return damagedf("%s holds %d bytes, the manifest says %d", want.Name, got.Size, want.Size)
+		case !strings.EqualFold(got.SHA256, want.SHA256):
+			return damagedf("%s's SHA-256 differs from the manifest's", want.Name)
+		}
+	}
+	return nil
+}
+
+// sync fsyncs the directories whose entries Restore created.
+func (rs *restoring) sync() error {
+	if rs.logDir {
+		if err := syncPath(filepath.Join(rs.dir, wal.LogDirName)); err != nil {
+			return err
+		}
+	}
+	if err := syncPath(rs.dir); err != nil {
+		return err
+	}
+	return syncPath(filepath.Dir(rs.dir))
+}
+
+// undo removes what Restore wrote, and dir if it created it.
+func (rs *restoring) undo(created bool) {
+	for name := range rs.got {
+		_ = os.Remove(filepath.Join(rs.dir, filepath.FromSlash(name)))
+	}
+	if rs.logDir {
+		_ = os.Remove(filepath.Join(rs.dir, wal.LogDirName))
+	}
+	if created {
+		_ = os.Remove(rs.dir)
+	}
+}
+
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
