@@ -102,8 +102,8 @@ func backupTo(ctx context.Context, src source, out string, stdout, stderr io.Wri
 	}
 	d := time.Since(start)
 	fmt.Fprintf(report, "backed up %s to %s: %s, %s, %s, %s; %s, %d bytes (log batch %d), checked, in %s (%.1f MB/s)\n",
-		safe(src.where()), safe(out), nouns(info.Messages, "message"), nouns(info.DeadLetters, "dead letter"),
-		nouns(info.Queues, "named queue"), nouns(info.Schedules, "schedule"), nouns(info.Files, "file"), n,
+		safe(src.where()), safe(out), plural(info.Messages, "message", "messages"), plural(info.DeadLetters, "dead letter", "dead letters"),
+		plural(info.Queues, "named queue", "named queues"), plural(info.Schedules, "schedule", "schedules"), plural(info.Files, "file", "files"), n,
 		info.Index, d.Round(time.Millisecond), float64(n)/1e6/max(d.Seconds(), 1e-9))
 	return nil
 }
@@ -221,14 +221,7 @@ With --check, restore only checks FILE and writes nothing (no DIR).`,
 
 func describeBackup(info ringwal.BackupInfo) string {
 	return fmt.Sprintf("%s, %s, %s, %s; %s, %d bytes (log batch %d)",
-		nouns(info.Messages, "message"), nouns(info.DeadLetters, "dead letter"), nouns(info.Queues, "named queue"),
-		nouns(info.Schedules, "schedule"), nouns(info.Files, "file"), info.Bytes, info.Index)
+		plural(info.Messages, "message", "messages"), plural(info.DeadLetters, "dead letter", "dead letters"), plural(info.Queues, "named queue", "named queues"),
+		plural(info.Schedules, "schedule", "schedules"), plural(info.Files, "file", "files"), info.Bytes, info.Index)
 }
 
-// nouns is n and noun, plural when n is not 1.
-func nouns(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
