@@ -16,9 +16,12 @@ import (
 // a tar stream, without stopping the engine: producers, consumers and
 // checkpoints carry on while it copies.
 //
-// The copy is the newest snapshot and the log from it on (Backup first
-// takes a checkpoint, so the copy is about the size of the live state),
-// the log's tail cut at a batch boundary. Its backup point is the moment
+// The copy is the newest snapshot and the log from it on, what a restart
+// would replay (at most about Options.CheckpointBytes of log: automatic
+// checkpoints keep it so), the log's tail cut at a batch boundary. Backup
+// takes no checkpoint of its own: its fsyncs would compete with the
+// producers' on the same disk, and a Checkpoint just before is the
+// caller's choice when a smaller copy is worth it. Its backup point is the moment
 // the files were listed: every mutation acknowledged before Backup was
 // called is in the copy, and nothing begun after that listing. Restore
 // rebuilds a directory from the stream, which Open opens to the engine's
@@ -40,9 +43,6 @@ func (e *Engine) Backup(w io.Writer) (BackupInfo, error) {
 	}
 	if e.log == nil {
 		return BackupInfo{}, invalidf("backup of a memory-only engine: it has no data directory")
-	}
-	if err := e.Checkpoint(); err != nil {
-		return BackupInfo{}, fmt.Errorf("ringwal: backup: %w", err)
 	}
 	set, err := e.log.Backup()
 	if err != nil {
