@@ -224,4 +224,3 @@ func describeBackup(info ringwal.BackupInfo) string {
 		plural(info.Messages, "message", "messages"), plural(info.DeadLetters, "dead letter", "dead letters"), plural(info.Queues, "named queue", "named queues"),
 		plural(info.Schedules, "schedule", "schedules"), plural(info.Files, "file", "files"), info.Bytes, info.Index)
 }
-
