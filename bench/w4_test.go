@@ -43,6 +43,11 @@ func w4Pending() int {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if pgServer != nil {
+		if err := pgServer.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
 	w4Dirs.Range(func(_, v any) bool {
 		os.RemoveAll(v.(*w4Store).dir)
 		return true
