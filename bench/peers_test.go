@@ -238,26 +238,25 @@ func (w *riverWorker) Work(_ context.Context, j *river.Job[riverArgs]) error {
 	return nil
 }
 
-// riverMaxWorkers is the River peers' queue concurrency: River's README and
-// examples configure MaxWorkers 100. With w2Consumers (4) River would be
-// bound by its fetch cadence (a fetch takes at most as many jobs as there
-// are free workers, and fetches are at least FetchCooldown, 100 ms, apart:
-// 40 jobs/s), which no user would configure.
-const riverMaxWorkers = 100
-
-// quiet is the River clients' logger: warnings and errors only.
+// quiet is the River clients' logger: nothing.
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// riverConfig is River's default client configuration (its default
-// completer, fetch cooldown and poll interval) with one queue of
-// riverMaxWorkers workers running handle.
+// riverConfig is the configuration River's maintainers benchmark with
+// (cmd/river/riverbench, behind the ~46k jobs/s they quote, riverqueue/river
+// #278): FetchCooldown 2 ms, FetchPollInterval 20 ms, one queue of 2,000
+// workers; everything else River's default (its default, batching
+// completer among them). River's defaults (100 ms cooldown, 1 s poll)
+// would cap it near MaxWorkers jobs per 100 ms: a fetch takes at most as
+// many jobs as there are free workers, and fetches are a cooldown apart.
 func riverConfig(handle func([]byte)) *river.Config {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &riverWorker{handle: handle})
 	return &river.Config{
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: riverMaxWorkers}},
-		Workers: workers,
-		Logger:  quiet,
+		FetchCooldown:     2 * time.Millisecond,
+		FetchPollInterval: 20 * time.Millisecond,
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2000}},
+		Workers:           workers,
+		Logger:            quiet,
 	}
 }
 

@@ -12,8 +12,8 @@ package bench
 //	BenchmarkW2/jetstream-sync/...                         the same with sync_always, consumers acking with DoubleAck (AckSync)
 //	BenchmarkW2/goqite/...                                 maragu.dev/goqite on modernc.org/sqlite (WAL, synchronous=NORMAL)
 //	BenchmarkW2/sqlite-seed/...                            the seed design's SQLite queue (internal/seedq)
-//	BenchmarkW2/river-sqlite/...                           River on SQLite (riversqlite, WAL, synchronous=FULL), 100 workers
-//	BenchmarkW2/river-postgres/...                         River on PostgreSQL (riverpgxv5, synchronous_commit on), 100 workers
+//	BenchmarkW2/river-sqlite/...                           River on SQLite (riversqlite, WAL, synchronous=FULL), riverbench's settings
+//	BenchmarkW2/river-postgres/...                         River on PostgreSQL (riverpgxv5, synchronous_commit on), riverbench's settings
 //	BenchmarkW2/asynq-everysec/...                         asynq on Redis, appendonly with appendfsync everysec, 4 workers
 //	BenchmarkW2/asynq-always/...                           the same with appendfsync always
 //
