@@ -348,4 +348,3 @@ func w5FsyncFloor(b *testing.B) {
 	reportPercentiles(b, "e2e", h)
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "msgs/s")
 }
-
