@@ -397,8 +397,12 @@ func sharedPostgres(b *testing.B) *servers.Postgres {
 // newRiverPostgresDB creates a fresh database on the shared server and
 // returns a pool on it.
 func newRiverPostgresDB(b *testing.B, ctx context.Context) (*pgxpool.Pool, error) {
-	pg := sharedPostgres(b)
-	name := fmt.Sprintf("bench%d", pgDBs.Add(1))
+	return newRiverPostgresDBNamed(ctx, sharedPostgres(b), fmt.Sprintf("bench%d", pgDBs.Add(1)))
+}
+
+// newRiverPostgresDBNamed creates database name on pg and returns a pool
+// of up to 80 connections on it.
+func newRiverPostgresDBNamed(ctx context.Context, pg *servers.Postgres, name string) (*pgxpool.Pool, error) {
 	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
 	if err != nil {
 		return nil, err

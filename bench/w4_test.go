@@ -93,6 +93,9 @@ func BenchmarkW4(b *testing.B) {
 		{"ringwal-16queues-checkpoint", func(b *testing.B) { w4Ringwal(b, true, 16) }},
 		{"sqlite-seed", w4Seed},
 		{"jetstream", w4JetStream},
+		{"river-sqlite", w4RiverSQLite},
+		{"river-postgres", w4RiverPostgres},
+		{"asynq-everysec", w4Asynq},
 	}
 	for _, p := range peers {
 		b.Run(fmt.Sprintf("%s/%d", p.name, w4Pending()), p.fn)
