@@ -205,4 +205,3 @@ func w4Asynq(b *testing.B) {
 		}, nil
 	})
 }
-
