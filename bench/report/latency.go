@@ -249,6 +249,8 @@ func latencyChart(rows []latencyRow, m machineInfo) string {
 	for _, l := range rows {
 		if l.Peer != "fsync-floor" {
 			xs = append(xs, l.Offered)
+		} else {
+			ys = append(ys, l.m("e2e-p50-us"))
 		}
 		ys = append(ys, l.m("e2e-p99-us"))
 	}
