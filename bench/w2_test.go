@@ -12,6 +12,10 @@ package bench
 //	BenchmarkW2/jetstream-sync/...                         the same with sync_always, consumers acking with DoubleAck (AckSync)
 //	BenchmarkW2/goqite/...                                 maragu.dev/goqite on modernc.org/sqlite (WAL, synchronous=NORMAL)
 //	BenchmarkW2/sqlite-seed/...                            the seed design's SQLite queue (internal/seedq)
+//	BenchmarkW2/river-sqlite/...                           River on SQLite (riversqlite, WAL, synchronous=FULL), riverbench's settings
+//	BenchmarkW2/river-postgres/...                         River on PostgreSQL (riverpgxv5, synchronous_commit on), riverbench's settings
+//	BenchmarkW2/asynq-everysec/...                         asynq on Redis, appendonly with appendfsync everysec, 4 workers
+//	BenchmarkW2/asynq-always/...                           the same with appendfsync always
 //
 // ringwal's producers call Enqueue; its consumers are one Run with
 // w2Consumers workers whose handler returns nil, as a user would write
@@ -33,7 +37,9 @@ import (
 	"database/sql"
 	"errors"
 	"net/url"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -66,9 +72,16 @@ func BenchmarkW2(b *testing.B) {
 		{"jetstream-sync", func(b *testing.B, s shape, size int) { w2JetStream(b, s, size, true) }},
 		{"goqite", w2Goqite},
 		{"sqlite-seed", w2Seed},
+		{"river-sqlite", w2Peer(openRiverSQLite)},
+		{"river-postgres", w2Peer(openRiverPostgres)},
+		{"asynq-everysec", w2Peer(openAsynq("everysec"))},
+		{"asynq-always", w2Peer(openAsynq("always"))},
 	}
 	for _, p := range peers {
 		b.Run(p.name, func(b *testing.B) {
+			if strings.HasPrefix(p.name, "asynq") && os.Getenv("RINGWAL_BENCH_W2_FIXED") == "skip" {
+				b.Skip("asynq: measured by go run ./report's own invocation with -benchtime 2000x")
+			}
 			for _, sz := range w2Sizes {
 				b.Run(sz.name, func(b *testing.B) {
 					for _, s := range durableShapes {
@@ -246,10 +259,10 @@ end;
 create index goqite_queue_priority_created_idx on goqite (queue, priority desc, created);
 `
 
-// openGoqite opens a goqite queue as its README sets one up (WAL, a busy
+// goqiteQueue opens a goqite queue as its README sets one up (WAL, a busy
 // timeout, one open connection), on modernc.org/sqlite with
 // synchronous=NORMAL (as for the seed queue) and BEGIN IMMEDIATE.
-func openGoqite(b *testing.B) (*goqite.Queue, *sql.DB) {
+func goqiteQueue(b *testing.B) (*goqite.Queue, *sql.DB) {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(5000)")
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -270,7 +283,7 @@ func openGoqite(b *testing.B) (*goqite.Queue, *sql.DB) {
 }
 
 func w2Goqite(b *testing.B, s shape, size int) {
-	q, db := openGoqite(b)
+	q, db := goqiteQueue(b)
 	defer db.Close()
 	pl := payload(size)
 	cd := newCountdown(b.N)
@@ -296,6 +309,41 @@ func w2Goqite(b *testing.B, s shape, size int) {
 	var left int
 	if err := db.QueryRow(`select count(*) from goqite`).Scan(&left); err != nil || left != 0 {
 		b.Fatalf("after the run: %d messages left (%v)", left, err)
+	}
+}
+
+// asynq's W2 cells need a fixed count (-benchtime 2000x): with an empty
+// queue its server polls once a second (TaskCheckInterval, 1 s by
+// default), so the b.N=1 probe of -benchtime 1s takes about that long and
+// go test would stop there, or creep up one message at a time. go run
+// ./report runs them in an invocation of their own (and sets
+// RINGWAL_BENCH_W2_FIXED=skip for the others).
+
+// w2Peer is W2 for a peer behind the queuePeer shape (peers_test.go): the
+// peer's own consumers count each message; the harness's consumer slots
+// only wait for the last.
+func w2Peer(open peerOpener) func(b *testing.B, s shape, size int) {
+	return func(b *testing.B, s shape, size int) {
+		cd := newCountdown(b.N)
+		p := open(b, func([]byte) { cd.take() })
+		defer p.stop()
+		pl := payload(size)
+		ctx := context.Background()
+		run(b, s, cd,
+			func(_, n int) error {
+				for range n {
+					if err := p.send(ctx, pl); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+			func(int) error { <-cd.done; return nil })
+		if p.settled != nil {
+			if err := p.settled(b.N); err != nil {
+				b.Fatalf("after the run: %v", err)
+			}
+		}
 	}
 }
 

@@ -43,6 +43,11 @@ func w4Pending() int {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if pgServer != nil {
+		if err := pgServer.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
 	w4Dirs.Range(func(_, v any) bool {
 		os.RemoveAll(v.(*w4Store).dir)
 		return true
@@ -88,6 +93,9 @@ func BenchmarkW4(b *testing.B) {
 		{"ringwal-16queues-checkpoint", func(b *testing.B) { w4Ringwal(b, true, 16) }},
 		{"sqlite-seed", w4Seed},
 		{"jetstream", w4JetStream},
+		{"river-sqlite", w4RiverSQLite},
+		{"river-postgres", w4RiverPostgres},
+		{"asynq-everysec", w4Asynq},
 	}
 	for _, p := range peers {
 		b.Run(fmt.Sprintf("%s/%d", p.name, w4Pending()), p.fn)

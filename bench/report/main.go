@@ -40,9 +40,11 @@ func main() {
 		out       = flag.String("out", "results", "directory for results.md, chart.svg and bench.txt")
 		from      = flag.String("from", "", "parse this saved benchmark output (bench.txt or go test -json) instead of running")
 		rev       = flag.String("rev", "", "the repository revision measured (default: git rev-parse --short HEAD)")
+		w5        = flag.Bool("w5", true, "run W5 (latency under a fixed offered load) after W1–W4, at 10/50/80 % of the capacities they measured")
 	)
 	flag.Parse()
 	revision = *rev
+	runW5 = *w5
 	if err := run(*benchtime, *w4time, *count, *short, *only, *out, *from); err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		os.Exit(1)
@@ -52,9 +54,13 @@ func main() {
 // revision overrides the measured revision (-rev).
 var revision string
 
+// runW5 is -w5.
+var runW5 bool
+
 type invocation struct {
 	pattern, benchtime string
 	count              int
+	env                []string
 }
 
 func run(benchtime, w4time string, count int, short bool, only, out, from string) error {
@@ -76,11 +82,22 @@ func run(benchtime, w4time string, count int, short bool, only, out, from string
 		// all of them). W4 runs once with -count, to build its stores once.
 		var invs []invocation
 		for range count {
-			invs = append(invs, invocation{"^BenchmarkW[123]$", benchtime, 1})
+			invs = append(invs, invocation{"^BenchmarkW[123]$", benchtime, 1, []string{"RINGWAL_BENCH_W2_FIXED=skip"}})
 		}
-		invs = append(invs, invocation{"^BenchmarkW4$", w4time, count})
+		// asynq's W2 cells need a fixed count (see w2_test.go).
+		fixed := "2000x"
+		if short {
+			fixed = "100x"
+		}
+		invs = append(invs, invocation{"^BenchmarkW2$/^asynq", fixed, count, nil})
+		invs = append(invs, invocation{"^BenchmarkW4$", w4time, count, nil})
 		if only != "" {
-			invs = []invocation{{only, benchtime, count}}
+			invs = []invocation{{only, benchtime, count, nil}}
+		}
+		if only == "" && runW5 {
+			// W5 runs last, once (-benchtime 1x: a run is its rate ×
+			// its duration), told the capacities W1 and W2 just measured.
+			invs = append(invs, invocation{"^BenchmarkW5$", "1x", 1, nil})
 		}
 		for _, inv := range invs {
 			args := []string{"test", "-run", "^$", "-bench", inv.pattern, "-benchtime", inv.benchtime,
@@ -89,8 +106,15 @@ func run(benchtime, w4time string, count int, short bool, only, out, from string
 				args = append(args, "-short")
 			}
 			args = append(args, ".")
-			m.Commands = append(m.Commands, "go "+strings.Join(quoteArgs(args), " "))
-			got, err := goTest(args)
+			env := inv.env
+			cmd := strings.Join(append(slices.Clone(env), "go "+strings.Join(quoteArgs(args), " ")), " ")
+			if inv.pattern == "^BenchmarkW5$" {
+				c := capacities(parse(lines))
+				env = append(env, "RINGWAL_BENCH_W5_CAPACITY="+c)
+				cmd = "RINGWAL_BENCH_W5_CAPACITY='" + c + "' " + cmd
+			}
+			m.Commands = append(m.Commands, cmd)
+			got, err := goTest(args, env...)
 			if err != nil {
 				return err
 			}
@@ -103,7 +127,8 @@ func run(benchtime, w4time string, count int, short bool, only, out, from string
 		return fmt.Errorf("no benchmark results")
 	}
 	tables := buildTables(rs)
-	md := markdown(tables, m)
+	lat := latencyRows(rs)
+	md := markdown(tables, m) + latencyMarkdown(lat, rs, tables)
 	fmt.Print(md)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
@@ -114,6 +139,11 @@ func run(benchtime, w4time string, count int, short bool, only, out, from string
 	if from == "" {
 		raw := m.header() + strings.Join(lines, "\n") + "\n"
 		if err := os.WriteFile(filepath.Join(out, "bench.txt"), []byte(raw), 0o644); err != nil {
+			return err
+		}
+	}
+	if len(lat) > 0 {
+		if err := os.WriteFile(filepath.Join(out, "latency.svg"), []byte(latencyChart(lat, m)), 0o644); err != nil {
 			return err
 		}
 	}
@@ -187,9 +217,10 @@ func quoteArgs(args []string) []string {
 
 // goTest runs go test with -json, echoes the benchmark lines to stderr as
 // they come, and returns them.
-func goTest(args []string) ([]string, error) {
-	fmt.Fprintln(os.Stderr, "$ go", strings.Join(quoteArgs(args), " "))
+func goTest(args []string, env ...string) ([]string, error) {
+	fmt.Fprintln(os.Stderr, "$", strings.Join(env, " "), "go", strings.Join(quoteArgs(args), " "))
 	cmd := exec.Command("go", args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -279,6 +310,9 @@ type result struct {
 	Workload, Peer, Group, Config string
 	NsOp, MsgsPerSec, MsToFirst   float64
 	Runs                          int
+	// Metrics holds every reported metric's median by unit (W5's
+	// percentiles among them).
+	Metrics map[string]float64
 }
 
 var procSuffix = regexp.MustCompile(`-\d+$`)
@@ -287,6 +321,7 @@ func parse(lines []string) []result {
 	type acc struct {
 		r       result
 		ns, mps []float64
+		metrics map[string][]float64
 	}
 	byName := map[string]*acc{}
 	var order []string
@@ -302,7 +337,7 @@ func parse(lines []string) []result {
 		}
 		a := byName[name]
 		if a == nil {
-			a = &acc{r: result{Workload: parts[0], Peer: parts[1], Config: parts[len(parts)-1]}}
+			a = &acc{r: result{Workload: parts[0], Peer: parts[1], Config: parts[len(parts)-1]}, metrics: map[string][]float64{}}
 			if len(parts) == 4 {
 				a.r.Group = parts[2]
 			}
@@ -314,6 +349,7 @@ func parse(lines []string) []result {
 			if err != nil {
 				continue
 			}
+			a.metrics[f[i+1]] = append(a.metrics[f[i+1]], v)
 			switch f[i+1] {
 			case "ns/op":
 				a.ns = append(a.ns, v)
@@ -327,6 +363,10 @@ func parse(lines []string) []result {
 		a := byName[n]
 		a.r.NsOp, a.r.MsgsPerSec = median(a.ns), median(a.mps)
 		a.r.Runs = len(a.ns)
+		a.r.Metrics = map[string]float64{}
+		for k, v := range a.metrics {
+			a.r.Metrics[k] = median(v)
+		}
 		if a.r.Workload == "W4" {
 			// ns/op is the time to first delivery: the same as the
 			// ms-to-first metric, with more digits.
@@ -407,6 +447,9 @@ func buildTables(rs []result) []*table {
 		return t
 	}
 	for _, r := range rs {
+		if r.Workload == "W5" {
+			continue // latencyRows
+		}
 		t := find(r.Workload, r.Group)
 		if !slices.Contains(t.Peers, r.Peer) {
 			t.Peers = append(t.Peers, r.Peer)
@@ -560,7 +603,7 @@ func markdown(ts []*table, m machineInfo) string {
 		}
 		fmt.Fprintf(&b, "\n")
 	}
-	fmt.Fprintf(&b, "![throughput against producers](chart.svg)\n")
+	fmt.Fprintf(&b, "![throughput against producers](chart.svg)\n\n")
 	return b.String()
 }
 
@@ -607,6 +650,12 @@ var palette = map[string]string{
 	"jetstream-sync": "#9edae5",
 	"goqite":         "#8c564b",
 	"sqlite-seed":    "#7f7f7f",
+	"ringwal-memory": "#8b0000",
+	"river-sqlite":   "#e377c2",
+	"river-postgres": "#f7b6d2",
+	"asynq-everysec": "#ff7f0e",
+	"asynq-always":   "#ffbb78",
+	"fsync-floor":    "#000000",
 }
 
 func color(p string) string {
