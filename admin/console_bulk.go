@@ -221,24 +221,38 @@ func (h *handler) bulkSelected(b bulkRequest, expect int, note string) (int, err
 // bulkMatching acts on what b.q matched at the confirmation's count (its
 // mark), if that is still the count confirmed.
 func (h *handler) bulkMatching(b bulkRequest, mark string, expect int, note string) (int, error) {
+	q := b.q
+	return actOnCounted(mark, expect, func(through uint64) (int, error) {
+		q.Through = through
+		n, _, err := h.e.CountDeadLetters(q)
+		return n, err
+	}, func() (int, error) {
+		if b.action == "redrive" {
+			return h.e.RedriveMatching(q)
+		}
+		return h.e.ReviewMatching(q, note)
+	})
+}
+
+// actOnCounted is every "all N matching" action's last step: the set is
+// what a confirmation counted, bounded by the count's mark (a dead
+// letter's store mark, or a message ID); recount it with count (which
+// sets the bound) and, if it is still the count confirmed, act on it. A
+// mark of 0 means nothing was there to count.
+func actOnCounted(mark string, expect int, count func(through uint64) (int, error), act func() (int, error)) (int, error) {
 	through, err := strconv.ParseUint(mark, 10, 64)
 	if err != nil {
 		return 0, errNoMark
 	}
 	if through == 0 {
-		return 0, nil // the store was empty when counted
+		return 0, nil
 	}
-	q := b.q
-	q.Through = through
-	n, _, err := h.e.CountDeadLetters(q)
+	n, err := count(through)
 	if err != nil {
 		return 0, err
 	}
 	if n != expect {
 		return 0, errCountChanged{}
 	}
-	if b.action == "redrive" {
-		return h.e.RedriveMatching(q)
-	}
-	return h.e.ReviewMatching(q, note)
+	return act()
 }

@@ -218,21 +218,10 @@ func (h *handler) cancelSelected(b cancelBulkRequest, expect int) (int, error) {
 // cancelAllMatching cancels what b.f matched at the confirmation's count (its
 // mark bounds the IDs), if that is still the count confirmed.
 func (h *handler) cancelAllMatching(b cancelBulkRequest, mark string, expect int) (int, error) {
-	through, err := strconv.ParseUint(mark, 10, 64)
-	if err != nil {
-		return 0, errNoMark
-	}
-	if through == 0 {
-		return 0, nil // nothing was ever enqueued when counted
-	}
 	f := b.f
-	f.Through = through
-	n, _, err := h.e.CountMessages(f)
-	if err != nil {
-		return 0, err
-	}
-	if n != expect {
-		return 0, errCountChanged{}
-	}
-	return h.e.CancelMatching(f)
+	return actOnCounted(mark, expect, func(through uint64) (int, error) {
+		f.Through = ringwal.ID(through)
+		n, _, err := h.e.CountMessages(f)
+		return n, err
+	}, func() (int, error) { return h.e.CancelMatching(f) })
 }
