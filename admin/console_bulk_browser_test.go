@@ -101,7 +101,8 @@ func TestConsoleSearchInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#search`)),
 		chromedp.SendKeys(chromedp.CSS(`#search`), "CURRENCY missing"),
 		chromedp.Submit(chromedp.CSS(`#search`)),
-		chromedp.WaitVisible(chromedp.CSS(`#redrive-all`)))
+		// The filtered page's own link: the unfiltered one has it too.
+		chromedp.WaitVisible(chromedp.CSS(`#redrive-all[href*="text="]`)))
 	rows, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#dead-letters tbody tr").length`))
 	require.NoError(t, err)
 	assert.Equal(t, 3, rows, "the three orders whose error says currency missing, without regard to case")
