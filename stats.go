@@ -363,6 +363,17 @@ func (e *Engine) Stats() Stats {
 	s.Keys = withBreakers(e.keyStats(), s.Breakers)
 	s.DeliveryPaused = e.deliveryPaused(e.preciseNow())
 	s.Dequeued = s.Acked + s.Nacked + s.LeaseExpiries + requeuedLeased + e.ctr.cancelledLeased.Load() + uint64(s.Leased)
+	// nextID counts an ID from its claim, but a claim that turns out a
+	// repeat (or collides, or fails to log) is counted unused only after:
+	// read meanwhile, Enqueued would lead by it, and the high-water mark
+	// would keep the lead for good. Every enqueued message is live or has
+	// left the slab (freed, read before the scan), less those that came
+	// in without an ID of their own (recovered, redriven: added, read
+	// after the scan), so that bound never leads, and at rest is exact.
+	live := int64(s.Pending + s.Delayed + s.Leased + s.Held)
+	if bound := int64(freed) + live - e.ctr.added.Load(); bound >= 0 && uint64(bound) < s.Enqueued {
+		s.Enqueued = uint64(bound)
+	}
 	s.Enqueued = e.metrics.enqueued.atLeast(s.Enqueued)
 	s.Acked = e.metrics.acked.atLeast(s.Acked)
 	s.Dequeued = e.metrics.dequeued.atLeast(s.Dequeued)
