@@ -8,6 +8,7 @@ import (
 
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/sched"
+	"github.com/ringwal/ringwal/wal"
 )
 
 // Dequeue leases the next message in scheduling order, blocking until one
@@ -106,7 +107,7 @@ func (rt *qrun) passBaton() {
 // consumers (Dequeue keeps trying). Safe for concurrent use.
 func (e *Engine) TryDequeue() (Delivery, bool) {
 	var d Delivery
-	if e.leaseNext(&e.rt0, &d) {
+	if e.leaseNext(&e.rt0, &d, nil) {
 		return d, true
 	}
 	return Delivery{}, false
@@ -115,15 +116,16 @@ func (e *Engine) TryDequeue() (Delivery, bool) {
 // tryDequeue is TryDequeue from rt's queue.
 func (e *Engine) tryDequeue(rt *qrun) (Delivery, bool) {
 	var d Delivery
-	if e.leaseNext(rt, &d) {
+	if e.leaseNext(rt, &d, nil) {
 		return d, true
 	}
 	return Delivery{}, false
 }
 
 // leaseNext leases the next ready message of rt's queue into d (which
-// must be zero), or reports false (TryDequeue's contract).
-func (e *Engine) leaseNext(rt *qrun, d *Delivery) bool {
+// must be zero), or reports false (TryDequeue's contract). With b set,
+// the lease is left to b to log and publish (leaseBatch).
+func (e *Engine) leaseNext(rt *qrun, d *Delivery, b *leaseBatch) bool {
 	if e.closing.Load() {
 		return false
 	}
@@ -142,7 +144,7 @@ func (e *Engine) leaseNext(rt *qrun, d *Delivery) bool {
 			}
 			return false
 		}
-		if e.lease(rt, slot, r, d) {
+		if e.lease(rt, slot, r, d, b) {
 			return true
 		}
 	}
@@ -179,14 +181,66 @@ func (e *Engine) dequeueBatch(ctx context.Context, rt *qrun, max int) ([]Deliver
 	}
 	out := make([]Delivery, 1, min(max, 64))
 	out[0] = first
+	// The rest leased in place (no Delivery copied through a return) and,
+	// in a durable engine, their lease records logged together: the
+	// records stay ours, unpublished, until their batch is appended, so
+	// that whatever settles a lease is logged after it, as Dequeue's is.
+	var b *leaseBatch
+	if e.log != nil {
+		b = leaseBatches.Get().(*leaseBatch)
+		defer b.put()
+	}
 	for len(out) < max {
-		d, ok := e.tryDequeue(rt)
-		if !ok {
+		out = append(out, Delivery{})
+		if !e.leaseNext(rt, &out[len(out)-1], b) {
+			out = out[:len(out)-1]
 			break
 		}
-		out = append(out, d)
+	}
+	if b != nil {
+		b.finish(e, out[1:])
 	}
 	return out, nil
+}
+
+// leaseBatch holds a DequeueBatch's leases from their lease record to
+// their publication: the records are owned and unpublished meanwhile.
+type leaseBatch struct {
+	recs []wal.Record
+	held []heldLease
+}
+
+type heldLease struct {
+	slot    uint32
+	r       *rec
+	attempt uint32
+}
+
+var leaseBatches = sync.Pool{New: func() any { return new(leaseBatch) }}
+
+func (b *leaseBatch) add(rec wal.Record, slot uint32, r *rec, attempt uint32) {
+	b.recs = append(b.recs, rec)
+	b.held = append(b.held, heldLease{slot: slot, r: r, attempt: attempt})
+}
+
+// finish logs the leases in one append (without waiting, as a single
+// lease's AppendNoWait) and then publishes each, giving ds (one per
+// held lease, in order) its Lease.
+func (b *leaseBatch) finish(e *Engine, ds []Delivery) {
+	if len(b.recs) > 0 {
+		_ = e.log.AppendBatchNoWait(b.recs)
+	}
+	for i, h := range b.held {
+		rf := h.r.publishAttempts(e.counts, h.slot, stLeased, h.attempt)
+		ds[i].Lease = e.leaseKey.lease(rf)
+	}
+}
+
+func (b *leaseBatch) put() {
+	clear(b.held) // no record pointers kept in the pool
+	clear(b.recs)
+	b.recs, b.held = b.recs[:0], b.held[:0]
+	leaseBatches.Put(b)
 }
 
 // take picks the next pending record of rt's queue and owns it. When it
@@ -248,7 +302,7 @@ func (e *Engine) validEntry(en sched.Entry) bool {
 // lease hands out a busy record taken from its tier: it checks TTL and the
 // key's breaker, counts the attempt and fills d. It returns false when the
 // record went elsewhere instead (expired, held).
-func (e *Engine) lease(rt *qrun, slot uint32, r *rec, d *Delivery) bool {
+func (e *Engine) lease(rt *qrun, slot uint32, r *rec, d *Delivery, b *leaseBatch) bool {
 	now := e.now()
 	if r.expired(now) {
 		e.deadLetter(slot, r, classify.Expired, "ttl expired before delivery", now, false)
@@ -294,6 +348,10 @@ func (e *Engine) lease(rt *qrun, slot uint32, r *rec, d *Delivery) bool {
 	// this lease is logged after it (see logRecord).
 	if e.log != nil {
 		rec := leaseRecord(id, now, attempt, expiry)
+		if b != nil {
+			b.add(rec, slot, r, attempt)
+			return true
+		}
 		_ = e.log.AppendNoWait(&rec)
 	}
 	rf := r.publishAttempts(e.counts, slot, stLeased, attempt)

@@ -89,6 +89,10 @@ func TestAppendReplayEveryMode(t *testing.T) {
 			lease := wal.Record{Kind: wal.KindLease, ID: 2, Attempt: 1, Until: 99}
 			require.NoError(t, l.AppendNoWait(&lease))
 			want = append(want, lease)
+			leases := []wal.Record{{Kind: wal.KindLease, ID: 3, Attempt: 1, Until: 100}, {Kind: wal.KindLease, ID: 4, Attempt: 2, Until: 101}}
+			require.NoError(t, l.AppendBatchNoWait(leases))
+			require.NoError(t, l.AppendBatchNoWait(nil))
+			want = append(want, leases...)
 			require.NoError(t, l.Close())
 			require.NoError(t, l.Close(), "Close is idempotent")
 
@@ -180,11 +184,12 @@ func TestClosedLog(t *testing.T) {
 	require.NoError(t, l.Close())
 	r := rec(1)
 	for name, err := range map[string]error{
-		"Append":       l.Append(&r),
-		"AppendBatch":  l.AppendBatch([]wal.Record{r}),
-		"AppendNoWait": l.AppendNoWait(&r),
-		"Flush":        l.Flush(),
-		"Sync":         l.Sync(),
+		"Append":            l.Append(&r),
+		"AppendBatch":       l.AppendBatch([]wal.Record{r}),
+		"AppendNoWait":      l.AppendNoWait(&r),
+		"AppendBatchNoWait": l.AppendBatchNoWait([]wal.Record{r}),
+		"Flush":             l.Flush(),
+		"Sync":              l.Sync(),
 	} {
 		assert.ErrorIs(t, err, wal.ErrClosed, name)
 	}
@@ -199,6 +204,7 @@ func TestInvalidInput(t *testing.T) {
 	assert.Error(t, l.Append(&wal.Record{}))
 	assert.Error(t, l.AppendNoWait(&wal.Record{Kind: 200}))
 	assert.Error(t, l.AppendBatch([]wal.Record{{Kind: wal.KindAck}, {}}))
+	assert.Error(t, l.AppendBatchNoWait([]wal.Record{{Kind: wal.KindAck}, {}}))
 	_, err := wal.Open(t.TempDir(), wal.Options{Mode: 9})
 	assert.Error(t, err)
 }

@@ -141,6 +141,28 @@ func (l *Log) AppendBatchCommit(rs []Record) (Commit, error) {
 	return l.commitLocked(p, false), nil
 }
 
+// AppendBatchNoWait is AppendNoWait for many records, in one batch and
+// under one lock (a DequeueBatch's leases). Safe for concurrent use.
+func (l *Log) AppendBatchNoWait(rs []Record) error {
+	for i := range rs {
+		if err := l.checkAppend(&rs[i]); err != nil {
+			return fmt.Errorf("ringwal/wal: append: record %d: %w", i, err)
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	p, err := l.lockUsable()
+	if err != nil {
+		return err
+	}
+	for i := range rs {
+		p.buf = AppendRecord(p.buf, &rs[i])
+	}
+	p.n += len(rs)
+	return l.commitLocked(p, true).Wait()
+}
+
 // AppendNoWait adds r to the next batch and returns without waiting for
 // I/O whatever the Mode (for lease and extend records, which a crash may
 // lose). It fails only if the log is closed or unusable; a later write
