@@ -106,63 +106,6 @@ func (l *Log) lockUsable() (*pending, error) {
 // of a batch. Safe for concurrent use.
 func (l *Log) Append(r *Record) error { return l.appendOne(r, false) }
 
-// AppendBatch adds all of rs to one batch, in order, and waits once as
-// Append does. On a crash the batch is either entirely in the log or
-// entirely absent. Safe for concurrent use.
-func (l *Log) AppendBatch(rs []Record) error {
-	c, err := l.AppendBatchCommit(rs)
-	if err != nil {
-		return err
-	}
-	return c.Wait()
-}
-
-// AppendBatchCommit is AppendBatch that returns without waiting, as
-// AppendCommit is Append's: the records' place in the log is fixed, all
-// in one batch, and Commit.Wait waits as AppendBatch would have. Safe for
-// concurrent use.
-func (l *Log) AppendBatchCommit(rs []Record) (Commit, error) {
-	for i := range rs {
-		if err := l.checkAppend(&rs[i]); err != nil {
-			return Commit{}, fmt.Errorf("ringwal/wal: append: record %d: %w", i, err)
-		}
-	}
-	if len(rs) == 0 {
-		return Commit{}, nil
-	}
-	p, err := l.lockUsable()
-	if err != nil {
-		return Commit{}, err
-	}
-	for i := range rs {
-		p.buf = AppendRecord(p.buf, &rs[i])
-	}
-	p.n += len(rs)
-	return l.commitLocked(p, false), nil
-}
-
-// AppendBatchNoWait is AppendNoWait for many records, in one batch and
-// under one lock (a DequeueBatch's leases). Safe for concurrent use.
-func (l *Log) AppendBatchNoWait(rs []Record) error {
-	for i := range rs {
-		if err := l.checkAppend(&rs[i]); err != nil {
-			return fmt.Errorf("ringwal/wal: append: record %d: %w", i, err)
-		}
-	}
-	if len(rs) == 0 {
-		return nil
-	}
-	p, err := l.lockUsable()
-	if err != nil {
-		return err
-	}
-	for i := range rs {
-		p.buf = AppendRecord(p.buf, &rs[i])
-	}
-	p.n += len(rs)
-	return l.commitLocked(p, true).Wait()
-}
-
 // AppendNoWait adds r to the next batch and returns without waiting for
 // I/O whatever the Mode (for lease and extend records, which a crash may
 // lose). It fails only if the log is closed or unusable; a later write

@@ -1,0 +1,63 @@
+package wal
+
+// The appends of many records at once: each puts them in one batch,
+// under one lock, so that a crash leaves all of them or none.
+
+import "fmt"
+
+// AppendBatch adds all of rs to one batch, in order, and waits once as
+// Append does. On a crash the batch is either entirely in the log or
+// entirely absent. Safe for concurrent use.
+func (l *Log) AppendBatch(rs []Record) error {
+	c, err := l.AppendBatchCommit(rs)
+	if err != nil {
+		return err
+	}
+	return c.Wait()
+}
+
+// AppendBatchCommit is AppendBatch that returns without waiting, as
+// AppendCommit is Append's: the records' place in the log is fixed, all
+// in one batch, and Commit.Wait waits as AppendBatch would have. Safe for
+// concurrent use.
+func (l *Log) AppendBatchCommit(rs []Record) (Commit, error) {
+	for i := range rs {
+		if err := l.checkAppend(&rs[i]); err != nil {
+			return Commit{}, fmt.Errorf("ringwal/wal: append: record %d: %w", i, err)
+		}
+	}
+	if len(rs) == 0 {
+		return Commit{}, nil
+	}
+	p, err := l.lockUsable()
+	if err != nil {
+		return Commit{}, err
+	}
+	for i := range rs {
+		p.buf = AppendRecord(p.buf, &rs[i])
+	}
+	p.n += len(rs)
+	return l.commitLocked(p, false), nil
+}
+
+// AppendBatchNoWait is AppendNoWait for many records, in one batch and
+// under one lock (a DequeueBatch's leases). Safe for concurrent use.
+func (l *Log) AppendBatchNoWait(rs []Record) error {
+	for i := range rs {
+		if err := l.checkAppend(&rs[i]); err != nil {
+			return fmt.Errorf("ringwal/wal: append: record %d: %w", i, err)
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	p, err := l.lockUsable()
+	if err != nil {
+		return err
+	}
+	for i := range rs {
+		p.buf = AppendRecord(p.buf, &rs[i])
+	}
+	p.n += len(rs)
+	return l.commitLocked(p, true).Wait()
+}
