@@ -137,6 +137,13 @@ func (c *Client) Redrive(ctx context.Context, id ringwal.ID) (ActionView, error)
 	return v, c.do(ctx, http.MethodPost, "/api/dead-letters/"+idPath(id)+"/redrive", nil, nil, &v)
 }
 
+// PurgeDeadLetter deletes one dead letter for good (POST
+// /api/dead-letters/{id}/purge; Engine.PurgeDeadLetter).
+func (c *Client) PurgeDeadLetter(ctx context.Context, id ringwal.ID) (ActionView, error) {
+	var v ActionView
+	return v, c.do(ctx, http.MethodPost, "/api/dead-letters/"+idPath(id)+"/purge", nil, nil, &v)
+}
+
 // Review marks a dead letter reviewed with a note (POST
 // /api/dead-letters/{id}/review).
 func (c *Client) Review(ctx context.Context, id ringwal.ID, note string) (ActionView, error) {

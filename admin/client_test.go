@@ -198,3 +198,17 @@ func TestClientPurgeTakesWhatItsCountCounted(t *testing.T) {
 		assert.NoError(t, err, "a dead letter added after the count survives (filtered %v)", filtered)
 	}
 }
+
+func TestClientPurgeDeadLetterDeletesOne(t *testing.T) {
+	e, fake, c, _ := clientEngine(t)
+	ids := makeDeadLetters(t, e, fake, []string{"a", "a"}, []error{errPermanent, errPermanent})
+	v, err := c.PurgeDeadLetter(context.Background(), ids[0])
+	require.NoError(t, err)
+	assert.Equal(t, "purged", v.Status)
+	_, err = e.DeadLetter(ids[0])
+	assert.ErrorIs(t, err, ringwal.ErrNotFound)
+	_, err = e.DeadLetter(ids[1])
+	assert.NoError(t, err, "only that one")
+	_, err = c.PurgeDeadLetter(context.Background(), ids[0])
+	assert.ErrorIs(t, err, ringwal.ErrNotFound)
+}

@@ -61,6 +61,7 @@
 //	POST /api/messages/{id}/requeue      Engine.Requeue; answers an ActionView
 //	GET  /api/dead-letters               Engine.DeadLetters, paged: a DeadLetterPage {"entries": [...], "next": "cursor"}
 //	POST /api/dead-letters/{id}/redrive  Engine.Redrive; answers an ActionView
+//	POST /api/dead-letters/{id}/purge    Engine.PurgeDeadLetter (one, for good); answers ActionView
 //	POST /api/dead-letters/{id}/review   Engine.MarkReviewed; body ReviewRequest {"note": "..."} (optional)
 //	POST /api/dead-letters/purge         Engine.PurgeDeadLetters; body PurgeRequest; answers PurgeResult {"purged": n}
 //	GET  /api/dead-letters/count         Engine.CountDeadLetters of the list's query: a CountView {"count": n, "through": "mark"}

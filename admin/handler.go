@@ -76,6 +76,7 @@ func NewHandler(e *ringwal.Engine, o Options) http.Handler {
 	h.mux.HandleFunc("GET /api/dead-letters", h.listDeadLetters)
 	h.mux.HandleFunc("POST /api/dead-letters/purge", h.purge)
 	h.mux.HandleFunc("POST /api/dead-letters/{id}/redrive", h.redrive)
+	h.mux.HandleFunc("POST /api/dead-letters/{id}/purge", h.purgeOne)
 	h.mux.HandleFunc("POST /api/dead-letters/{id}/review", h.review)
 	h.mux.HandleFunc("GET /api/queues", h.queues)
 	h.mux.HandleFunc("GET /api/queues/{queue}", h.queue)
@@ -443,6 +444,11 @@ func (h *handler) requeue(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) redrive(w http.ResponseWriter, r *http.Request) {
 	h.act(w, r, h.e.Redrive, "redrove a dead letter", "redriven")
+}
+
+// purgeOne answers POST /api/dead-letters/{id}/purge: Engine.PurgeDeadLetter.
+func (h *handler) purgeOne(w http.ResponseWriter, r *http.Request) {
+	h.act(w, r, h.e.PurgeDeadLetter, "purged a dead letter", "purged")
 }
 
 // act applies op to the {id} of the path, logs what it did and answers

@@ -13,7 +13,6 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
-	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
 )
 
@@ -368,39 +367,9 @@ func newDLQPurgeCmd() *cobra.Command {
 				n, err := src.purge(ctx, sel.q)
 				return matchingResult("purged", ds, n, err)
 			}
-			return each(ds, func(d admin.DeadLetterView) error { return purgeOne(ctx, src, d) })
+			return each(ds, func(d admin.DeadLetterView) error { return src.purgeOne(ctx, d.ID) })
 		},
 	}, nil)
-}
-
-// purgeOne deletes exactly one dead letter. The engine purges by query, so
-// the query narrows to d's category, key and dead-letter instant, and the
-// cursor of the entry before d in that order with a limit of one picks d
-// out even if another entry shares all three.
-func purgeOne(ctx context.Context, src source, d admin.DeadLetterView) error {
-	q := dlq.Query{Categories: []classify.Category{d.Category}, Key: d.Key, Since: d.DeadAt, Until: d.DeadAt.Add(time.Nanosecond)}
-	same, err := src.deadLetters(ctx, q)
-	if err != nil {
-		return err
-	}
-	for i, s := range same {
-		if s.ID != d.ID {
-			continue
-		}
-		if i > 0 {
-			q.After = same[i-1].ID
-		}
-		q.Limit = 1
-		n, err := src.purge(ctx, q)
-		if err != nil {
-			return err
-		}
-		if n != 1 {
-			return fmt.Errorf("purged %d entries instead of 1", n)
-		}
-		return nil
-	}
-	return fmt.Errorf("dead letter %d: %w", d.ID, ringwal.ErrNotFound)
 }
 
 // each applies fn to every dead letter, collecting successes and failures.

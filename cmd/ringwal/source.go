@@ -41,6 +41,7 @@ type source interface {
 	redrive(ctx context.Context, id ringwal.ID) error
 	review(ctx context.Context, id ringwal.ID, note string) error
 	purge(ctx context.Context, q dlq.Query) (int, error)
+	purgeOne(ctx context.Context, id ringwal.ID) error
 	// countDeadLetters counts what q matches, with the store's mark;
 	// redriveMatching and reviewMatching act on what q matches up to
 	// q.Through (the engine's bulk verbs, locally or through the API's
@@ -137,6 +138,10 @@ func (l *localSource) deadLetters(ctx context.Context, q dlq.Query) ([]admin.Dea
 }
 
 func (l *localSource) redrive(_ context.Context, id ringwal.ID) error { return l.e.Redrive(id) }
+
+func (l *localSource) purgeOne(_ context.Context, id ringwal.ID) error {
+	return l.e.PurgeDeadLetter(id)
+}
 
 func (l *localSource) review(_ context.Context, id ringwal.ID, note string) error {
 	return l.e.MarkReviewed(id, note)
@@ -239,6 +244,11 @@ func pageDeadLetters(ctx context.Context, q dlq.Query, read func(context.Context
 
 func (r *remoteSource) redrive(ctx context.Context, id ringwal.ID) error {
 	_, err := r.c.Redrive(ctx, id)
+	return r.explain(err)
+}
+
+func (r *remoteSource) purgeOne(ctx context.Context, id ringwal.ID) error {
+	_, err := r.c.PurgeDeadLetter(ctx, id)
 	return r.explain(err)
 }
 
