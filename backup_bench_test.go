@@ -20,9 +20,9 @@ func (c *countWriter) Write(p []byte) (int, error) { c.n.Add(int64(len(p))); ret
 
 // BenchmarkEnqueueWhileBackingUp: producers' Enqueue (acked and freed by
 // consumers) with nothing else, with checkpoints back to back, and with
-// backups back to back (each takes a checkpoint, then lists and copies),
-// in Write and Fsync mode: backup-loop against checkpoint-loop is what the
-// listing and the copy cost producers. It
+// backups back to back (each lists and copies; none checkpoints), in
+// Write and Fsync mode: backup-loop against idle is what the listing and
+// the copy cost producers, checkpoint-loop what a checkpoint would. It
 // reports each Enqueue's p99 and worst latency besides ns/op: a backup
 // must stall producers no longer than about one group commit.
 func BenchmarkEnqueueWhileBackingUp(b *testing.B) {
