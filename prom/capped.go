@@ -20,9 +20,8 @@ type counterSet[T any] interface {
 // so that "_other"'s counters never go back either. A name with its own
 // series that goes and comes back between two scrapes shows the same way;
 // its series then adds what it had counted (base), so that it never goes
-// back either. The caller holds its
-// collector's lock from before the engine call that listed the names, so
-// that scrapes are taken in turn.
+// back either. The caller holds its collector's lock from before the
+// engine call that listed the names, so that scrapes are taken in turn.
 type capped[T counterSet[T]] struct {
 	own      map[string]ownSeries[T] // names with series of their own
 	folded   map[string]T            // names under _other, by their totals at the last scrape

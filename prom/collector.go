@@ -176,11 +176,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(d.waiting, float64(s.WaitingByReason[why]), why.String())
 	}
 	collectKeys(ch, s.Keys)
-	paused := 0.0
-	if s.DeliveryPaused {
-		paused = 1
-	}
-	gauge(d.deliveryPaused, paused)
+	gauge(d.deliveryPaused, float64(boolRank(s.DeliveryPaused)))
 	for _, cat := range classify.Categories() {
 		counter(d.deadLettered, s.DeadLetteredByCategory[cat], cat.String())
 		gauge(d.deadLetters, float64(s.DeadByCategory[cat]), cat.String())

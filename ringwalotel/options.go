@@ -105,26 +105,25 @@ func (o Options) config() *config {
 
 // sendShape is a producer span's: messaging.operation "send".
 func sendShape(dest string) *shape {
-	return &shape{name: "send " + dest, opts: []trace.SpanStartOption{
-		trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(
-			systemAttr,
-			semconv.MessagingDestinationName(dest),
-			semconv.MessagingOperationTypeSend,
-			semconv.MessagingOperationName("send"),
-		),
-	}}
+	return spanShape("send", dest, trace.SpanKindProducer, semconv.MessagingOperationTypeSend)
 }
 
 // processShape is a consumer span's: messaging.operation "process".
 func processShape(dest string) *shape {
-	return &shape{name: "process " + dest, opts: []trace.SpanStartOption{
-		trace.WithSpanKind(trace.SpanKindConsumer),
+	return spanShape("process", dest, trace.SpanKindConsumer, semconv.MessagingOperationTypeProcess)
+}
+
+// spanShape is the shape of operation op's spans on destination dest:
+// named "<op> <dest>", of kind, with the messaging attributes that do not
+// vary per message.
+func spanShape(op, dest string, kind trace.SpanKind, opType attribute.KeyValue) *shape {
+	return &shape{name: op + " " + dest, opts: []trace.SpanStartOption{
+		trace.WithSpanKind(kind),
 		trace.WithAttributes(
 			systemAttr,
 			semconv.MessagingDestinationName(dest),
-			semconv.MessagingOperationTypeProcess,
-			semconv.MessagingOperationName("process"),
+			opType,
+			semconv.MessagingOperationName(op),
 		),
 	}}
 }

@@ -1,6 +1,7 @@
 package ringwalotel
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -52,9 +53,7 @@ func (s *shapes) of(q string) *shape {
 		return sh
 	}
 	m := make(map[string]*shape, len(old)+1)
-	for k, v := range old {
-		m[k] = v
-	}
+	maps.Copy(m, old)
 	m[q] = sh
 	s.m.Store(&m)
 	return sh

@@ -3,6 +3,7 @@ package ringwaltest
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -63,11 +64,7 @@ func (m Match) String() string {
 		parts = append(parts, fmt.Sprintf("payload %q", m.Payload))
 	}
 	if len(m.Headers) > 0 {
-		keys := make([]string, 0, len(m.Headers))
-		for k := range m.Headers {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := slices.Sorted(maps.Keys(m.Headers))
 		hs := make([]string, len(keys))
 		for i, k := range keys {
 			hs[i] = fmt.Sprintf("%s=%q", k, m.Headers[k])
@@ -101,13 +98,9 @@ func find(e *ringwal.Engine, m *Match) (found []ringwal.Info) {
 	return found
 }
 
-// everything returns every live message of e, for a failure message.
-func everything(e *ringwal.Engine) (live []ringwal.Info) {
-	for info := range e.Messages(ringwal.Filter{}) {
-		live = append(live, info)
-	}
-	return live
-}
+// everything returns every live message of e, for a failure message: the
+// zero Match matches them all.
+func everything(e *ringwal.Engine) []ringwal.Info { return find(e, &Match{}) }
 
 // maxListed bounds how many messages a failure lists.
 const maxListed = 10

@@ -21,6 +21,23 @@ func (l *Log) AppendBatch(rs []Record) error {
 // in one batch, and Commit.Wait waits as AppendBatch would have. Safe for
 // concurrent use.
 func (l *Log) AppendBatchCommit(rs []Record) (Commit, error) {
+	return l.appendBatchCommit(rs, false)
+}
+
+// AppendBatchNoWait is AppendNoWait for many records, in one batch and
+// under one lock (a DequeueBatch's leases). Safe for concurrent use.
+func (l *Log) AppendBatchNoWait(rs []Record) error {
+	c, err := l.appendBatchCommit(rs, true)
+	if err != nil {
+		return err
+	}
+	return c.Wait()
+}
+
+// appendBatchCommit encodes rs into the current batch, all or none (each
+// is checked first); noWait as in commitLocked. It is appendCommit for
+// many records.
+func (l *Log) appendBatchCommit(rs []Record, noWait bool) (Commit, error) {
 	for i := range rs {
 		if err := l.checkAppend(&rs[i]); err != nil {
 			return Commit{}, fmt.Errorf("ringwal/wal: append: record %d: %w", i, err)
@@ -37,27 +54,5 @@ func (l *Log) AppendBatchCommit(rs []Record) (Commit, error) {
 		p.buf = AppendRecord(p.buf, &rs[i])
 	}
 	p.n += len(rs)
-	return l.commitLocked(p, false), nil
-}
-
-// AppendBatchNoWait is AppendNoWait for many records, in one batch and
-// under one lock (a DequeueBatch's leases). Safe for concurrent use.
-func (l *Log) AppendBatchNoWait(rs []Record) error {
-	for i := range rs {
-		if err := l.checkAppend(&rs[i]); err != nil {
-			return fmt.Errorf("ringwal/wal: append: record %d: %w", i, err)
-		}
-	}
-	if len(rs) == 0 {
-		return nil
-	}
-	p, err := l.lockUsable()
-	if err != nil {
-		return err
-	}
-	for i := range rs {
-		p.buf = AppendRecord(p.buf, &rs[i])
-	}
-	p.n += len(rs)
-	return l.commitLocked(p, true).Wait()
+	return l.commitLocked(p, noWait), nil
 }

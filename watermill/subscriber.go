@@ -1,6 +1,7 @@
 package watermill
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -111,33 +112,29 @@ func (s *Subscriber) SubscribeInitialize(topic string) error {
 }
 
 // bind makes sure the queue of topic for this subscriber's group exists
-// and binds topic, and returns it with the lease to keep on its messages.
+// and binds topic, and returns it with the lease to keep on its messages:
+// the queue's declared LeaseTimeout, or the subscriber's. A queue that
+// exists keeps its options; a new one takes QueueOptions.
 func (s *Subscriber) bind(topic string) (*ringwal.Queue, time.Duration, error) {
 	name := s.cfg.QueueName(topic, s.cfg.ConsumerGroup)
-	lease := s.cfg.LeaseTimeout
+	o, exists := s.cfg.QueueOptions, false
 	for _, qi := range s.e.Queues() {
-		if qi.Name != name {
-			continue
+		if qi.Name == name {
+			o, exists = qi.Options, true
+			break
 		}
-		if qi.Options.LeaseTimeout > 0 {
-			lease = qi.Options.LeaseTimeout
-		}
-		if slices.Contains(qi.Options.Topics, topic) {
-			return s.e.Queue(name), lease, nil
-		}
-		o := qi.Options
-		o.Topics = append(slices.Clone(o.Topics), topic)
-		if err := s.e.DeclareQueue(name, o); err != nil {
-			return nil, 0, fmt.Errorf("bind topic %q to queue %q: %w", topic, name, err)
-		}
-		return s.e.Queue(name), lease, nil
 	}
-	o := s.cfg.QueueOptions
-	if o.LeaseTimeout == 0 {
+	if !exists && o.LeaseTimeout == 0 {
 		o.LeaseTimeout = s.cfg.LeaseTimeout
 	}
-	lease = o.LeaseTimeout
-	o.Topics = append(slices.Clone(o.Topics), topic)
+	lease := cmp.Or(o.LeaseTimeout, s.cfg.LeaseTimeout)
+	bound := slices.Contains(o.Topics, topic)
+	if exists && bound {
+		return s.e.Queue(name), lease, nil
+	}
+	if !bound {
+		o.Topics = append(slices.Clone(o.Topics), topic)
+	}
 	if err := s.e.DeclareQueue(name, o); err != nil {
 		return nil, 0, fmt.Errorf("declare queue %q for topic %q: %w", name, topic, err)
 	}

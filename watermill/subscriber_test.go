@@ -219,3 +219,17 @@ func TestBadInputIsErrInvalid(t *testing.T) {
 	_, err = sub.Subscribe(context.Background(), "_reserved")
 	assert.ErrorIs(t, err, ringwal.ErrInvalid)
 }
+
+// A QueueOptions that already lists the topic declares the queue with the
+// topic once, not twice (which the engine refuses).
+func TestQueueOptionsThatListTheTopicDeclareTheQueue(t *testing.T) {
+	e := openEngine(t, "", ringwal.Options{})
+	_, sub := pubSub(t, e, rwm.PublisherConfig{}, rwm.SubscriberConfig{
+		QueueOptions: ringwal.QueueOptions{Topics: []string{"audit", "orders"}},
+	})
+	require.NoError(t, sub.SubscribeInitialize("orders"))
+	qs := e.Queues()
+	i := slices.IndexFunc(qs, func(q ringwal.QueueInfo) bool { return q.Name == "orders" })
+	require.GreaterOrEqual(t, i, 0, "the queue is declared")
+	assert.ElementsMatch(t, []string{"audit", "orders"}, qs[i].Options.Topics)
+}

@@ -247,14 +247,14 @@ func matchReview(want Review, reviewed bool) bool {
 	return true
 }
 
-// textIn reports whether needle (lower-cased, not empty) occurs in e's
-// key, queue, failures' errors, or (Options.TextIn) its message.
+// matchText reports whether needle (lower-cased, not empty) occurs in e's
+// key, queue, failures' errors, or (SearchMessages) its message.
 func (s *Store[M]) matchText(e *Entry[M], needle string) bool {
-	if containsFold(e.Key, needle) || containsFold(e.Queue, needle) {
+	if ContainsFold(e.Key, needle) || ContainsFold(e.Queue, needle) {
 		return true
 	}
 	for i := range e.Failures {
-		if containsFold(e.Failures[i].Error, needle) {
+		if ContainsFold(e.Failures[i].Error, needle) {
 			return true
 		}
 	}
@@ -263,9 +263,7 @@ func (s *Store[M]) matchText(e *Entry[M], needle string) bool {
 
 // ContainsFold reports whether needle, lower-cased, occurs in s without
 // regard to case, allocating nothing (a search reads every entry).
-func ContainsFold(s, needle string) bool { return containsFold(s, needle) }
-
-func containsFold(s, needle string) bool {
+func ContainsFold(s, needle string) bool {
 	if len(needle) > len(s) {
 		return false
 	}
