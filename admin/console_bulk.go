@@ -12,10 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 
 	"github.com/ringwal/ringwal"
@@ -34,8 +32,7 @@ type bulkView struct {
 	Action, Title, Verb, Done string
 	Selected                  bool             // the rows picked on the list, else all matching
 	IDs                       []ringwal.ID     // the selected ones still dead, carried by the form
-	Filters                   []header         // all matching: the filters in words
-	Fields                    []header         // all matching: the hidden form fields that carry them
+	Filters                   []header         // all matching: the filters, in words and as the form's hidden fields
 	All                       bool             // all matching, no filter: every dead letter
 	Count                     int              // how many the action takes
 	Through                   uint64           // all matching: the store's mark at the count
@@ -130,13 +127,7 @@ func (h *handler) confirmBulk(w http.ResponseWriter, r *http.Request, b bulkRequ
 			return
 		}
 		v.Count, v.Through, v.All, v.Entries = n, through, emptyQuery(b.q), NewDeadLetterViews(ds)
-		vals := DeadLetterQueryValues(b.q)
-		for _, k := range slices.Sorted(maps.Keys(vals)) {
-			for _, s := range vals[k] {
-				v.Filters = append(v.Filters, header{k, s})
-				v.Fields = append(v.Fields, header{k, s})
-			}
-		}
+		v.Filters = filterHeaders(DeadLetterQueryValues(b.q))
 	}
 	h.render(w, r, http.StatusOK, "bulk", page{Title: words.Title, Nav: "dead-letters", Data: v})
 }

@@ -13,10 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 
 	"github.com/ringwal/ringwal"
@@ -26,8 +24,7 @@ import (
 type cancelBulkView struct {
 	Selected bool         // the rows picked on the list, else all matching
 	IDs      []ringwal.ID // the selected ones still live, carried by the form
-	Filters  []header     // all matching: the filters in words
-	Fields   []header     // all matching: the hidden form fields that carry them
+	Filters  []header     // all matching: the filters, in words and as the form's hidden fields
 	All      bool         // all matching, no filter: every live message
 	Count    int          // how many the cancel takes (or, once Finished, took)
 	Through  ringwal.ID   // all matching: the engine's mark at the count
@@ -139,13 +136,7 @@ func (h *handler) confirmCancelBulk(w http.ResponseWriter, r *http.Request, b ca
 		}
 		v.Count, v.Through = n, through
 		v.All = b.q.Queue == "" && b.q.Key == "" && len(b.q.States) == 0
-		vals := b.q.Values()
-		for _, k := range slices.Sorted(maps.Keys(vals)) {
-			for _, s := range vals[k] {
-				v.Filters = append(v.Filters, header{k, s})
-				v.Fields = append(v.Fields, header{k, s})
-			}
-		}
+		v.Filters = filterHeaders(b.q.Values())
 	}
 	h.render(w, r, http.StatusOK, "cancelmessages", page{Title: "Cancel messages", Nav: "keys", Data: v})
 }
