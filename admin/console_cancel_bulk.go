@@ -46,26 +46,18 @@ type cancelBulkRequest struct {
 
 func readCancelBulk(vals url.Values) (cancelBulkRequest, error) {
 	var b cancelBulkRequest
-	for _, s := range vals["id"] {
-		id, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return b, fmt.Errorf("message %q is not an ID", s)
-		}
-		b.ids = append(b.ids, id)
+	ids, all, err := readSelection(vals, "message")
+	if err != nil {
+		return b, err
 	}
-	if vals.Get("all") != "true" {
-		if len(b.ids) == 0 {
-			return b, errors.New("no message selected: tick some rows, or take all matching")
-		}
+	if !all {
+		b.ids = ids
 		back, err := url.ParseQuery(vals.Get("back"))
 		if err != nil {
 			back = url.Values{}
 		}
 		b.back = formValues(back, "done", "csrf")
 		return b, nil
-	}
-	if len(b.ids) > 0 {
-		return b, errors.New("either selected rows or all matching, not both")
 	}
 	q, err := ParseMessageQuery(formValues(vals, "all", "csrf", "expect", "through", "back", "after", "limit"))
 	if err == nil && q.Queue == DefaultQueue {
@@ -179,31 +171,16 @@ func (h *handler) cancelBulkAction(w http.ResponseWriter, r *http.Request) {
 // as were confirmed, one at a time with the engine's Cancel; one that left
 // meanwhile (acked, dead-lettered, cancelled by another) is skipped.
 func (h *handler) cancelSelected(b cancelBulkRequest, expect int) (int, error) {
-	live := 0
-	for _, id := range b.ids {
-		_, ok, err := h.liveMessage(id)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			live++
-		}
-	}
-	if live != expect {
-		return 0, errCountChanged{}
-	}
-	n := 0
-	for _, id := range b.ids {
+	return actOnSelected(b.ids, expect, func(id ringwal.ID) (bool, error) {
+		_, live, err := h.liveMessage(id)
+		return live, err
+	}, func(id ringwal.ID) error {
 		err := h.e.Cancel(id)
-		switch {
-		case errors.Is(err, ringwal.ErrNotFound), errors.Is(err, ringwal.ErrInvalid): // gone, or dead, meanwhile
-		case err != nil:
-			return n, err
-		default:
-			n++
+		if errors.Is(err, ringwal.ErrInvalid) { // dead meanwhile: no longer a live message
+			return ringwal.ErrNotFound
 		}
-	}
-	return n, nil
+		return err
+	})
 }
 
 // cancelAllMatching cancels what b.f matched at the confirmation's count (its
