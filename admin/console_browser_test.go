@@ -143,12 +143,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	base := srv.URL + "/ops/"
 
 	bctx, run := newChrome(t, exe, 50*time.Second, chromedp.WindowSize(1280, 860))
-	textOf := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
-		require.NoError(t, err, "text of %s", sel)
-		return s
-	}
+	textOf := pageText(t, bctx)
 
 	// Sign in: the console asks for the token once.
 	run("sign in",
@@ -351,4 +346,16 @@ func newChrome(t *testing.T, exe string, timeout time.Duration, extra ...chromed
 		}
 	}
 	return bctx, run
+}
+
+// pageText returns textOf for bctx's browser: the text of what the CSS
+// selector sel selects on the page it is on, failing the test when
+// nothing does.
+func pageText(t *testing.T, bctx context.Context) (textOf func(sel string) string) {
+	return func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
+		require.NoError(t, err, "text of %s", sel)
+		return s
+	}
 }

@@ -12,10 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 
 	"github.com/ringwal/ringwal"
@@ -34,8 +32,7 @@ type bulkView struct {
 	Action, Title, Verb, Done string
 	Selected                  bool             // the rows picked on the list, else all matching
 	IDs                       []ringwal.ID     // the selected ones still dead, carried by the form
-	Filters                   []header         // all matching: the filters in words
-	Fields                    []header         // all matching: the hidden form fields that carry them
+	Filters                   []header         // all matching: the filters, in words and as the form's hidden fields
 	All                       bool             // all matching, no filter: every dead letter
 	Count                     int              // how many the action takes
 	Through                   uint64           // all matching: the store's mark at the count
@@ -59,22 +56,14 @@ func (h *handler) readBulk(vals url.Values) (bulkRequest, error) {
 	if _, ok := bulkVerbs[b.action]; !ok {
 		return b, fmt.Errorf("action %q: want redrive, review or purge", b.action)
 	}
-	for _, s := range vals["id"] {
-		id, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return b, fmt.Errorf("dead letter %q is not an ID", s)
-		}
-		b.ids = append(b.ids, id)
+	ids, all, err := readSelection(vals, "dead letter")
+	if err != nil {
+		return b, err
 	}
-	if vals.Get("all") != "true" {
-		if len(b.ids) == 0 {
-			return b, errors.New("no dead letter selected: tick some rows, or take all matching")
-		}
+	if !all {
+		b.ids = ids
 		b.back, _ = url.ParseQuery(vals.Get("back"))
 		return b, nil
-	}
-	if len(b.ids) > 0 {
-		return b, errors.New("either selected rows or all matching, not both")
 	}
 	if b.action == "purge" {
 		return b, errors.New("purging all matching is the purge page's: follow the dead letters' Purge link")
@@ -130,13 +119,7 @@ func (h *handler) confirmBulk(w http.ResponseWriter, r *http.Request, b bulkRequ
 			return
 		}
 		v.Count, v.Through, v.All, v.Entries = n, through, emptyQuery(b.q), NewDeadLetterViews(ds)
-		vals := DeadLetterQueryValues(b.q)
-		for _, k := range slices.Sorted(maps.Keys(vals)) {
-			for _, s := range vals[k] {
-				v.Filters = append(v.Filters, header{k, s})
-				v.Fields = append(v.Fields, header{k, s})
-			}
-		}
+		v.Filters = filterHeaders(DeadLetterQueryValues(b.q))
 	}
 	h.render(w, r, http.StatusOK, "bulk", page{Title: words.Title, Nav: "dead-letters", Data: v})
 }
@@ -187,35 +170,24 @@ var errNoMark = errors.New("the form lacks the mark of its count; start again fr
 // bulkSelected acts on the selected dead letters, if as many are still
 // dead as were confirmed, one at a time as the engine's single verbs.
 func (h *handler) bulkSelected(b bulkRequest, expect int, note string) (int, error) {
-	live := 0
-	for _, id := range b.ids {
-		if _, err := h.e.DeadLetter(id); err == nil {
-			live++
-		}
-	}
-	if live != expect {
-		return 0, errCountChanged{}
-	}
-	n := 0
-	for _, id := range b.ids {
-		var err error
+	return actOnSelected(b.ids, expect, h.isDeadLetter, func(id ringwal.ID) error {
 		switch b.action {
 		case "redrive":
-			err = h.e.Redrive(id)
+			return h.e.Redrive(id)
 		case "purge":
-			err = h.e.PurgeDeadLetter(id)
-		default:
-			err = h.e.MarkReviewed(id, note)
+			return h.e.PurgeDeadLetter(id)
 		}
-		switch {
-		case errors.Is(err, ringwal.ErrNotFound): // gone meanwhile
-		case err != nil:
-			return n, err
-		default:
-			n++
-		}
+		return h.e.MarkReviewed(id, note)
+	})
+}
+
+// isDeadLetter reports whether id is a dead letter.
+func (h *handler) isDeadLetter(id ringwal.ID) (bool, error) {
+	_, err := h.e.DeadLetter(id)
+	if errors.Is(err, ringwal.ErrNotFound) {
+		return false, nil
 	}
-	return n, nil
+	return err == nil, err
 }
 
 // bulkMatching acts on what b.q matched at the confirmation's count (its
@@ -232,6 +204,59 @@ func (h *handler) bulkMatching(b bulkRequest, mark string, expect int, note stri
 		}
 		return h.e.ReviewMatching(q, note)
 	})
+}
+
+// readSelection reads a counted set's form: the selected rows (an id
+// field each, what names them in its errors), or all matching
+// (all=true), never both.
+func readSelection(vals url.Values, what string) (ids []ringwal.ID, all bool, err error) {
+	for _, s := range vals["id"] {
+		id, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s %q is not an ID", what, s)
+		}
+		ids = append(ids, id)
+	}
+	switch all = vals.Get("all") == "true"; {
+	case !all && len(ids) == 0:
+		return nil, false, fmt.Errorf("no %s selected: tick some rows, or take all matching", what)
+	case all && len(ids) > 0:
+		return nil, true, errors.New("either selected rows or all matching, not both")
+	}
+	return ids, all, nil
+}
+
+// actOnSelected is every "the N selected" action's last step, as
+// actOnCounted is all matching's: if as many of ids are still there
+// (live says which) as the confirmation counted, act on each in turn.
+// One that left meanwhile (act fails with ErrNotFound) is not counted
+// done; any other error stops the action, with how many were done.
+func actOnSelected(ids []ringwal.ID, expect int, live func(ringwal.ID) (bool, error), act func(ringwal.ID) error) (int, error) {
+	n := 0
+	for _, id := range ids {
+		ok, err := live(id)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			n++
+		}
+	}
+	if n != expect {
+		return 0, errCountChanged{}
+	}
+	n = 0
+	for _, id := range ids {
+		err := act(id)
+		switch {
+		case errors.Is(err, ringwal.ErrNotFound): // gone meanwhile
+		case err != nil:
+			return n, err
+		default:
+			n++
+		}
+	}
+	return n, nil
 }
 
 // actOnCounted is every "all N matching" action's last step: the set is

@@ -35,12 +35,7 @@ func TestConsoleBulkRedriveInBrowser(t *testing.T) {
 	t.Cleanup(srv.Close)
 	base := srv.URL + "/"
 	bctx, run := newChrome(t, exe, 50*time.Second, chromedp.WindowSize(1280, 900))
-	textOf := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
-		require.NoError(t, err, "text of %s", sel)
-		return s
-	}
+	textOf := pageText(t, bctx)
 
 	// Select one poison row and redrive it: the confirmation states the
 	// count, the action redrives that one only.
@@ -115,9 +110,7 @@ func TestConsoleSearchInBrowser(t *testing.T) {
 	}
 
 	run("all matching", chromedp.Click(chromedp.CSS(`#redrive-all`)), chromedp.WaitVisible(chromedp.CSS(`#bulk-confirm`)))
-	count, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(`#bulk-count`)))
-	require.NoError(t, err)
-	assert.Equal(t, "3", count)
+	assert.Equal(t, "3", pageText(t, bctx)(`#bulk-count`))
 	run("confirm", chromedp.Click(chromedp.CSS(`#bulk-confirm`)), chromedp.WaitVisible(chromedp.CSS(`#bulk-done`)))
 	left, err := e.DeadLetters(dlq.Query{Text: "currency missing"})
 	require.NoError(t, err)

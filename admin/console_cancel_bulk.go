@@ -13,10 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 
 	"github.com/ringwal/ringwal"
@@ -26,8 +24,7 @@ import (
 type cancelBulkView struct {
 	Selected bool         // the rows picked on the list, else all matching
 	IDs      []ringwal.ID // the selected ones still live, carried by the form
-	Filters  []header     // all matching: the filters in words
-	Fields   []header     // all matching: the hidden form fields that carry them
+	Filters  []header     // all matching: the filters, in words and as the form's hidden fields
 	All      bool         // all matching, no filter: every live message
 	Count    int          // how many the cancel takes (or, once Finished, took)
 	Through  ringwal.ID   // all matching: the engine's mark at the count
@@ -49,26 +46,18 @@ type cancelBulkRequest struct {
 
 func readCancelBulk(vals url.Values) (cancelBulkRequest, error) {
 	var b cancelBulkRequest
-	for _, s := range vals["id"] {
-		id, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return b, fmt.Errorf("message %q is not an ID", s)
-		}
-		b.ids = append(b.ids, id)
+	ids, all, err := readSelection(vals, "message")
+	if err != nil {
+		return b, err
 	}
-	if vals.Get("all") != "true" {
-		if len(b.ids) == 0 {
-			return b, errors.New("no message selected: tick some rows, or take all matching")
-		}
+	if !all {
+		b.ids = ids
 		back, err := url.ParseQuery(vals.Get("back"))
 		if err != nil {
 			back = url.Values{}
 		}
 		b.back = formValues(back, "done", "csrf")
 		return b, nil
-	}
-	if len(b.ids) > 0 {
-		return b, errors.New("either selected rows or all matching, not both")
 	}
 	q, err := ParseMessageQuery(formValues(vals, "all", "csrf", "expect", "through", "back", "after", "limit"))
 	if err == nil && q.Queue == DefaultQueue {
@@ -139,13 +128,7 @@ func (h *handler) confirmCancelBulk(w http.ResponseWriter, r *http.Request, b ca
 		}
 		v.Count, v.Through = n, through
 		v.All = b.q.Queue == "" && b.q.Key == "" && len(b.q.States) == 0
-		vals := b.q.Values()
-		for _, k := range slices.Sorted(maps.Keys(vals)) {
-			for _, s := range vals[k] {
-				v.Filters = append(v.Filters, header{k, s})
-				v.Fields = append(v.Fields, header{k, s})
-			}
-		}
+		v.Filters = filterHeaders(b.q.Values())
 	}
 	h.render(w, r, http.StatusOK, "cancelmessages", page{Title: "Cancel messages", Nav: "keys", Data: v})
 }
@@ -188,31 +171,16 @@ func (h *handler) cancelBulkAction(w http.ResponseWriter, r *http.Request) {
 // as were confirmed, one at a time with the engine's Cancel; one that left
 // meanwhile (acked, dead-lettered, cancelled by another) is skipped.
 func (h *handler) cancelSelected(b cancelBulkRequest, expect int) (int, error) {
-	live := 0
-	for _, id := range b.ids {
-		_, ok, err := h.liveMessage(id)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			live++
-		}
-	}
-	if live != expect {
-		return 0, errCountChanged{}
-	}
-	n := 0
-	for _, id := range b.ids {
+	return actOnSelected(b.ids, expect, func(id ringwal.ID) (bool, error) {
+		_, live, err := h.liveMessage(id)
+		return live, err
+	}, func(id ringwal.ID) error {
 		err := h.e.Cancel(id)
-		switch {
-		case errors.Is(err, ringwal.ErrNotFound), errors.Is(err, ringwal.ErrInvalid): // gone, or dead, meanwhile
-		case err != nil:
-			return n, err
-		default:
-			n++
+		if errors.Is(err, ringwal.ErrInvalid) { // dead meanwhile: no longer a live message
+			return ringwal.ErrNotFound
 		}
-	}
-	return n, nil
+		return err
+	})
 }
 
 // cancelAllMatching cancels what b.f matched at the confirmation's count (its

@@ -30,12 +30,7 @@ func TestConsolePurgeAndCancelInBrowser(t *testing.T) {
 	t.Cleanup(srv.Close)
 	base := srv.URL + "/"
 	bctx, run := newChrome(t, exe, 50*time.Second, chromedp.WindowSize(1280, 900))
-	textOf := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
-		require.NoError(t, err, "text of %s", sel)
-		return s
-	}
+	textOf := pageText(t, bctx)
 	live := func(f ringwal.Filter) []ringwal.ID {
 		var ids []ringwal.ID
 		for in := range e.Messages(f) {

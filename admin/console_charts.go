@@ -62,14 +62,14 @@ func pickWindow(r *http.Request) (time.Duration, []windowLink) {
 			cur = w
 		}
 	}
+	v := url.Values{}
+	for k, vs := range q {
+		if k != "window" && k != "done" {
+			v[k] = vs
+		}
+	}
 	links := make([]windowLink, len(historyWindows))
 	for i, w := range historyWindows {
-		v := url.Values{}
-		for k, vs := range q {
-			if k != "window" && k != "done" {
-				v[k] = vs
-			}
-		}
 		v.Set("window", w.Name)
 		links[i] = windowLink{Name: w.Name, Query: template.URL(v.Encode()), Current: w == cur}
 	}

@@ -109,12 +109,7 @@ func TestConsoleChartsInBrowser(t *testing.T) {
 		require.NoError(t, err, js)
 		return n
 	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
-		require.NoError(t, err, sel)
-		return s
-	}
+	text := pageText(t, bctx)
 	count := func(sel string) int { return eval(fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)) }
 	points := func(sel string) int {
 		return eval(fmt.Sprintf(`Array.from(document.querySelectorAll(%q)).reduce((n, l) => n + l.points.length, 0)`, sel))

@@ -244,8 +244,21 @@ func emptyQuery(q dlq.Query) bool {
 		q.Reviewed == dlq.Any && q.After == 0 && q.Limit == 0 && q.Text == ""
 }
 
-// header is one message header.
+// header is one message header, or one query parameter.
 type header struct{ Name, Value string }
+
+// filterHeaders lists vals (a confirmation's filters) by name, for the
+// page to state them in words and for its form to carry them back as
+// hidden fields.
+func filterHeaders(vals url.Values) []header {
+	var hs []header
+	for _, k := range slices.Sorted(maps.Keys(vals)) {
+		for _, s := range vals[k] {
+			hs = append(hs, header{k, s})
+		}
+	}
+	return hs
+}
 
 // deadLetterView is the detail page's data: the message, and its dead
 // letter while it is one.
@@ -343,8 +356,7 @@ func (h *handler) redriveAction(w http.ResponseWriter, r *http.Request) {
 
 // purgeView is the purge confirmation's data.
 type purgeView struct {
-	Filters []header // the filters in words
-	Fields  []header // the hidden form fields that carry them
+	Filters []header // the filters, in words and as the form's hidden fields
 	All     bool     // no filter: every dead letter
 	Count   int
 	Entries []DeadLetterView // the first purgeListMax
@@ -394,13 +406,7 @@ func (h *handler) confirmPurge(w http.ResponseWriter, r *http.Request, q dlq.Que
 		return
 	}
 	vals := DeadLetterQueryValues(q)
-	v := purgeView{All: emptyQuery(q), Count: n, Changed: was >= 0, Was: was, Back: template.URL(vals.Encode()), Through: through}
-	for _, k := range slices.Sorted(maps.Keys(vals)) {
-		for _, s := range vals[k] {
-			v.Filters = append(v.Filters, header{k, s})
-			v.Fields = append(v.Fields, header{k, s})
-		}
-	}
+	v := purgeView{Filters: filterHeaders(vals), All: emptyQuery(q), Count: n, Changed: was >= 0, Was: was, Back: template.URL(vals.Encode()), Through: through}
 	v.Entries = NewDeadLetterViews(ds)
 	h.render(w, r, http.StatusOK, "purge", page{Title: "Purge dead letters", Nav: "dead-letters", Data: v})
 }

@@ -90,12 +90,7 @@ func TestConsoleQueuesInBrowser(t *testing.T) {
 	base := srv.URL + "/"
 
 	bctx, run := newChrome(t, exe, 50*time.Second, chromedp.WindowSize(1280, 720))
-	textOf := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
-		require.NoError(t, err, "text of %s", sel)
-		return s
-	}
+	textOf := pageText(t, bctx)
 	row := func(name string) string { return fmt.Sprintf(`#queues tr[data-queue=%q]`, name) }
 
 	// From the overview's link to the queue list: every queue, the

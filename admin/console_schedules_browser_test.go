@@ -76,12 +76,7 @@ func TestConsoleSchedulesInBrowser(t *testing.T) {
 	base := srv.URL + "/"
 
 	bctx, run := newChrome(t, exe, 50*time.Second, chromedp.WindowSize(1360, 800))
-	textOf := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
-		require.NoError(t, err, "text of %s", sel)
-		return s
-	}
+	textOf := pageText(t, bctx)
 	row := func(name string) string { return fmt.Sprintf(`#schedules tr[data-schedule=%q]`, name) }
 
 	// From the nav link to the list: every schedule by name, with its

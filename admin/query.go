@@ -33,11 +33,11 @@ const (
 	MaxForm = 64 << 10
 )
 
-// QueryParams are the parameters ParseDeadLetterQuery reads.
 // maxSearchText bounds a search's text: a needle is compared at every
 // position of every field it walks.
 const maxSearchText = 256
 
+// QueryParams are the parameters ParseDeadLetterQuery reads.
 var QueryParams = []string{"queue", "category", "key", "since", "until", "reviewed", "after", "limit", "through", "text"}
 
 // ParseDeadLetterQuery reads dead-letter filters from v:

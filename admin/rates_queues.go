@@ -28,9 +28,9 @@ const (
 
 // sampler is a ring of queue samples, safe for concurrent use.
 type sampler struct {
-	mu        sync.Mutex
-	qring     [queueRing]queueSample
-	qn, qnext int // samples held; where the next one goes
+	mu      sync.Mutex
+	ring    [queueRing]queueSample
+	n, next int // samples held; where the next one goes
 }
 
 // queueTotals are one queue's totals in a sample.
@@ -53,8 +53,8 @@ type queueRate struct {
 func (sm *sampler) addQueues(at time.Time, s ringwal.Stats) {
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
-	if sm.qn > 0 {
-		last := sm.qring[(sm.qnext+queueRing-1)%queueRing]
+	if sm.n > 0 {
+		last := sm.ring[(sm.next+queueRing-1)%queueRing]
 		if at.Sub(last.at) < queueSampleEvery && !at.Before(last.at) {
 			return
 		}
@@ -63,24 +63,41 @@ func (sm *sampler) addQueues(at time.Time, s ringwal.Stats) {
 	for _, q := range s.Queues[:min(len(s.Queues), maxRateQueues)] {
 		m[q.Name] = queueTotals{q.Enqueued, q.Acked, q.DeadLettered}
 	}
-	sm.qring[sm.qnext] = queueSample{at: at, queues: m}
-	sm.qnext = (sm.qnext + 1) % queueRing
-	sm.qn = min(sm.qn+1, queueRing)
+	sm.ring[sm.next] = queueSample{at: at, queues: m}
+	sm.next = (sm.next + 1) % queueRing
+	sm.n = min(sm.n+1, queueRing)
 }
 
 // queueRates returns each sampled queue's rates (by engine name) between
 // the newest queue sample and the oldest one within rateWindow of it,
-// and the span they cover; ok is false while the samples span less than
-// a second. A queue missing from the older sample (declared since)
-// counts from zero.
+// and the span they cover; ok is false while there are fewer than two
+// samples, or they span less than a second (a first visit). A queue
+// missing from the older sample (declared since) counts from zero; a
+// counter that went back (a queue deleted and declared again) reads 0.
 func (sm *sampler) queueRates() (rs map[string]queueRate, span time.Duration, ok bool) {
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
-	newest, oldest, span, ok := window(sm.qring[:], sm.qnext, sm.qn, func(s queueSample) time.Time { return s.at })
-	if !ok {
+	if sm.n < 2 {
+		return nil, 0, false
+	}
+	newest := sm.ring[(sm.next+queueRing-1)%queueRing]
+	oldest := newest
+	for i := 2; i <= sm.n; i++ {
+		s := sm.ring[(sm.next+queueRing-i)%queueRing]
+		if newest.at.Sub(s.at) > rateWindow || s.at.After(oldest.at) {
+			break
+		}
+		oldest = s
+	}
+	if span = newest.at.Sub(oldest.at); span < time.Second {
 		return nil, span, false
 	}
-	per := growthPerSecond(span)
+	per := func(now, then uint64) float64 {
+		if now < then {
+			return 0
+		}
+		return float64(now-then) / span.Seconds()
+	}
 	rs = make(map[string]queueRate, len(newest.queues))
 	for name, n := range newest.queues {
 		o := oldest.queues[name]
@@ -88,37 +105,4 @@ func (sm *sampler) queueRates() (rs map[string]queueRate, span time.Duration, ok
 			DeadLettered: per(n.dead, o.dead)}
 	}
 	return rs, span, true
-}
-
-// window finds, in a ring of samples (next: where the next one goes; n:
-// how many it holds), the newest sample and the oldest one within
-// rateWindow of it, and the span between them; ok is false while there
-// are fewer than two, or they span less than a second (a first visit).
-func window[S any](ring []S, next, n int, at func(S) time.Time) (newest, oldest S, span time.Duration, ok bool) {
-	if n < 2 {
-		return newest, oldest, 0, false
-	}
-	size := len(ring)
-	newest = ring[(next+size-1)%size]
-	oldest = newest
-	for i := 2; i <= n; i++ {
-		s := ring[(next+size-i)%size]
-		if at(newest).Sub(at(s)) > rateWindow || at(s).After(at(oldest)) {
-			break
-		}
-		oldest = s
-	}
-	span = at(newest).Sub(at(oldest))
-	return newest, oldest, span, span >= time.Second
-}
-
-// growthPerSecond turns the growth of a counter over span into a rate (a
-// counter that went back, after a restart, counts as 0).
-func growthPerSecond(span time.Duration) func(now, then uint64) float64 {
-	return func(now, then uint64) float64 {
-		if now < then {
-			return 0
-		}
-		return float64(now-then) / span.Seconds()
-	}
 }

@@ -54,5 +54,5 @@ func TestSamplerQueueRates(t *testing.T) {
 	}
 	s := qstats(big)
 	many.addQueues(t0, s)
-	assert.Len(t, many.qring[0].queues, maxRateQueues, "a sample holds at most maxRateQueues queues")
+	assert.Len(t, many.ring[0].queues, maxRateQueues, "a sample holds at most maxRateQueues queues")
 }

@@ -129,17 +129,13 @@ func bulkMatching(cmd *cobra.Command, b bulk, src source, sel selection, scope s
 			n = 0
 		}
 	}
-	if n == 0 {
-		if c.dryRun {
-			return reportDryRun(cmd, b.verb, 0, scope, asJSON)
-		}
+	switch {
+	case c.dryRun:
+		return reportDryRun(cmd, b.verb, n, scope, asJSON)
+	case n == 0:
 		return reportBulk(cmd.OutOrStdout(), b.verb, []uint64{}, nil, asJSON)
 	}
-	what := plural(n, "dead letter", "dead letters")
-	if c.dryRun {
-		return reportDryRun(cmd, b.verb, n, scope, asJSON)
-	}
-	if err := c.confirm(cmd, b.verb, what, scope); err == errDeclined {
+	if err := c.confirm(cmd, b.verb, plural(n, "dead letter", "dead letters"), scope); err == errDeclined {
 		fmt.Fprintf(cmd.OutOrStdout(), "nothing %s: declined\n", pastTense(b.verb))
 		return nil
 	} else if err != nil {
