@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -148,47 +149,44 @@ func (rs *restoring) read(r io.Reader) (*manifest, error) {
 	}
 }
 
-// write copies one file's bytes into dir/name, hashing them into h, and
-// fsyncs it; with no dir (VerifyBackup) it only hashes them.
-func (rs *restoring) write(name string, r io.Reader, h io.Writer) (int64, error) {
-	if rs.dir == "" {
-		if hw, ok := h.(interface{ Reset() }); ok {
-			hw.Reset()
+// write copies one file's bytes into dir/name, hashing them into h
+// (reset first), and fsyncs it; with no dir (VerifyBackup) it only hashes
+// them.
+func (rs *restoring) write(name string, r io.Reader, h hash.Hash) (int64, error) {
+	h.Reset()
+	var w io.Writer = h
+	var f *os.File
+	if rs.dir != "" {
+		if filepath.Dir(filepath.FromSlash(name)) == wal.LogDirName && !rs.logDir {
+			if err := os.Mkdir(filepath.Join(rs.dir, wal.LogDirName), 0o700); err != nil {
+				return 0, err
+			}
+			rs.logDir = true
 		}
-		n, err := io.Copy(h, r)
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return n, damagedf("the stream ends inside %s, after %d bytes (a backup cut short?)", name, n)
-		}
-		return n, err
-	}
-	if filepath.Dir(filepath.FromSlash(name)) == wal.LogDirName && !rs.logDir {
-		if err := os.Mkdir(filepath.Join(rs.dir, wal.LogDirName), 0o700); err != nil {
+		var err error
+		f, err = os.OpenFile(filepath.Join(rs.dir, filepath.FromSlash(name)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
 			return 0, err
 		}
-		rs.logDir = true
+		rs.got[name] = manifestFile{} // created: undo removes it
+		w = io.MultiWriter(f, h)
 	}
-	path := filepath.Join(rs.dir, filepath.FromSlash(name))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return 0, err
+	n, err := io.Copy(w, r)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = damagedf("the stream ends inside %s, after %d bytes (a backup cut short?)", name, n)
+	} else if err != nil {
+		err = fmt.Errorf("copying %s: %w", name, err)
 	}
-	rs.got[name] = manifestFile{} // created: undo removes it
-	if hw, ok := h.(interface{ Reset() }); ok {
-		hw.Reset()
-	}
-	n, err := io.Copy(io.MultiWriter(f, h), r)
-	if err != nil {
-		f.Close()
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return n, damagedf("the stream ends inside %s, after %d bytes (a backup cut short?)", name, n)
-		}
-		return n, fmt.Errorf("writing %s: %w", name, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
+	if f == nil {
 		return n, err
 	}
-	return n, f.Close()
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
 }
 
 // check compares what was written with the manifest.

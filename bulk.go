@@ -137,18 +137,26 @@ func (e *Engine) CountMessages(f Filter) (n int, through ID, err error) {
 	if err := e.usable(); err != nil {
 		return 0, 0, err
 	}
-	// Read before the walk: whatever is enqueued from here has a higher ID.
-	through = e.nextID.Load()
-	if f.Through == 0 || f.Through > through {
-		f.Through = through
-	}
-	if through == 0 {
+	f, empty := e.messageSet(f)
+	if empty {
 		return 0, 0, nil
 	}
 	for range e.Messages(f) {
 		n++
 	}
 	return n, f.Through, nil
+}
+
+// messageSet fixes the set f selects, as deadSet does for dead letters:
+// f.Through, when 0 or past the last ID given, becomes that ID, read
+// before any walk (whatever is enqueued from here has a higher ID). It
+// reports empty when nothing was ever enqueued (a mark of 0 would mean
+// "no bound").
+func (e *Engine) messageSet(f Filter) (_ Filter, empty bool) {
+	if last := ID(e.nextID.Load()); f.Through == 0 || f.Through > last {
+		f.Through = last
+	}
+	return f, f.Through == 0
 }
 
 // CancelMatching cancels (as Cancel does, each journaled and durable as
@@ -172,12 +180,9 @@ func (e *Engine) CancelMatching(f Filter) (int, error) {
 	if err := e.usable(); err != nil {
 		return 0, err
 	}
-	bound := e.nextID.Load()
-	if f.Through == 0 || f.Through > bound {
-		f.Through = bound
-	}
-	if f.Through == 0 {
-		return 0, nil // nothing was ever enqueued
+	f, empty := e.messageSet(f)
+	if empty {
+		return 0, nil
 	}
 	done := 0
 	for {

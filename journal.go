@@ -75,7 +75,6 @@ func (e *Engine) logLater(rec *wal.Record) error {
 	return e.log.AppendNoWait(rec)
 }
 
-// logged is a record appended by logRecord, not yet waited for.
 // pendingOp is a verb whose record has its place in the log: finish
 // waits for the log as the mode promises, then runs then (if set) with
 // the outcome, which finishes the verb's work (or undoes it) and returns
@@ -83,13 +82,14 @@ func (e *Engine) logLater(rec *wal.Record) error {
 // in order, waiting for the log once for the page instead of once per
 // message (bulk.go).
 type pendingOp struct {
-	commit wal.Commit
-	logged logged // wraps a log error as the single verb does; zero: then wraps it
+	// logged is what to wait for; with a kind it wraps a log error as the
+	// single verb does, without one (only a commit) then wraps it.
+	logged logged
 	then   func(error) error
 }
 
 func (op pendingOp) finish() error {
-	err := op.commit.Wait()
+	err := op.logged.commit.Wait()
 	if err != nil && op.logged.kind != 0 {
 		err = op.logged.wrap(err)
 	}
@@ -99,6 +99,7 @@ func (op pendingOp) finish() error {
 	return err
 }
 
+// logged is a record appended by logRecord, not yet waited for.
 type logged struct {
 	commit wal.Commit
 	kind   wal.Kind

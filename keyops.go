@@ -233,7 +233,7 @@ func (e *Engine) startCancel(id ID) (pendingOp, error) {
 	if err != nil {
 		return pendingOp{}, gone(err)
 	}
-	return pendingOp{commit: lg.commit, logged: lg, then: gone}, nil
+	return pendingOp{logged: lg, then: gone}, nil
 }
 
 // Filter selects live messages for Messages: by Key ("" = every key) and

@@ -293,7 +293,7 @@ func (e *Engine) startRedrive(id ID) (pendingOp, error) {
 		}
 	}
 	locked = false
-	return pendingOp{commit: c, then: func(err error) error {
+	return pendingOp{logged: logged{commit: c}, then: func(err error) error {
 		if err != nil {
 			return undo(err)
 		}
@@ -331,7 +331,7 @@ func (e *Engine) startReview(id ID, note string) (pendingOp, error) {
 	e.ctr.deadReviewed.Add(1)
 	rec := reviewRecord(uint64(id), now, note)
 	lg, err := e.logRecord(&rec, true)
-	return pendingOp{commit: lg.commit, logged: lg}, err
+	return pendingOp{logged: lg}, err
 }
 
 // PurgeDeadLetters deletes the dead letters matching q (an empty q

@@ -324,9 +324,7 @@ func (s *staleLeases) err(of int) error {
 // slab (acked, cancelled, dead-lettered), and with it a unique DedupID's
 // claim (unique.go).
 func (e *Engine) release(r *rec) {
-	if x := r.more; x != nil && x.unique != UniqueWindow {
-		e.dedup.forgetUnique(x.dedupID, r.id.Load())
-	}
+	e.uniqueGone(r, r.id.Load())
 	q := e.queueOf(r)
 	r.free(e.counts)
 	q.leave()

@@ -286,7 +286,7 @@ func (e *Engine) Stats() Stats {
 		DelayedByPriority:      make(map[Priority]int, ring.NumTiers),
 		LeasedByPriority:       make(map[Priority]int, ring.NumTiers),
 		HeldByPriority:         make(map[Priority]int, ring.NumTiers),
-		Enqueued:               e.nextID.Load() - e.ctr.enqueuedBase - e.ctr.unused.Load(),
+		Enqueued:               e.enqueuedTotal(),
 		Acked:                  0, // below: freed less dead-lettered
 		Nacked:                 e.ctr.nacked.Load(),
 		Retried:                e.ctr.retried.Load(),
@@ -338,9 +338,7 @@ func (e *Engine) Stats() Stats {
 	}
 	s.Cancelled = e.ctr.cancelled.Load()
 	s.Published, s.UnroutedPublishes = e.ctr.published.Load(), e.ctr.unrouted.Load()
-	if freed > s.DeadLettered+s.Cancelled {
-		s.Acked = freed - s.DeadLettered - s.Cancelled
-	}
+	s.Acked = ackedOf(freed, s.DeadLettered, s.Cancelled)
 	e.counts.start(e.slab) // the first Stats counts once; the verbs keep it
 	qs := e.queueList()
 	qc := make([]queueCounts, len(qs))
@@ -388,6 +386,22 @@ func (e *Engine) Stats() Stats {
 	}
 	e.queuesStats(&s, qs, qc)
 	return s
+}
+
+// enqueuedTotal is the messages enqueued since Open: the IDs given out,
+// less those a claim took and gave back unused (a repeat, a failed log).
+func (e *Engine) enqueuedTotal() uint64 {
+	return e.nextID.Load() - e.ctr.enqueuedBase - e.ctr.unused.Load()
+}
+
+// ackedOf derives the acked total: every freed record was acked unless it
+// was dead-lettered or cancelled. Read freed first: what moves on
+// meanwhile is then missed, never counted twice.
+func ackedOf(freed, deadLettered, cancelled uint64) uint64 {
+	if gone := deadLettered + cancelled; freed > gone {
+		return freed - gone
+	}
+	return 0
 }
 
 // TierUtilizationOf is the fill ratio of priority p's tier ring

@@ -139,14 +139,12 @@ func (e *Engine) readSample() (reading, []reading) {
 	}
 	var r reading
 	freed := e.ctr.freed.Load()
-	r.totals.enqueued = e.nextID.Load() - e.ctr.enqueuedBase - e.ctr.unused.Load()
+	r.totals.enqueued = e.enqueuedTotal()
 	for i := range r.totals.byCategory {
 		r.totals.byCategory[i] = e.ctr.deadLettered[i].Load()
 		r.totals.deadLettered += r.totals.byCategory[i]
 	}
-	if gone := r.totals.deadLettered + e.ctr.cancelled.Load(); freed > gone {
-		r.totals.acked = freed - gone
-	}
+	r.totals.acked = ackedOf(freed, r.totals.deadLettered, e.ctr.cancelled.Load())
 	r.totals.retried = e.ctr.retried.Load()
 	r.live = max(0, int(int64(r.totals.enqueued)+e.ctr.added.Load()-int64(freed)))
 	r.dead = e.dead.Len()

@@ -74,13 +74,13 @@ func (c *liveCounts) idle() bool {
 // letters are not work: a store full of them is idle.
 //
 // Idle is a moment: a message enqueued after WaitIdle returned is not
-// waited for, and one enqueued concurrently may or may not be. It costs
-// nothing while it waits: it sleeps on a channel that the last counted
-// message to leave (an ack, a cancel, a dead-lettering, an expiry) closes,
+// waited for, and one enqueued concurrently may or may not be. While it
+// waits, each counted message that leaves (an ack, a cancel, a
+// dead-lettering, an expiry) closes the channel it sleeps on; woken, it
 // reads the engine's kept counts (the ones Stats reports, started by the
-// first call as Stats starts them: O(MaxMessages) once) when woken, and
-// sleeps again while work remains. Safe for concurrent use; any number
-// may wait.
+// first call as Stats starts them: O(MaxMessages) once) and sleeps again
+// while work remains: at most one wake per message that leaves, none
+// while nothing moves. Safe for concurrent use; any number may wait.
 func (e *Engine) WaitIdle(ctx context.Context) error {
 	if err := e.usable(); err != nil {
 		return err
