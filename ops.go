@@ -380,10 +380,7 @@ func (e *Engine) PurgeDeadLetter(id ID) error {
 	}
 	e.ctr.deadPurged.Add(1)
 	rec := purgeRecord(id, e.now())
-	if err := e.appendRecord(&rec, true); err != nil {
-		return fmt.Errorf("ringwal: purge %d: %w", id, err)
-	}
-	return nil
+	return e.appendRecord(&rec, true) // its error says which purge
 }
 
 // evictDeadLetters removes the oldest dead letters past

@@ -55,7 +55,8 @@ func (e *Engine) History() []HistorySample {
 
 // QueueHistory returns the samples of the named queue ("" for the
 // default queue), as History does. Only the first maxQueueTimelines
-// named queues that see traffic are followed (and the default queue);
+// named queues declared when a sample is taken are followed (and the
+// default queue), a queue keeping its history once it has one;
 // another has no history (nil). Safe for concurrent use.
 func (e *Engine) QueueHistory(name string) []HistorySample {
 	t := &e.timeline
