@@ -64,8 +64,8 @@ type HistoryView struct {
 	// Queue is the queue's admin name; absent for the engine's history.
 	Queue string `json:"queue,omitempty"`
 	// Followed is false for a queue the engine keeps no history of (it
-	// follows the default queue and the first 16 named queues that see
-	// traffic); always true for the engine.
+	// follows the default queue and the first 16 named queues declared
+	// when it samples); always true for the engine.
 	Followed bool                `json:"followed"`
 	Samples  []HistorySampleView `json:"samples"`
 }
