@@ -29,8 +29,8 @@ import (
 
 const diskFullEnv = "RINGWAL_TEST_DISKFULL_DIR"
 
-// diskFullLimit is the largest file the child may write: well below a log
-// segment (16 MiB), so the first segment fills.
+// diskFullLimit is the largest file the child may write: below a log
+// segment (1 MiB), so the first segment fills.
 const diskFullLimit = 256 << 10
 
 func TestDiskFull(t *testing.T) {

@@ -19,6 +19,10 @@
 //     fsyncs (through a descriptor of its own), what is appended is
 //     written in its place by an appender or, after a quarter of an fsync, a timer
 //     (fsync.go), and waits for the next fsync, which one covers all of it;
+//     in Write and Buffered modes a goroutine of its own starts the
+//     kernel's writeback of the tail as it grows (writeback.go), so that
+//     the fsync tidwall/wal does at each segment switch finds little to
+//     write;
 //   - replay (replay.go): the snapshot, then the log's batches decoded on up
 //     to four goroutines at once (Replay), each record handed to the
 //     caller's hook on the goroutine that decoded it (ReplayPrepared) and

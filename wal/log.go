@@ -70,10 +70,18 @@ type Log struct {
 	written   int64  // framed bytes written, cumulative (incl. the log found at Open)
 	// The writer's own descriptor of the tail segment, for fsyncs beside
 	// writes; reopened when the tail changed (tailMoved).
-	syncFile    *os.File
-	tailMoved   bool
-	syncWaits   []syncWait // batches written during an fsync, waiting for the next
-	repairCause error      // a write in the writer's place failed; the writer repairs
+	syncFile  *os.File
+	tailMoved bool
+	syncWaits []syncWait // batches written during an fsync, waiting for the next
+	// Writeback of the tail in Write and Buffered modes (writeback.go):
+	// the tail (wbIndex) and its offset up to which it was handed over,
+	// and the channel to the writeback goroutine (nil in Fsync mode) and
+	// its end.
+	wbIndex     uint64
+	wbFrom      int
+	wbJobs      chan writebackJob
+	wbDone      chan struct{}
+	repairCause error // a write in the writer's place failed; the writer repairs
 
 	// Read by Stats and Size from any goroutine.
 	firstIndex atomic.Uint64
@@ -86,6 +94,7 @@ type Log struct {
 	ckIndex    atomic.Uint64
 	ckTime     atomic.Int64
 	writeFails atomic.Uint64 // batch writes that failed (Checkpoint checks none did while it ran)
+	wbRuns     atomic.Uint64 // writebacks started (writeback.go; a test reads it)
 	// format is the version the directory's FORMAT file says: set by Open,
 	// raised by RequireFormat on the writer once the new file is durable.
 	format atomic.Int32
@@ -136,6 +145,7 @@ func Open(dir string, o Options) (*Log, error) {
 	l.wcond.L = &l.mu
 	l.wake = make(chan struct{}, 1)
 	l.stopped = make(chan struct{})
+	l.startWriteback()
 	go l.run()
 	return l, nil
 }

@@ -441,6 +441,7 @@ func (l *Log) writeBatch(b *pending, info *BatchInfo, repair bool) error {
 	l.last = idx
 	l.claimed = max(l.claimed, min(l.synced, idx-1))
 	l.noteEntry(idx, entry)
+	l.noteWritten()
 	l.written += int64(n)
 	l.total.Store(l.written)
 	l.lastIndex.Store(idx)
@@ -534,6 +535,7 @@ func (l *Log) shutdown() {
 		l.tw = nil
 	}
 	l.closeSyncFile()
+	l.stopWriteback()
 	l.mu.Lock()
 	if l.gatherTimer != nil {
 		l.gatherTimer.Stop() // nothing to write any more: a late firing finds l.syncing clear
