@@ -55,6 +55,38 @@ type queuePeer struct {
 // when the peer's server is not installed.
 type peerOpener func(b *testing.B, handle func(pl []byte)) *queuePeer
 
+// openChan is the floor W5 measures the machine against: a buffered Go
+// channel with w2Consumers goroutines receiving from it, no queue at all.
+// What its tail shows (a wake-up on a 2-core VM, a GC, a descheduled
+// vCPU) every in-process peer pays too.
+func openChan(_ *testing.B, handle func([]byte)) *queuePeer {
+	c := make(chan []byte, 1<<16)
+	var wg sync.WaitGroup
+	for range w2Consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for pl := range c {
+				handle(pl)
+			}
+		}()
+	}
+	return &queuePeer{
+		send: func(ctx context.Context, pl []byte) error {
+			select {
+			case c <- pl:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+		stop: func() {
+			close(c)
+			wg.Wait()
+		},
+	}
+}
+
 // openRingwal: dir "" is the memory-only engine; consumers are one Run
 // with w2Consumers workers (as in W2).
 func openRingwal(d ringwal.Durability, memory bool) peerOpener {

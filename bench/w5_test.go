@@ -53,6 +53,7 @@ type w5Peer struct {
 // w5Peers: reach is from the committed W2 results (64P4C 128 B): the
 // highest of the fixed rates below 90 % of that capacity.
 var w5Peers = []w5Peer{
+	{"chan", openChan, 1, 1e6},
 	{"ringwal-memory", openRingwal(ringwal.Buffered, true), 1, 1e6},
 	{"ringwal-write", openRingwal(ringwal.Write, false), 16, 1e5},
 	{"ringwal-fsync", openRingwal(ringwal.Fsync, false), 64, 1e5},
