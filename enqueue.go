@@ -317,7 +317,12 @@ func (e *Engine) awaitSpace(ctx context.Context, q *queue, tier, n int, wait boo
 			return ErrFull
 		}
 		if timer == nil {
-			timer = time.NewTimer(time.Hour)
+			// Pooled, as a parked consumer's: a producer that keeps
+			// finding the engine full (one faster than its consumers)
+			// waits once per message, and a timer each time was 5 % of
+			// W1 1P1C's CPU and its only garbage.
+			timer = timerPool.Get().(*time.Timer)
+			defer timerPool.Put(timer)
 		}
 		w.n.Add(1)
 		if e.hasSpace(q, tier, n) {
