@@ -2,6 +2,7 @@ package ringwal
 
 import (
 	"context"
+	"math/bits"
 	"runtime"
 	"sync"
 	"time"
@@ -190,7 +191,21 @@ func (e *Engine) dequeueBatch(ctx context.Context, rt *qrun, max int) ([]Deliver
 		b = leaseBatches.Get().(*leaseBatch)
 		defer b.put()
 	}
+	var refs [64]ref
 	for len(out) < max {
+		if n := e.takeBatch(rt, refs[:min(max-len(out), len(refs))]); n > 0 {
+			for _, rf := range refs[:n] {
+				r := e.slab.at(rf.slot)
+				if !r.own(rf.gen, stPending) {
+					continue // stale: taken by its deadline, expired, requeued
+				}
+				out = append(out, Delivery{})
+				if !e.lease(rt, rf.slot, r, &out[len(out)-1], b) {
+					out = out[:len(out)-1] // set aside by its key, held, expired
+				}
+			}
+			continue
+		}
 		out = append(out, Delivery{})
 		if !e.leaseNext(rt, &out[len(out)-1], b) {
 			out = out[:len(out)-1]
@@ -201,6 +216,34 @@ func (e *Engine) dequeueBatch(ctx context.Context, rt *qrun, max int) ([]Deliver
 		b.finish(e, out[1:])
 	}
 	return out, nil
+}
+
+// takeBatch pops up to len(dst) entries of rt's queue in one pass, one
+// scheduler decision and one claim on the ring for all of them, when the
+// scheduler could decide nothing else meanwhile: one tier holds entries,
+// no deadline is pending and nothing spilled. Otherwise (and when nothing
+// is ready) it takes nothing and DequeueBatch goes message by message, a
+// pick each, so that weights, aging and deadlines rule as for Dequeue. A
+// message of another tier that arrives during the pass waits for the next
+// pick, as it would behind a Dequeue in progress. The caller owns each
+// entry it can (a stale one it skips) and leases it.
+func (e *Engine) takeBatch(rt *qrun, dst []ref) int {
+	nonEmpty := rt.tiers.NonEmpty()
+	if nonEmpty == 0 || nonEmpty&(nonEmpty-1) != 0 || rt.spilled.Load() != 0 ||
+		rt.sched.Deadlines().Len() != 0 || e.closing.Load() {
+		return 0
+	}
+	now := e.now()
+	if e.keys.allUntil.Load() != 0 && e.deliveryPaused(now) || rt.q.pausedUntil.Load() != 0 && rt.q.paused(now) {
+		return 0
+	}
+	tier := bits.TrailingZeros8(nonEmpty)
+	n := rt.tiers.Tier(tier).PopBatch(dst)
+	if n > 0 {
+		rt.sched.Picker().Served(tier, now)
+		e.space.signal()
+	}
+	return n
 }
 
 // leaseBatch holds a DequeueBatch's leases from their lease record to
