@@ -351,16 +351,15 @@ func (e *Engine) hasSpace(q *queue, tier, n int) bool {
 		return !q.full(n)
 	}
 	if tier >= 0 {
+		// Room when fewer live messages than the ring holds, whatever the
+		// ring's own count says: entries are dropped lazily (a message
+		// that expired while pending, or went out early by its deadline,
+		// leaves one behind until a consumer pops it), and pushTier
+		// spills what the ring cannot take yet, in order. Checked first:
+		// it reads nothing more, where the ring's count reads the
+		// consumers' cache line (W1 1P1C: 6 % of the CPU).
 		capacity := e.rt0.tiers.Cap(tier)
-		if e.rt0.tiers.LenOf(tier)+n <= capacity {
-			return true
-		}
-		// The ring is full of entries, but entries are dropped lazily: a
-		// message that expired while pending, or went out early by its
-		// deadline, leaves one behind until a consumer pops it. Fewer live
-		// messages than the ring holds means some are stale, and there is
-		// room (pushTier spills what the ring cannot take yet, in order).
-		return live+int64(n) <= int64(capacity)
+		return live+int64(n) <= int64(capacity) || e.rt0.tiers.LenOf(tier)+n <= capacity
 	}
 	return true
 }
