@@ -187,6 +187,54 @@ func runRingwal(b *testing.B, s shape, e *ringwal.Engine, size int, retry bool) 
 	checkRingwalAcked(b, e)
 }
 
+// consumeBatch is the batch consumers' size: DequeueBatch's max.
+const consumeBatch = 64
+
+// runRingwalBatch is runRingwal with batch consumers: each takes up to
+// consumeBatch messages with DequeueBatch and settles them with one
+// AckBatch (which, in a durable engine, waits for the log once).
+func runRingwalBatch(b *testing.B, s shape, e *ringwal.Engine, size int) {
+	b.Helper()
+	pl := payload(size)
+	cd := newCountdown(b.N)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-cd.done; cancel() }()
+	run(b, s, cd,
+		func(_, n int) error {
+			for range n {
+				if _, err := e.Enqueue(ctx, ringwal.Message{Payload: pl}); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func(int) error {
+			leases := make([]ringwal.Lease, 0, consumeBatch)
+			for !cd.finished() {
+				ds, err := e.DequeueBatch(ctx, consumeBatch)
+				if err != nil {
+					if cd.finished() {
+						return nil
+					}
+					return err
+				}
+				leases = leases[:0]
+				for _, d := range ds {
+					leases = append(leases, d.Lease)
+				}
+				if err := e.AckBatch(leases); err != nil {
+					return err
+				}
+				for range ds {
+					cd.take()
+				}
+			}
+			return nil
+		})
+	checkRingwalAcked(b, e)
+}
+
 // checkRingwalAcked fails b unless each of b.N messages was acked exactly
 // once (none lost, none delivered twice while another never came) and
 // nothing is left. Untimed.

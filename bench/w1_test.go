@@ -4,6 +4,7 @@ package bench
 // durability; every bounded peer gets the same capacity (w1Capacity).
 //
 //	BenchmarkW1/ringwal/{1P1C,4P4C,16P16C}    memory-only engine: Enqueue, Dequeue, Ack
+//	BenchmarkW1/ringwal-batch/...             the same, consumers take DequeueBatch(64) and AckBatch
 //	BenchmarkW1/chan/...                      buffered channel of []byte
 //	BenchmarkW1/workiva-ring/...              github.com/Workiva/go-datastructures/queue RingBuffer: Put, Get
 //	BenchmarkW1/workqueue/...                 k8s.io/client-go/util/workqueue typed queue: Add, Get, Done
@@ -28,6 +29,7 @@ func BenchmarkW1(b *testing.B) {
 		fn   func(*testing.B, shape)
 	}{
 		{"ringwal", w1Ringwal},
+		{"ringwal-batch", w1RingwalBatch},
 		{"chan", w1Chan},
 		{"workiva-ring", w1Workiva},
 		{"workqueue", w1Workqueue},
@@ -48,6 +50,16 @@ func w1Ringwal(b *testing.B, s shape) {
 	}
 	defer e.Close()
 	runRingwal(b, s, e, Small, false)
+}
+
+// w1RingwalBatch is w1Ringwal with batch consumers (runRingwalBatch).
+func w1RingwalBatch(b *testing.B, s shape) {
+	e, err := ringwal.Open("", ringwal.Options{TierCapacity: w1Capacity, MaxMessages: w1Capacity})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	runRingwalBatch(b, s, e, Small)
 }
 
 func w1Chan(b *testing.B, s shape) {

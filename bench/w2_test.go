@@ -8,6 +8,7 @@ package bench
 //
 //	BenchmarkW2/ringwal-write/{128B,1KiB}/{1P4C,8P4C,64P4C}  Options.Durability = Write (write(2) before returning)
 //	BenchmarkW2/ringwal-fsync/...                          Durability = Fsync (group-committed fsync)
+//	BenchmarkW2/ringwal-{write,fsync}-batch/...            the same, consumers take DequeueBatch(64) and AckBatch
 //	BenchmarkW2/jetstream/...                              embedded nats-server, file stream, work-queue retention, explicit ack (Ack)
 //	BenchmarkW2/jetstream-sync/...                         the same with sync_always, consumers acking with DoubleAck (AckSync)
 //	BenchmarkW2/goqite/...                                 maragu.dev/goqite on modernc.org/sqlite (WAL, synchronous=NORMAL)
@@ -68,6 +69,8 @@ func BenchmarkW2(b *testing.B) {
 	}{
 		{"ringwal-write", func(b *testing.B, s shape, size int) { w2Ringwal(b, s, size, ringwal.Write) }},
 		{"ringwal-fsync", func(b *testing.B, s shape, size int) { w2Ringwal(b, s, size, ringwal.Fsync) }},
+		{"ringwal-write-batch", func(b *testing.B, s shape, size int) { w2RingwalBatch(b, s, size, ringwal.Write) }},
+		{"ringwal-fsync-batch", func(b *testing.B, s shape, size int) { w2RingwalBatch(b, s, size, ringwal.Fsync) }},
 		{"jetstream", func(b *testing.B, s shape, size int) { w2JetStream(b, s, size, false) }},
 		{"jetstream-sync", func(b *testing.B, s shape, size int) { w2JetStream(b, s, size, true) }},
 		{"goqite", w2Goqite},
@@ -128,6 +131,18 @@ func w2Ringwal(b *testing.B, s shape, size int, d ringwal.Durability) {
 			})
 		})
 	checkRingwalAcked(b, e)
+}
+
+// w2RingwalBatch: producers Enqueue; s.C consumers each take up to 64
+// with DequeueBatch and settle them with AckBatch, which waits for the
+// log once per batch (Run's acks do not wait at all).
+func w2RingwalBatch(b *testing.B, s shape, size int, d ringwal.Durability) {
+	e, err := ringwal.Open(b.TempDir(), ringwal.Options{Durability: d})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	runRingwalBatch(b, s, e, size)
 }
 
 // w2JetStream: syncAlways selects the server's sync_always (every store

@@ -13,11 +13,12 @@ import (
 )
 
 // w5Order is the order W5's peers are listed in.
-var w5Order = []string{"ringwal-memory", "ringwal-write", "ringwal-fsync", "jetstream", "jetstream-sync",
+var w5Order = []string{"chan", "ringwal-memory", "ringwal-write", "ringwal-fsync", "jetstream", "jetstream-sync",
 	"goqite", "river-sqlite", "river-postgres", "asynq-everysec", "asynq-always"}
 
 // durability says what each W5 peer's acknowledged enqueue survives.
 var durability = map[string]string{
+	"chan":           "nothing (no queue: the floor)",
 	"ringwal-memory": "nothing (memory)",
 	"ringwal-write":  "a killed process",
 	"ringwal-fsync":  "power loss",
@@ -31,7 +32,8 @@ var durability = map[string]string{
 }
 
 // capacities is RINGWAL_BENCH_W5_CAPACITY for the results so far: each
-// W2 peer's 128 B 64P4C throughput, and ringwal-memory's W1 4P4C.
+// W2 peer's 128 B 64P4C throughput, and ringwal-memory's and chan's W1
+// 4P4C.
 func capacities(rs []result) string {
 	var kv []string
 	for _, r := range rs {
@@ -40,6 +42,8 @@ func capacities(rs []result) string {
 			kv = append(kv, fmt.Sprintf("%s=%.0f", r.Peer, r.MsgsPerSec))
 		case r.Workload == "W1" && r.Peer == "ringwal" && r.Config == "4P4C":
 			kv = append(kv, fmt.Sprintf("ringwal-memory=%.0f", r.MsgsPerSec))
+		case r.Workload == "W1" && r.Peer == "chan" && r.Config == "4P4C":
+			kv = append(kv, fmt.Sprintf("chan=%.0f", r.MsgsPerSec))
 		}
 	}
 	return strings.Join(kv, ",")
@@ -111,7 +115,7 @@ func latencyMarkdown(rows []latencyRow, rs []result, ts []*table) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## W5 — latency under a fixed offered load, 128 B, 4 consumers\n\n")
-	fmt.Fprintf(&b, "Open-loop producers send message i at start + i/rate whatever the peer answers; every latency is taken from that intended send time (no coordinated omission). *e2e*: intended send → the handler starts; *enqueue*: intended send → the enqueue call returns. HDR histograms (3 significant digits). A rate named *N pct* is N %% of the peer's W2 capacity measured above (128 B, 64P4C; ringwal-memory: W1 4P4C). *Sustained* is no when a send returned over 1 s late: the run then stopped offering, and its percentiles are of a peer that could not keep up. fsync-floor is this machine's write(2)+fsync(2) of 128 B on the same file system, one at a time (its columns are per call).\n\n")
+	fmt.Fprintf(&b, "Open-loop producers send message i at start + i/rate whatever the peer answers; every latency is taken from that intended send time (no coordinated omission). *e2e*: intended send → the handler starts; *enqueue*: intended send → the enqueue call returns. HDR histograms (3 significant digits). A rate named *N pct* is N %% of the peer's W2 capacity measured above (128 B, 64P4C; ringwal-memory and chan: W1 4P4C). *Sustained* is no when a send returned over 1 s late: the run then stopped offering, and its percentiles are of a peer that could not keep up. fsync-floor is this machine's write(2)+fsync(2) of 128 B on the same file system, one at a time (its columns are per call). chan is no queue at all: a buffered Go channel with 4 goroutines receiving, under the same producers; its tail is what this machine's scheduler (2 vCPUs, shared) costs any in-process peer.\n\n")
 	fmt.Fprintf(&b, "| peer | survives | rate | offered | achieved | sustained | e2e p50 | e2e p99 | e2e p99.9 | e2e max | enq p50 | enq p99 | enq p99.9 | enq max |\n")
 	fmt.Fprintf(&b, "|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, l := range rows {
@@ -159,8 +163,15 @@ func figures(rows []latencyRow, ts []*table) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", fig, target, measured, m)
 	}
 	fs, fok := find(rows, "fsync-floor", "128B")
+	// floor names chan's e2e p99 at rate, the machine's own tail.
+	floor := func(rate string) string {
+		if c, ok := find(rows, "chan", rate); ok {
+			return " (chan, no queue: " + us(c.m("e2e-p99-us")) + ")"
+		}
+		return ""
+	}
 	if l, ok := find(rows, "ringwal-memory", "1M"); ok && l.sustained() {
-		line("ringwal memory, e2e p99 at 1M msgs/s", "< 5 µs", us(l.m("e2e-p99-us")), l.m("e2e-p99-us") < 5, true)
+		line("ringwal memory, e2e p99 at 1M msgs/s", "< 5 µs", us(l.m("e2e-p99-us"))+floor("1M"), l.m("e2e-p99-us") < 5, true)
 	} else if l, ok := highestSustained(rows, "ringwal-memory"); ok {
 		why := "1M not run"
 		if _, ran := find(rows, "ringwal-memory", "1M"); ran {
@@ -169,7 +180,7 @@ func figures(rows []latencyRow, ts []*table) string {
 		line("ringwal memory, e2e p99 at the highest sustained rate ("+si(l.Offered)+"/s; "+why+")", "< 5 µs", us(l.m("e2e-p99-us")), l.m("e2e-p99-us") < 5, true)
 	}
 	if l, ok := find(rows, "ringwal-write", "100k"); ok {
-		line("ringwal Write, e2e p99 at 100k msgs/s", "< 100 µs", us(l.m("e2e-p99-us"))+sustainedNote(l), l.m("e2e-p99-us") < 100, l.sustained())
+		line("ringwal Write, e2e p99 at 100k msgs/s", "< 100 µs", us(l.m("e2e-p99-us"))+sustainedNote(l)+floor("100k"), l.m("e2e-p99-us") < 100, l.sustained())
 	}
 	if l, ok := find(rows, "ringwal-fsync", "10k"); ok && fok {
 		t := 3 * fs.m("e2e-p50-us")
