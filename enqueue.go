@@ -294,18 +294,28 @@ func (e *Engine) pause(ctx context.Context) error {
 // in q's MaxMessages and in the engine's), or reports ErrFull (naming q
 // when q is the one full) when wait is false.
 func (e *Engine) awaitSpace(ctx context.Context, q *queue, tier, n int, wait bool) error {
+	if e.hasSpace(q, tier, n) {
+		return nil // the hot path: one call, no defer
+	}
+	return e.awaitSpaceSlow(ctx, q, tier, n, wait)
+}
+
+// awaitSpaceSlow is awaitSpace once the engine, q or the tier was full.
+func (e *Engine) awaitSpaceSlow(ctx context.Context, q *queue, tier, n int, wait bool) error {
+	// Pooled, as a parked consumer's: a producer that keeps finding the
+	// engine full (one faster than its consumers) waits once per
+	// message, and a timer each time was 5 % of W1 1P1C's CPU and its
+	// only garbage.
 	var timer *time.Timer
-	counted := false
+	defer func() {
+		if timer != nil {
+			timerPool.Put(timer)
+		}
+	}()
+	// Both a wait and an ErrFull count: each is an enqueue that found no
+	// room (ringwal_backpressure_waits_total).
+	e.ctr.backpressure.Add(1)
 	for {
-		if e.hasSpace(q, tier, n) {
-			return nil
-		}
-		// Both a wait and an ErrFull count: each is an enqueue that found
-		// no room (ringwal_backpressure_waits_total).
-		if !counted {
-			e.ctr.backpressure.Add(1)
-			counted = true
-		}
 		w := &e.space
 		if q.full(n) {
 			w = &q.space
@@ -317,12 +327,7 @@ func (e *Engine) awaitSpace(ctx context.Context, q *queue, tier, n int, wait boo
 			return ErrFull
 		}
 		if timer == nil {
-			// Pooled, as a parked consumer's: a producer that keeps
-			// finding the engine full (one faster than its consumers)
-			// waits once per message, and a timer each time was 5 % of
-			// W1 1P1C's CPU and its only garbage.
 			timer = timerPool.Get().(*time.Timer)
-			defer timerPool.Put(timer)
 		}
 		w.n.Add(1)
 		if e.hasSpace(q, tier, n) {
@@ -336,6 +341,9 @@ func (e *Engine) awaitSpace(ctx context.Context, q *queue, tier, n int, wait boo
 		w.n.Add(-1)
 		if err != nil {
 			return err
+		}
+		if e.hasSpace(q, tier, n) {
+			return nil
 		}
 	}
 }
