@@ -147,21 +147,8 @@ func run(b *testing.B, s shape, cd *countdown, produce func(i, n int) error, con
 // with errTransient instead; only Acks count towards b.N.
 func runRingwal(b *testing.B, s shape, e *ringwal.Engine, size int, retry bool) {
 	b.Helper()
-	pl := payload(size)
-	cd := newCountdown(b.N)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { <-cd.done; cancel() }()
-	run(b, s, cd,
-		func(_, n int) error {
-			for range n {
-				if _, err := e.Enqueue(ctx, ringwal.Message{Payload: pl}); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		func(i int) error {
+	runRingwalWith(b, s, e, size, func(ctx context.Context, cd *countdown) func(int) error {
+		return func(i int) error {
 			r := newRNG(i + 1)
 			for !cd.finished() {
 				d, err := e.Dequeue(ctx)
@@ -183,8 +170,39 @@ func runRingwal(b *testing.B, s shape, e *ringwal.Engine, size int, retry bool) 
 				cd.take()
 			}
 			return nil
-		})
+		}
+	})
+}
+
+// runRingwalWith runs s against e: the producers enqueue b.N messages of
+// size bytes (enqueueN), and consumer gives each consumer's loop, with
+// ctx, which ends once the last message was consumed, and the countdown
+// it takes from. Afterwards every message must have been acked once
+// (checkRingwalAcked).
+func runRingwalWith(b *testing.B, s shape, e *ringwal.Engine, size int, consumer func(ctx context.Context, cd *countdown) func(int) error) {
+	b.Helper()
+	pl := payload(size)
+	cd := newCountdown(b.N)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-cd.done; cancel() }()
+	run(b, s, cd,
+		enqueueN(ctx, e, pl),
+		consumer(ctx, cd))
 	checkRingwalAcked(b, e)
+}
+
+// enqueueN is the ringwal producers' part of run: producer i enqueues n
+// messages of pl.
+func enqueueN(ctx context.Context, e *ringwal.Engine, pl []byte) func(_, n int) error {
+	return func(_, n int) error {
+		for range n {
+			if _, err := e.Enqueue(ctx, ringwal.Message{Payload: pl}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // consumeBatch is the batch consumers' size: DequeueBatch's max.
@@ -195,21 +213,8 @@ const consumeBatch = 64
 // AckBatch (which, in a durable engine, waits for the log once).
 func runRingwalBatch(b *testing.B, s shape, e *ringwal.Engine, size int) {
 	b.Helper()
-	pl := payload(size)
-	cd := newCountdown(b.N)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { <-cd.done; cancel() }()
-	run(b, s, cd,
-		func(_, n int) error {
-			for range n {
-				if _, err := e.Enqueue(ctx, ringwal.Message{Payload: pl}); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		func(int) error {
+	runRingwalWith(b, s, e, size, func(ctx context.Context, cd *countdown) func(int) error {
+		return func(int) error {
 			leases := make([]ringwal.Lease, 0, consumeBatch)
 			for !cd.finished() {
 				ds, err := e.DequeueBatch(ctx, consumeBatch)
@@ -231,8 +236,8 @@ func runRingwalBatch(b *testing.B, s shape, e *ringwal.Engine, size int) {
 				}
 			}
 			return nil
-		})
-	checkRingwalAcked(b, e)
+		}
+	})
 }
 
 // checkRingwalAcked fails b unless each of b.N messages was acked exactly

@@ -105,21 +105,8 @@ func w2Ringwal(b *testing.B, s shape, size int, d ringwal.Durability) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	pl := payload(size)
-	cd := newCountdown(b.N)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { <-cd.done; cancel() }()
-	run(b, s, cd,
-		func(_, n int) error {
-			for range n {
-				if _, err := e.Enqueue(ctx, ringwal.Message{Payload: pl}); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		func(i int) error {
+	runRingwalWith(b, s, e, size, func(ctx context.Context, cd *countdown) func(int) error {
+		return func(i int) error {
 			if i != 0 {
 				return nil
 			}
@@ -129,8 +116,8 @@ func w2Ringwal(b *testing.B, s shape, size int, d ringwal.Durability) {
 				cd.take()
 				return nil
 			})
-		})
-	checkRingwalAcked(b, e)
+		}
+	})
 }
 
 // w2RingwalBatch: producers Enqueue; s.C consumers each take up to 64
