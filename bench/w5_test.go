@@ -13,6 +13,7 @@ package bench
 //	BenchmarkW5/<peer>/<rate>    rate: 1k, 10k, 100k, 1M msgs/s (those the peer can reach), or
 //	                             10pct, 50pct, 80pct of the peer's W2 capacity (when known, see w5Capacity)
 //	BenchmarkW5/fsync-floor/128B this machine's write(2)+fsync(2) latency on b.TempDir()'s file system
+//	BenchmarkW5/fsync-floor/128B-beside-16-yielders  the same beside 16 goroutines yielding in a loop
 //
 // Each run offers rate × 2 s of messages (-short: 300 at the first rate),
 // 128 B each, and reports, in µs: e2e-p50-us … e2e-max-us (intended send →
@@ -79,6 +80,13 @@ var w5Fractions = []struct {
 // w5Duration is how long each run offers its rate.
 const w5Duration = 2 * time.Second
 
+// w5Pool0 is how many producers a run starts with; w5Grow is how late a
+// slot must be when a producer takes it for the pool to grow by one.
+const (
+	w5Pool0 = 4
+	w5Grow  = 200 * time.Microsecond
+)
+
 // w5MaxBehind: a producer that returns this long after its slot's
 // intended time ends the offering; the rate is not sustained.
 const w5MaxBehind = time.Second
@@ -98,7 +106,8 @@ func w5Capacity(peer string) float64 {
 }
 
 func BenchmarkW5(b *testing.B) {
-	b.Run("fsync-floor/128B", w5FsyncFloor)
+	b.Run("fsync-floor/128B", func(b *testing.B) { w5FsyncFloor(b, 0) })
+	b.Run("fsync-floor/128B-beside-16-yielders", func(b *testing.B) { w5FsyncFloor(b, 16) })
 	for _, p := range w5Peers {
 		b.Run(p.name, func(b *testing.B) {
 			capacity := w5Capacity(p.name)
@@ -258,33 +267,60 @@ func w5Run(b *testing.B, p w5Peer, rate float64) {
 	var behind atomic.Bool
 	var wg sync.WaitGroup
 	errs := make(chan error, p.producers)
-	for range p.producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(n) || behind.Load() {
-					return
-				}
-				t := start + int64(float64(i)*interval)
-				waitUntil(t)
-				pl := make([]byte, len(tmpl)) // a peer may keep the slice it was given
-				copy(pl, tmpl)
-				stamp(pl, t)
-				if err := q.send(ctx, pl); err != nil {
-					errs <- err
-					behind.Store(true)
-					return
-				}
-				d := nowNs() - t
-				enq.record(d)
-				sent.Add(1)
-				if d > int64(w5MaxBehind) {
-					behind.Store(true)
-				}
+	// The pool starts small and grows, up to p.producers, whenever a
+	// producer takes a slot already w5Grow late while every other
+	// producer is in a call: a pool sized for the highest rate would, at a low one,
+	// keep dozens of producers yielding in waitUntil on 2 cores and starve
+	// the peer it measures (ringwal-fsync at 1k msgs/s: p50 1.3–2.3 ms
+	// with 64 producers, 0.2 ms with 8).
+	var pool, busy atomic.Int32
+	var producer func()
+	grow := func() {
+		for {
+			k := pool.Load()
+			if int(k) >= p.producers {
+				return
 			}
-		}()
+			if pool.CompareAndSwap(k, k+1) {
+				wg.Add(1)
+				go producer()
+				return
+			}
+		}
+	}
+	producer = func() {
+		defer wg.Done()
+		for {
+			i := next.Add(1) - 1
+			if i >= int64(n) || behind.Load() {
+				return
+			}
+			t := start + int64(float64(i)*interval)
+			if nowNs()-t > int64(w5Grow) && busy.Load()+1 >= pool.Load() {
+				grow() // late, and every other producer is in a call
+			}
+			waitUntil(t)
+			pl := make([]byte, len(tmpl)) // a peer may keep the slice it was given
+			copy(pl, tmpl)
+			stamp(pl, t)
+			busy.Add(1)
+			err := q.send(ctx, pl)
+			busy.Add(-1)
+			if err != nil {
+				errs <- err
+				behind.Store(true)
+				return
+			}
+			d := nowNs() - t
+			enq.record(d)
+			sent.Add(1)
+			if d > int64(w5MaxBehind) {
+				behind.Store(true)
+			}
+		}
+	}
+	for range min(w5Pool0, p.producers) {
+		grow()
 	}
 	wg.Wait()
 	offeredFor := nowNs() - start
@@ -322,10 +358,28 @@ func w5Run(b *testing.B, p w5Peer, rate float64) {
 // the durable peers use: a loop of a 128-byte append and fsync(2) on one
 // file, 2000 times (-short: 50). Its metrics are e2e-p50-us … e2e-max-us
 // (one write+fsync each) so the report puts them beside the peers'.
-func w5FsyncFloor(b *testing.B) {
+//
+// With yielders > 0, that many goroutines run waitUntil's yield loop
+// (runtime.Gosched) meanwhile, as the producers of a W5 run do while they
+// wait for their slots: on 2 vCPUs the thread returning from fsync(2) then
+// waits for a CPU, and this is the floor a durable peer's e2e latency
+// meets under W5's open-loop producers.
+func w5FsyncFloor(b *testing.B, yielders int) {
 	n := 2000
 	if testing.Short() {
 		n = 50
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	defer func() { stop.Store(true); wg.Wait() }()
+	for range yielders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				runtime.Gosched()
+			}
+		}()
 	}
 	f, err := os.Create(filepath.Join(b.TempDir(), "fsync"))
 	if err != nil {
