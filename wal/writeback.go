@@ -10,17 +10,18 @@ import (
 // tidwall/wal fsyncs a segment before it switches to the next one
 // (segment.go), on the writer, inside the write that fills it. In Fsync
 // mode that fsync finds almost nothing dirty. In Write and Buffered
-// modes, which never fsync otherwise, it finds the whole segment
-// dirty and holds the writer for tens of milliseconds, and
-// every Append waiting for a write(2) waits behind it: on the 2-core VM
-// of bench/results this was Write mode's end-to-end p99 (31 ms at 100k
-// msgs/s offered, W5), one switch about every half second.
+// modes, which never fsync otherwise, it finds the whole segment dirty
+// and holds the writer, and every Append waiting for a write(2) waits
+// behind it. With 16 MiB segments this (and tidwall/wal's in-memory copy
+// of the tail growing by copying: see Options.SegmentSize) was Write
+// mode's end-to-end p99 on the 2-core VM of bench/results: 20–50 ms at
+// 100k msgs/s offered (W5).
 //
 // So, as RocksDB's bytes_per_sync does, the writer asks the kernel to
 // start writing the tail back every writebackBytes it writes
 // (sync_file_range(SYNC_FILE_RANGE_WRITE) on Linux, which starts the I/O
-// without waiting for it; an fdatasync elsewhere), on a goroutine of its
-// own so that the writer never waits for it; the switch's fsync then finds
+// without waiting for it; an fsync elsewhere), on a goroutine of its own
+// so that the writer never waits for it; the switch's fsync then finds
 // about writebackBytes dirty. It adds no I/O (every byte is fsynced at
 // the switch anyway, only earlier) and promises nothing: a failure is
 // ignored here, and the switch's fsync, through tidwall/wal's own
