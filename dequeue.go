@@ -180,7 +180,10 @@ func (e *Engine) dequeueBatch(ctx context.Context, rt *qrun, max int) ([]Deliver
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Delivery, 1, min(max, 64))
+	// Sized by what is ready now, not by max: a Delivery is ~190 bytes,
+	// and a consumer of a trickle asking for 64 would allocate 12 KiB a
+	// call for the one or two it gets. More arriving meanwhile grows it.
+	out := make([]Delivery, 1, min(max, 64, 1+rt.tiers.Len()))
 	out[0] = first
 	// The rest leased in place (no Delivery copied through a return) and,
 	// in a durable engine, their lease records logged together: the
