@@ -237,7 +237,7 @@ func (e *Engine) takeBatch(rt *qrun, dst []ref) int {
 		return 0
 	}
 	now := e.now()
-	if e.keys.allUntil.Load() != 0 && e.deliveryPaused(now) || rt.q.pausedUntil.Load() != 0 && rt.q.paused(now) {
+	if e.pausedFor(rt, now) {
 		return 0
 	}
 	tier := bits.TrailingZeros8(nonEmpty)
@@ -297,7 +297,7 @@ func (e *Engine) take(rt *qrun) (slot uint32, r *rec, ok bool, retry int) {
 		return 0, nil, false, takeEmpty
 	}
 	now := e.now()
-	if e.keys.allUntil.Load() != 0 && e.deliveryPaused(now) || rt.q.pausedUntil.Load() != 0 && rt.q.paused(now) {
+	if e.pausedFor(rt, now) {
 		return 0, nil, false, takeEmpty
 	}
 	pick, ok := rt.sched.Next(nonEmpty, now, e.validEntry)
@@ -330,6 +330,12 @@ func (e *Engine) take(rt *qrun) (slot uint32, r *rec, ok bool, retry int) {
 		return 0, nil, false, takeStale // taken by EDF, requeued, expired
 	}
 	return rf.slot, r, true, takeEmpty
+}
+
+// pausedFor reports whether delivery from rt's queue is paused at now,
+// engine-wide (Pause) or for the queue: two atomic loads when neither is.
+func (e *Engine) pausedFor(rt *qrun, now int64) bool {
+	return e.deliveryPaused(now) || rt.q.paused(now)
 }
 
 // validEntry reports whether a deadline-heap entry may still name a
