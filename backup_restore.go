@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ringwal/ringwal/internal/dirsync"
 	"github.com/ringwal/ringwal/wal"
 )
 
@@ -211,14 +212,14 @@ func (rs *restoring) check(m *manifest) error {
 // sync fsyncs the directories whose entries Restore created.
 func (rs *restoring) sync() error {
 	if rs.logDir {
-		if err := syncPath(filepath.Join(rs.dir, wal.LogDirName)); err != nil {
+		if err := dirsync.Sync(filepath.Join(rs.dir, wal.LogDirName)); err != nil {
 			return err
 		}
 	}
-	if err := syncPath(rs.dir); err != nil {
+	if err := dirsync.Sync(rs.dir); err != nil {
 		return err
 	}
-	return syncPath(filepath.Dir(rs.dir))
+	return dirsync.Sync(filepath.Dir(rs.dir))
 }
 
 // undo removes what Restore wrote, and dir if it created it.
@@ -232,16 +233,4 @@ func (rs *restoring) undo(created bool) {
 	if created {
 		_ = os.Remove(rs.dir)
 	}
-}
-
-func syncPath(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

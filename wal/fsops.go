@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/ringwal/ringwal/internal/dirsync"
 )
 
 // Every change this package makes to a directory (create, rename, remove,
@@ -198,14 +200,7 @@ func syncFile(f *os.File) error {
 // syncDir fsyncs a directory so that file creations, renames and removals
 // in it survive power loss.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
+	err := dirsync.Sync(dir)
 	if err == nil {
 		trace(ioEvent{op: opSyncDir, path: dir})
 	}

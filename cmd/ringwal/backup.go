@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/internal/dirsync"
 )
 
 // newBackupCmd builds `ringwal backup`.
@@ -91,7 +92,7 @@ func backupTo(ctx context.Context, src source, out string, stdout, stderr io.Wri
 			err = os.Rename(partial, out)
 		}
 		if err == nil {
-			err = syncDirOf(out)
+			err = dirsync.Sync(filepath.Dir(out)) // the rename into it durable
 		}
 		if err != nil {
 			_ = os.Remove(partial)
@@ -150,19 +151,6 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
-}
-
-// syncDirOf fsyncs the directory holding path, so a rename into it is durable.
-func syncDirOf(path string) error {
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // newRestoreCmd builds `ringwal restore`.
