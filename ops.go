@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ringwal/ringwal/dlq"
-	"github.com/ringwal/ringwal/internal/dlqstore"
+	"github.com/ringwal/ringwal/internal/fold"
 	"github.com/ringwal/ringwal/ring"
 	"github.com/ringwal/ringwal/wal"
 )
@@ -520,7 +520,7 @@ func (e *Engine) peekRef(rf ref) (Info, bool) {
 // letter's message.
 func headersContain(m *Message, needle string) bool {
 	for k, v := range m.Headers {
-		if dlqstore.ContainsFold(k, needle) || dlqstore.ContainsFold(v, needle) {
+		if fold.Contains(k, needle) || fold.Contains(v, needle) {
 			return true
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"syscall"
+
+	"github.com/ringwal/ringwal/internal/fold"
 )
 
 // Classifier maps an error to a failure Category. Implementations must be
@@ -335,7 +337,7 @@ func classifyText(err error, depth int) (Category, bool) {
 	}
 	s := err.Error()
 	for _, r := range textRules {
-		if containsFold(s, r.substr) {
+		if fold.Contains(s, r.substr) {
 			return r.cat, true
 		}
 	}
@@ -350,26 +352,4 @@ func classifyText(err error, depth int) (Category, bool) {
 		}
 	}
 	return Unknown, false
-}
-
-// containsFold reports whether s contains the lower-case ASCII substr,
-// ignoring ASCII case in s, without allocating a lower-cased copy.
-func containsFold(s, substr string) bool {
-	n := len(substr)
-	for i := 0; i+n <= len(s); i++ {
-		j := 0
-		for ; j < n; j++ {
-			c := s[i+j]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != substr[j] {
-				break
-			}
-		}
-		if j == n {
-			return true
-		}
-	}
-	return false
 }

@@ -408,19 +408,3 @@ func TestClassifyDoesNotAllocate(t *testing.T) {
 		assert.Zero(t, allocs, name)
 	}
 }
-
-func TestContainsFold(t *testing.T) {
-	tests := []struct {
-		s, sub string
-		want   bool
-	}{
-		{"I/O TIMEOUT", "timeout", true},
-		{"timeou", "timeout", false},
-		{"", "x", false},
-		{"abc", "", true},
-		{"xxTimeOutyy", "timeout", true},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, containsFold(tt.s, tt.sub), "%q in %q", tt.sub, tt.s)
-	}
-}

@@ -3,8 +3,8 @@ package dlqstore
 import (
 	"fmt"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/ringwal/ringwal/internal/fold"
 )
 
 // Query returns copies of the matching entries in (DeadAt, ID) order. A
@@ -250,60 +250,13 @@ func matchReview(want Review, reviewed bool) bool {
 // matchText reports whether needle (lower-cased, not empty) occurs in e's
 // key, queue, failures' errors, or (SearchMessages) its message.
 func (s *Store[M]) matchText(e *Entry[M], needle string) bool {
-	if ContainsFold(e.Key, needle) || ContainsFold(e.Queue, needle) {
+	if fold.Contains(e.Key, needle) || fold.Contains(e.Queue, needle) {
 		return true
 	}
 	for i := range e.Failures {
-		if ContainsFold(e.Failures[i].Error, needle) {
+		if fold.Contains(e.Failures[i].Error, needle) {
 			return true
 		}
 	}
 	return s.textIn != nil && s.textIn(&e.Message, needle)
-}
-
-// ContainsFold reports whether needle, lower-cased, occurs in s without
-// regard to case, allocating nothing (a search reads every entry).
-func ContainsFold(s, needle string) bool {
-	if len(needle) > len(s) {
-		return false
-	}
-	for i := 0; i+len(needle) <= len(s); {
-		if hasPrefixFold(s[i:], needle) {
-			return true
-		}
-		if s[i] < utf8.RuneSelf {
-			i++
-		} else {
-			_, size := utf8.DecodeRuneInString(s[i:])
-			i += size
-		}
-	}
-	return false
-}
-
-// hasPrefixFold: s starts with needle (lower-case) without regard to case.
-func hasPrefixFold(s, needle string) bool {
-	for j := 0; j < len(needle); {
-		if j >= len(s) {
-			return false
-		}
-		c, n := s[j], needle[j]
-		if c < utf8.RuneSelf && n < utf8.RuneSelf {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != n {
-				return false
-			}
-			j++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[j:])
-		nr, nsize := utf8.DecodeRuneInString(needle[j:])
-		if size != nsize || unicode.ToLower(r) != nr {
-			return strings.HasPrefix(strings.ToLower(s), needle) // rare: multi-byte folding of unequal widths
-		}
-		j += size
-	}
-	return true
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/internal/fold"
 )
 
 // sample stores, in dead-letter order (IDs deliberately not in that order):
@@ -259,28 +260,9 @@ func TestQueryWithALimitSizesItsResultOnce(t *testing.T) {
 	assert.LessOrEqual(t, cap(got), 2, "sized by the index's entries from the start, not by the Limit")
 }
 
-func TestContainsFold(t *testing.T) {
-	tests := []struct {
-		s, needle string
-		want      bool
-	}{
-		{"Connection Reset by peer", "reset", true},
-		{"CONNECTION RESET", "reset by", false},
-		{"", "x", false},
-		{"abc", "", true},
-		{"Straße kaputt", "straße", true},
-		{"ÉCHEC du service", "échec", true},
-		{"timeout", "timeouts", false},
-		{"a\xffb", "b", true}, // invalid UTF-8 is stepped over
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, ContainsFold(tt.s, tt.needle), "%q in %q", tt.needle, tt.s)
-	}
-}
-
 func TestQueryTextSearchesKeyQueueErrorsAndMessage(t *testing.T) {
 	s := New[string](Options{})
-	s.SearchMessages(func(m *string, needle string) bool { return ContainsFold(*m, needle) })
+	s.SearchMessages(func(m *string, needle string) bool { return fold.Contains(*m, needle) })
 	add := func(id uint64, key, queue, errText string) {
 		e := entry(id, classify.Transient, key, int(id))
 		e.Queue = queue
