@@ -40,10 +40,10 @@ import (
 	"github.com/ringwal/ringwal"
 )
 
-// w5Peer is one W5 peer: how to open it, how many producers its pool has
-// (enough concurrent calls to carry the highest rate through its enqueue
-// latency) and the highest absolute rate it is offered when its W2
-// capacity is not given (see w5Capacity).
+// w5Peer is one W5 peer: how to open it, the cap its producer pool may
+// grow to (enough concurrent calls to carry the highest rate through its
+// enqueue latency) and the highest absolute rate it is offered when its
+// W2 capacity is not given (see w5Capacity).
 type w5Peer struct {
 	name      string
 	open      peerOpener
@@ -51,8 +51,9 @@ type w5Peer struct {
 	reach     float64
 }
 
-// w5Peers: reach is from the committed W2 results (64P4C 128 B): the
-// highest of the fixed rates below 90 % of that capacity.
+// w5Peers: reach is a guess from past W2 results (64P4C 128 B), used only
+// when the run is not given the capacity (then 90 % of it is the reach).
+// The first rate, 1k, runs whatever the reach.
 var w5Peers = []w5Peer{
 	{"chan", openChan, 1, 1e6},
 	{"ringwal-memory", openRingwal(ringwal.Buffered, true), 1, 1e6},
@@ -175,7 +176,7 @@ type recorder struct {
 	shards [8]struct {
 		mu sync.Mutex
 		h  *hdrhistogram.Histogram
-		_  [40]byte
+		_  [64 - 16]byte // a cache line each
 	}
 }
 
@@ -299,10 +300,12 @@ func w5Run(b *testing.B, p w5Peer, rate float64) {
 			if nowNs()-t > int64(w5Grow) && busy.Load()+1 >= pool.Load() {
 				grow() // late, and every other producer is in a call
 			}
-			waitUntil(t)
+			// Built before the slot's time, so that its cost is not charged
+			// to the peer.
 			pl := make([]byte, len(tmpl)) // a peer may keep the slice it was given
 			copy(pl, tmpl)
 			stamp(pl, t)
+			waitUntil(t)
 			busy.Add(1)
 			err := q.send(ctx, pl)
 			busy.Add(-1)
