@@ -5,15 +5,14 @@
 package fold
 
 import (
-	"strings"
 	"unicode"
 	"unicode/utf8"
 )
 
 // Contains reports whether needle, lower-cased, occurs in s without
 // regard to case, allocating nothing (a dead-letter search reads every
-// entry; an error is classified on every failure) unless a multi-byte
-// rune folds to one of another width.
+// entry; an error is classified on every failure), in time linear in s
+// for a needle of a few runes.
 func Contains(s, needle string) bool {
 	if len(needle) > len(s) {
 		return false
@@ -33,12 +32,15 @@ func Contains(s, needle string) bool {
 }
 
 // hasPrefixFold: s starts with needle (lower-case) without regard to case.
+// The two advance separately: a rune and its lower case may differ in
+// width (the Kelvin sign, 3 bytes, is a "k").
 func hasPrefixFold(s, needle string) bool {
-	for j := 0; j < len(needle); {
-		if j >= len(s) {
+	i, j := 0, 0
+	for j < len(needle) {
+		if i >= len(s) {
 			return false
 		}
-		c, n := s[j], needle[j]
+		c, n := s[i], needle[j]
 		if c < utf8.RuneSelf && n < utf8.RuneSelf {
 			if 'A' <= c && c <= 'Z' {
 				c += 'a' - 'A'
@@ -46,15 +48,17 @@ func hasPrefixFold(s, needle string) bool {
 			if c != n {
 				return false
 			}
+			i++
 			j++
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[j:])
+		r, size := utf8.DecodeRuneInString(s[i:])
 		nr, nsize := utf8.DecodeRuneInString(needle[j:])
-		if size != nsize || unicode.ToLower(r) != nr {
-			return strings.HasPrefix(strings.ToLower(s), needle) // rare: multi-byte folding of unequal widths
+		if unicode.ToLower(r) != nr {
+			return false
 		}
-		j += size
+		i += size
+		j += nsize
 	}
 	return true
 }
