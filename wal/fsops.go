@@ -197,6 +197,13 @@ func syncFile(f *os.File) error {
 	return nil
 }
 
+// openToSync opens an existing segment for fsync or writeback only, with
+// write access (some systems fsync only a descriptor open for writing;
+// nothing is written through it) and never through a symlink.
+func openToSync(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+}
+
 // syncDir fsyncs a directory so that file creations, renames and removals
 // in it survive power loss.
 func syncDir(dir string) error {

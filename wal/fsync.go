@@ -3,7 +3,6 @@ package wal
 import (
 	"fmt"
 	"os"
-	"syscall"
 	"time"
 )
 
@@ -306,9 +305,7 @@ func (l *Log) fsyncBeside(werr error, info *BatchInfo) error {
 func (l *Log) prepareSync() (syncJob, error) {
 	if l.tailMoved || l.syncFile == nil {
 		l.closeSyncFile()
-		// Write access: some systems fsync only a descriptor open for
-		// writing. Nothing is written through it.
-		f, err := os.OpenFile(l.tailPath(), os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+		f, err := openToSync(l.tailPath())
 		if err != nil {
 			return syncJob{}, fmt.Errorf("opening the tail segment to fsync it: %w", err)
 		}

@@ -15,10 +15,12 @@ import (
 // Log is an open write-ahead log directory. Create it with Open and stop it
 // with Close.
 //
-// Goroutines: Open starts exactly one, the writer, which owns the
-// tidwall/wal log; Close stops it. While the writer fsyncs, appenders
-// write in its place, and a timer (fsync.go) writes what they leave for
-// longer than a quarter of an fsync; Close stops the timer. Every method
+// Goroutines: Open starts the writer, which owns the tidwall/wal log, and
+// in Write and Buffered modes the writeback goroutine (writeback.go),
+// which the writer stops as it shuts down; Close stops the writer. While
+// the writer fsyncs, appenders write in its place, and a timer (fsync.go)
+// writes what they leave for longer than a quarter of an fsync; Close
+// stops the timer. Every method
 // is safe for concurrent use unless its comment says otherwise.
 type Log struct {
 	dir    string

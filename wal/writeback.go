@@ -1,10 +1,5 @@
 package wal
 
-import (
-	"os"
-	"syscall"
-)
-
 // Writeback of the tail segment in Write and Buffered modes.
 //
 // tidwall/wal fsyncs a segment before it switches to the next one
@@ -19,13 +14,15 @@ import (
 //
 // So, as RocksDB's bytes_per_sync does, the writer asks the kernel to
 // start writing the tail back every writebackBytes it writes
-// (sync_file_range(SYNC_FILE_RANGE_WRITE) on Linux, which starts the I/O
-// without waiting for it; an fsync elsewhere), on a goroutine of its own
-// so that the writer never waits for it; the switch's fsync then finds
-// about writebackBytes dirty. It adds no I/O (every byte is fsynced at
-// the switch anyway, only earlier) and promises nothing: a failure is
-// ignored here, and the switch's fsync, through tidwall/wal's own
-// descriptor, still reports it.
+// (sync_file_range(SYNC_FILE_RANGE_WRITE), which starts the I/O without
+// waiting for it), on a goroutine of its own so that the writer never
+// waits for it; the switch's fsync then finds about writebackBytes dirty.
+// It adds no I/O (every byte is fsynced at the switch anyway, only
+// earlier) and promises nothing: it is not an fsync, a failure is ignored
+// here, and the switch's fsync, through tidwall/wal's own descriptor,
+// still reports it. Elsewhere than Linux it does nothing: the only
+// portable call would be an fsync, whose error could not be ignored
+// (writer.go's syncLog says why).
 
 // writebackBytes is how much the writer writes to the tail before it
 // starts the kernel's writeback of it: a quarter of a segment.
@@ -51,7 +48,9 @@ func (l *Log) startWriteback() {
 // noteWritten is the writer having written the tail up to l.tailSize:
 // once writebackBytes gathered since the last job, it hands the range to
 // the writeback goroutine, unless that one is still busy (the range then
-// grows until it is free). Writer only.
+// grows until it is free). The writer only, or whoever writes in its
+// place (writeBatch's callers; in Fsync mode, which has no writeback,
+// stand-ins).
 func (l *Log) noteWritten() {
 	if l.wbJobs == nil {
 		return
@@ -88,7 +87,7 @@ func (l *Log) stopWriteback() {
 func (l *Log) writebackLoop(jobs <-chan writebackJob, done chan<- struct{}) {
 	defer close(done)
 	for j := range jobs {
-		f, err := os.OpenFile(j.path, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+		f, err := openToSync(j.path)
 		if err != nil {
 			continue // gone (a checkpoint truncated it): nothing to write back
 		}
