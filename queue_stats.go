@@ -68,16 +68,23 @@ func (e *Engine) queueStatsOf(q *queue, qc queueCounts) QueueStats {
 	return s
 }
 
+// goneTotals is what deleted queues enqueued, acked and dead-lettered:
+// the engine's totals still hold it, and the default queue's, derived as
+// the engine's less the named queues', must not.
+func (e *Engine) goneTotals() QueueStats {
+	e.queues.mu.Lock()
+	defer e.queues.mu.Unlock()
+	g := e.queues.gone
+	return QueueStats{Enqueued: g.Enqueued, Acked: g.Acked, DeadLettered: g.DeadLettered}
+}
+
 // queuesStats fills s.Queues: every declared queue, the default first,
 // then by name; the default queue's totals are the engine's less the
 // named queues' (deleted ones' included). The engine's were read first
 // (Stats), the named ones' after, so the difference may lag but never
 // lead, and high-water marks keep it from going back.
 func (e *Engine) queuesStats(s *Stats, queues []*queue, counts []queueCounts) {
-	var named QueueStats
-	e.queues.mu.Lock()
-	named.Enqueued, named.Acked, named.DeadLettered = e.queues.gone.Enqueued, e.queues.gone.Acked, e.queues.gone.DeadLettered
-	e.queues.mu.Unlock()
+	named := e.goneTotals()
 	for i, q := range queues {
 		qs := e.queueStatsOf(q, counts[i])
 		if q.num != 0 {

@@ -127,6 +127,29 @@ func TestHistoryGapGivesOneSample(t *testing.T) {
 	assert.Len(t, e.History(), 2, "the next one is due 10 s after it")
 }
 
+// A deleted queue's traffic stays its own: the default queue's history,
+// the engine's less the named queues', must not take it over when the
+// named queue goes.
+func TestDefaultQueueHistoryKeepsOutADeletedQueue(t *testing.T) {
+	e, start := historyEngine(t)
+	ctx := context.Background()
+	mail := e.Queue("mail")
+	for range 50 {
+		_, err := mail.Enqueue(ctx, Message{})
+		require.NoError(t, err)
+		d, ok := mail.TryDequeue()
+		require.True(t, ok)
+		require.NoError(t, e.Ack(d.Lease))
+	}
+	e.sampleHistory(start.Add(10 * time.Second).UnixNano())
+	require.NoError(t, e.DeleteQueue("mail"))
+	e.sampleHistory(start.Add(20 * time.Second).UnixNano())
+	for _, p := range e.QueueHistory("") {
+		assert.Zero(t, p.Enqueued, "default queue's sample at %v", p.Start)
+		assert.Zero(t, p.Acked, "default queue's sample at %v", p.Start)
+	}
+}
+
 func TestQueueHistoryFollowsEachQueueAndTheDefault(t *testing.T) {
 	e, start := historyEngine(t)
 	ctx := context.Background()

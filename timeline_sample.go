@@ -148,9 +148,13 @@ func (e *Engine) readSample() (reading, []reading) {
 	r.totals.retried = e.ctr.retried.Load()
 	r.live = max(0, int(int64(r.totals.enqueued)+e.ctr.added.Load()-int64(freed)))
 	r.dead = e.dead.Len()
-	// Named queues from their own counters; the default queue is the rest.
+	// Named queues from their own counters; the default queue is the rest
+	// (deleted queues' totals included in what is taken away, as Stats
+	// does).
 	qs := []reading{{name: "", totals: r.totals, live: r.live, dead: r.dead}}
 	qs[0].totals.retried = 0
+	g := e.goneTotals()
+	qs[0].totals.less(g.Enqueued, g.Acked, g.DeadLettered)
 	e.eachQueue(func(q *queue) {
 		if q.num == 0 {
 			return
@@ -158,13 +162,18 @@ func (e *Engine) readSample() (reading, []reading) {
 		qr := reading{name: q.name, live: int(q.live.Load()), dead: e.dead.QueueLen(q.name),
 			totals: totals{enqueued: q.enqueued.Load(), acked: q.acked.Load(), deadLettered: q.deadLettered.Load()}}
 		d := &qs[0]
-		d.totals.enqueued -= min(d.totals.enqueued, qr.totals.enqueued)
-		d.totals.acked -= min(d.totals.acked, qr.totals.acked)
-		d.totals.deadLettered -= min(d.totals.deadLettered, qr.totals.deadLettered)
+		d.totals.less(qr.totals.enqueued, qr.totals.acked, qr.totals.deadLettered)
 		d.live, d.dead = max(0, d.live-qr.live), max(0, d.dead-qr.dead)
 		qs = append(qs, qr)
 	})
 	return r, qs
+}
+
+// less takes another queue's totals away, never below zero.
+func (t *totals) less(enqueued, acked, deadLettered uint64) {
+	t.enqueued -= min(t.enqueued, enqueued)
+	t.acked -= min(t.acked, acked)
+	t.deadLettered -= min(t.deadLettered, deadLettered)
 }
 
 // queueSeries returns the named queue's history, made on its first
