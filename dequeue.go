@@ -224,7 +224,9 @@ func (e *Engine) dequeueBatch(ctx context.Context, rt *qrun, max int) ([]Deliver
 // takeBatch pops up to len(dst) entries of rt's queue in one pass, one
 // scheduler decision and one claim on the ring for all of them, when the
 // scheduler could decide nothing else meanwhile: one tier holds entries,
-// no deadline is pending and nothing spilled. Otherwise (and when nothing
+// no deadline is due within the slack (far ones, and the heap's stale
+// entries, do not count: sched.Scheduler.DeadlineDue) and nothing
+// spilled. Otherwise (and when nothing
 // is ready) it takes nothing and DequeueBatch goes message by message, a
 // pick each, so that weights, aging and deadlines rule as for Dequeue. A
 // message of another tier that arrives during the pass waits for the next
@@ -232,12 +234,11 @@ func (e *Engine) dequeueBatch(ctx context.Context, rt *qrun, max int) ([]Deliver
 // entry it can (a stale one it skips) and leases it.
 func (e *Engine) takeBatch(rt *qrun, dst []ref) int {
 	nonEmpty := rt.tiers.NonEmpty()
-	if nonEmpty == 0 || nonEmpty&(nonEmpty-1) != 0 || rt.spilled.Load() != 0 ||
-		rt.sched.Deadlines().Len() != 0 || e.closing.Load() {
+	if nonEmpty == 0 || nonEmpty&(nonEmpty-1) != 0 || rt.spilled.Load() != 0 || e.closing.Load() {
 		return 0
 	}
 	now := e.now()
-	if e.pausedFor(rt, now) {
+	if rt.sched.DeadlineDue(now) || e.pausedFor(rt, now) {
 		return 0
 	}
 	tier := bits.TrailingZeros8(nonEmpty)

@@ -57,6 +57,25 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 // Safe for concurrent use, as is the Picker.
 func (s *Scheduler) Picker() *Picker { return s.picker }
 
+// DeadlineDue reports whether Next at now could serve a deadline entry
+// rather than ask the Picker: the heap's earliest deadline (perhaps a
+// stale entry's) is within the slack. A heap holding only far deadlines,
+// or stale entries not yet dropped, answers false. Safe for concurrent
+// use; two atomic loads, no lock.
+func (s *Scheduler) DeadlineDue(now int64) bool {
+	d, ok := s.deadlines.NextDeadline()
+	return ok && d <= s.dueBefore(now)
+}
+
+// dueBefore is the bound Next serves deadlines under: now plus the slack.
+func (s *Scheduler) dueBefore(now int64) int64 {
+	before := now + s.slack
+	if before < now { // overflow
+		return math.MaxInt64
+	}
+	return before
+}
+
 // Deadlines returns the deadline heap, for Push and for Compact sweeps.
 // Safe for concurrent use, as is the heap.
 func (s *Scheduler) Deadlines() *DeadlineHeap { return &s.deadlines }
@@ -72,10 +91,7 @@ func (s *Scheduler) Deadlines() *DeadlineHeap { return &s.deadlines }
 // may be nil (everything valid). Safe for concurrent use; never allocates.
 func (s *Scheduler) Next(nonEmpty uint8, now int64, valid func(Entry) bool) (Pick, bool) {
 	if s.deadlines.Len() > 0 {
-		before := now + s.slack
-		if before < now { // overflow
-			before = math.MaxInt64
-		}
+		before := s.dueBefore(now)
 		// PopIf itself starts with the atomic check of the earliest
 		// deadline, so a far deadline costs two loads here.
 		if it, ok := s.deadlines.popDue(before, valid); ok {

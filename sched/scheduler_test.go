@@ -125,3 +125,19 @@ func TestSchedulerNoAllocs(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+// DeadlineDue answers what Next would serve a deadline for: the earliest
+// within the slack, not merely any deadline in the heap.
+func TestSchedulerDeadlineDue(t *testing.T) {
+	s := NewScheduler(SchedulerOptions{DeadlineSlack: time.Millisecond})
+	now := int64(time.Hour)
+	assert.False(t, s.DeadlineDue(now), "empty heap")
+	s.Deadlines().Push(now+int64(24*time.Hour), Entry{ID: 1})
+	assert.False(t, s.DeadlineDue(now), "a deadline a day away")
+	s.Deadlines().Push(now+int64(time.Millisecond), Entry{ID: 2})
+	assert.True(t, s.DeadlineDue(now), "a deadline at the slack's edge")
+	pick, ok := s.Next(0, now, nil)
+	require.True(t, ok)
+	assert.True(t, pick.EDF, "Next serves what DeadlineDue said was due")
+	assert.False(t, s.DeadlineDue(now), "the day-away one left")
+}
