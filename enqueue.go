@@ -160,7 +160,7 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait, re
 			e.ctr.duplicates.Add(1)
 			return first, false, ErrDuplicate
 		}
-		if err := e.awaitSpace(ctx, q, tier, 1, wait); err != nil {
+		if err := e.awaitSpaceSlow(ctx, q, tier, 1, wait); err != nil { // hasSpace just said no
 			ks.unenter()
 			return 0, false, err
 		}
@@ -341,9 +341,6 @@ func (e *Engine) awaitSpaceSlow(ctx context.Context, q *queue, tier, n int, wait
 		w.n.Add(-1)
 		if err != nil {
 			return err
-		}
-		if e.hasSpace(q, tier, n) {
-			return nil
 		}
 	}
 }

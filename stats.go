@@ -252,10 +252,11 @@ func (e *Engine) oldestReadyIn(q *queue) int64 {
 // dead-lettering's unlock onto the dead-lettering's processor; Dead is
 // the sum of DeadByCategory, so the two always agree.
 func (e *Engine) countWithDead(s *Stats, qs []*queue, qc []queueCounts) (c stateCounts) {
+	var reviewed int
 	e.ctr.moves.read(func() {
 		c = e.counts.stateCounts()
 		s.DeadByCategory = e.dead.Counts()
-		s.UnreviewedDeadLetters = -e.dead.Reviewed() // plus Dead, below
+		reviewed = e.dead.Reviewed()
 		for i, q := range qs {
 			qc[i] = queueCounts{e.counts.queueStateCounts(q), e.dead.QueueLen(q.name)}
 		}
@@ -264,7 +265,7 @@ func (e *Engine) countWithDead(s *Stats, qs []*queue, qc []queueCounts) (c state
 	for _, n := range s.DeadByCategory {
 		s.Dead += n
 	}
-	s.UnreviewedDeadLetters = max(0, s.UnreviewedDeadLetters+s.Dead)
+	s.UnreviewedDeadLetters = max(0, s.Dead-reviewed)
 	return c
 }
 
