@@ -17,8 +17,8 @@ import (
 // checkpoints carry on while it copies.
 //
 // The copy is the newest snapshot and the log from it on, what a restart
-// would replay (at most about Options.CheckpointBytes of log: automatic
-// checkpoints keep it so), the log's tail cut at a batch boundary. Backup
+// would replay (at most about Options.CheckpointBytes of log while
+// automatic checkpoints are on, which keep it so), the log's tail cut at a batch boundary. Backup
 // takes no checkpoint of its own: its fsyncs would compete with the
 // producers' on the same disk, and a Checkpoint just before is the
 // caller's choice when a smaller copy is worth it. Its backup point is the moment

@@ -32,7 +32,7 @@
 // internal/dlqstore, clock) nor any adapter: the HTTP admin API and web
 // console live in package admin, the Prometheus collector in package prom,
 // and the root imports neither net/http nor client_golang. Its exported
-// names are the engine (Open, Engine and its methods, Options, Queue,
+// names are chiefly the engine (Open, Engine and its methods, Options, Queue,
 // QueueOptions), what goes in and comes out (Message, ID, Delivery, Lease,
 // Info, State, DeadLetter, Filter), the policies (Priority, KeyPolicy,
 // Unique, Schedule, Middleware), Stats and its parts, and the sentinel

@@ -38,7 +38,8 @@ type Stats struct {
 	// the store reached MaxDeadLetters (not counted as purged or acked).
 	DeadLettersEvicted uint64
 	// DeadLettersPurged counts the dead letters removed since Open by
-	// PurgeDeadLetters, PurgeDeadLetter or DeadLetterRetention;
+	// PurgeDeadLetters, PurgeDeadLetter, DeadLetterRetention or
+	// UnreviewedRetention;
 	// DeadLettersReviewed the MarkReviewed calls that marked one (a
 	// review of one already reviewed, which replaces its note, included).
 	DeadLettersPurged, DeadLettersReviewed uint64

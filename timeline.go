@@ -7,8 +7,9 @@ import (
 	"github.com/ringwal/ringwal/classify"
 )
 
-// This file owns the engine's history: a few KiB of per-interval samples
-// of its counters, taken by the housekeeper's maintenance pass (no
+// This file owns the engine's history: per-interval samples of its
+// counters (68 bytes a point, at most 354 points, about 23 KiB, a series;
+// a series for the engine, the default queue and up to 16 named queues), taken by the housekeeper's maintenance pass (no
 // goroutine of its own), so that an operator who opens the console after
 // an incident sees what happened. Three resolutions, each a ring: 10 s
 // samples for the last 15 minutes, 1 min for 2 hours, 10 min for a day;
@@ -29,7 +30,10 @@ type HistorySample struct {
 	// Enqueued, Acked, DeadLettered and Retried count what happened in
 	// the interval (a queue's samples carry no Retried).
 	Enqueued, Acked, DeadLettered, Retried uint64
-	// DeadLetteredByCategory splits DeadLettered (the engine's samples).
+	// DeadLetteredByCategory splits DeadLettered (the engine's samples),
+	// each category counting at most 65,535 a sample: past that, during
+	// a storm of more than ~109 dead letters a second in a 10-minute
+	// sample, the split no longer adds up to DeadLettered.
 	DeadLetteredByCategory map[classify.Category]uint64
 	// Live and Dead are the live messages and the dead letters at the
 	// interval's end.
@@ -55,7 +59,8 @@ func (e *Engine) History() []HistorySample {
 
 // QueueHistory returns the samples of the named queue ("" for the
 // default queue), as History does. Only the first maxQueueTimelines
-// named queues declared when a sample is taken are followed (and the
+// named queues (by name, among those declared when a sample is taken)
+// are followed (and the
 // default queue), a queue keeping its history once it has one;
 // another has no history (nil). Safe for concurrent use.
 func (e *Engine) QueueHistory(name string) []HistorySample {

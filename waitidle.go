@@ -79,8 +79,9 @@ func (c *liveCounts) idle() bool {
 // dead-lettering, an expiry) closes the channel it sleeps on; woken, it
 // reads the engine's kept counts (the ones Stats reports, started by the
 // first call as Stats starts them: O(MaxMessages) once) and sleeps again
-// while work remains: at most one wake per message that leaves, none
-// while nothing moves. Safe for concurrent use; any number may wait.
+// while work remains: at most one wake per message that leaves or is
+// dequeued (a dequeue frees room in a tier, and signals the same
+// sleepers), none while nothing moves. Safe for concurrent use; any number may wait.
 func (e *Engine) WaitIdle(ctx context.Context) error {
 	if err := e.usable(); err != nil {
 		return err
