@@ -28,8 +28,7 @@ type queueRow struct {
 type queuesView struct {
 	Queues         []queueRow
 	RateSpan       time.Duration // of the rates not from the engine's history
-	RatesReady     bool
-	Sampled        bool // some rates are not from the engine's history
+	Sampled        bool          // some rates are not from the engine's history
 	DeliveryPaused bool
 	Now            time.Time
 }
@@ -51,7 +50,7 @@ func (h *handler) queuesPage(w http.ResponseWriter, r *http.Request) {
 	h.con.rates.addQueues(now, s)
 	v := queuesView{DeliveryPaused: s.DeliveryPaused, Now: now}
 	var rates map[string]queueRate
-	rates, v.RateSpan, v.RatesReady = h.con.rates.queueRates()
+	rates, v.RateSpan, _ = h.con.rates.queueRates()
 	for _, q := range NewQueueViews(infos, s) {
 		row := queueRow{QueueView: q}
 		if hist := h.e.QueueHistory(q.EngineName()); hist != nil {

@@ -68,6 +68,7 @@
 //	POST /api/dead-letters/redrive       Engine.RedriveMatching of the list's query and through (required); answers
 //	                                     BulkResult {"count": n}
 //	POST /api/dead-letters/review        Engine.ReviewMatching likewise; body ReviewRequest {"note": "..."} (optional)
+//	GET  /api/dead-letters/keys          Engine.DeadLetterKeys: the dead letters per key, {"key": n}
 //	GET  /api/keys                       every key (NewKeyViews): pause, live, in flight, waiting, held, throttled, at cap, breaker
 //	POST /api/keys/{key}/pause           Engine.PauseKey; body PauseRequest {"until": "1h" | RFC 3339} (optional); answers a PauseView
 //	POST /api/keys/{key}/resume          Engine.ResumeKey; answers a PauseView

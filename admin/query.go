@@ -295,8 +295,7 @@ func (p PurgeRequest) Query(now time.Time) (dlq.Query, error) {
 	if p.Limit < 0 {
 		return q, fmt.Errorf("limit %d is negative", p.Limit)
 	}
-	if !p.All && q.Queue == "" && len(q.Categories) == 0 && q.Key == "" && q.Since.IsZero() && q.Until.IsZero() &&
-		q.Reviewed == dlq.Any && q.After == 0 && q.Limit == 0 && q.Text == "" {
+	if !p.All && emptyQuery(q) {
 		return q, fmt.Errorf(`an empty query would purge every dead letter; add "all": true to mean that`)
 	}
 	return q, nil

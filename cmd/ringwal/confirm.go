@@ -9,17 +9,14 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/vbauerster/mpb/v8/cwriter"
 )
 
 // plural returns n with the noun's singular or plural form: "1 key",
-// "2 keys", "0 entries". Every count the CLI prints goes through it.
+// "2 keys", "0 entries": the confirmations and bulk reports count with it.
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
@@ -90,7 +87,7 @@ func (c confirmFlags) confirm(cmd *cobra.Command, verb, what, scope string) erro
 		return nil
 	}
 	in := cmd.InOrStdin()
-	if !isTerminalIn(in) {
+	if !isTerminal(in) {
 		return usagef("refusing to %s %s (%s) without confirmation: standard input is not a terminal; pass --yes to proceed, or --dry-run to only count", verb, what, scope)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "About to %s %s (%s). Proceed? [y/N] ", verb, what, scope)
@@ -104,11 +101,4 @@ func (c confirmFlags) confirm(cmd *cobra.Command, verb, what, scope string) erro
 		return nil
 	}
 	return errDeclined
-}
-
-// isTerminalIn reports whether r is a terminal (an operator who can
-// answer), rather than a pipe, a file or /dev/null.
-func isTerminalIn(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	return ok && cwriter.IsTerminal(int(f.Fd()))
 }

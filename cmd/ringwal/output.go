@@ -21,10 +21,11 @@ import (
 	"github.com/ringwal/ringwal/internal/adminfmt"
 )
 
-// isTerminal reports whether w is a terminal (so output may be redrawn in
-// place) rather than a pipe or a file.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal reports whether rw, an output or an input, is a terminal
+// (output may be redrawn in place; an operator can answer a question)
+// rather than a pipe, a file or /dev/null.
+func isTerminal(rw any) bool {
+	f, ok := rw.(*os.File)
 	return ok && cwriter.IsTerminal(int(f.Fd()))
 }
 
@@ -83,12 +84,12 @@ func closeEngine(e *ringwal.Engine, errp *error) {
 	}
 }
 
-// count and bytesize are admin's, likewise.
+// count and bytesize are adminfmt's, as the console's are.
 func count[T ~int | ~int64 | ~uint64](n T) string { return adminfmt.Count(n) }
 
 func bytesize(n int64) string { return adminfmt.ByteSize(n) }
 
-// dur is admin's Duration, so that the CLI and the console agree.
+// dur is adminfmt's Duration, so that the CLI and the console agree.
 func dur(d time.Duration) string { return adminfmt.Duration(d) }
 
 // timestamp formats t for tables: local time to the millisecond, or "-".

@@ -276,18 +276,14 @@ func (r *remoteSource) reviewMatching(ctx context.Context, q dlq.Query, note str
 	return res.Count, r.explain(err)
 }
 
+// purge purges what q matches; dlq purge calls it only with its count's
+// mark (q.Through), which NewPurgeRequest sends as "all" when nothing
+// else filters.
 func (r *remoteSource) purge(ctx context.Context, q dlq.Query) (int, error) {
-	var res admin.PurgeResult
-	var err error
 	if q.Queue == admin.DefaultQueue {
 		return 0, errDefaultQueuePurge
 	}
-	if q.Through == 0 && q.Queue == "" && len(q.Categories) == 0 && q.Key == "" && q.Since.IsZero() && q.Until.IsZero() &&
-		q.Reviewed == dlq.Any && q.After == 0 && q.Limit == 0 && q.Text == "" {
-		res, err = r.c.PurgeAll(ctx) // a counted purge (Through) goes as a query: NewPurgeRequest
-	} else {
-		res, err = r.c.Purge(ctx, q)
-	}
+	res, err := r.c.Purge(ctx, q)
 	return res.Purged, r.explain(err)
 }
 
