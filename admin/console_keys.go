@@ -201,10 +201,15 @@ func (h *handler) messagesPage(w http.ResponseWriter, r *http.Request) {
 	v.Back = template.URL(q.Values().Encode())
 	v.NoBulk = q.Queue == DefaultQueue
 	if len(v.Entries) > 0 && !v.NoBulk {
-		n, _, err := h.e.CountMessages(ringwal.Filter{Queue: EngineQueueName(q.Queue), Key: q.Key, States: q.States})
-		if err != nil {
-			h.failPage(w, r, err)
-			return
+		// A first page with no next one holds every match: no second walk
+		// of the live messages to count them.
+		n := len(v.Entries)
+		if q.After != 0 || p.Next != "" {
+			var err error
+			if n, _, err = h.e.CountMessages(ringwal.Filter{Queue: EngineQueueName(q.Queue), Key: q.Key, States: q.States}); err != nil {
+				h.failPage(w, r, err)
+				return
+			}
 		}
 		v.Matching, v.BulkQuery = n, template.URL(first.Values().Encode())
 	}
