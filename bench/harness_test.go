@@ -27,7 +27,8 @@ func (s shape) String() string { return fmt.Sprintf("%dP%dC", s.P, s.C) }
 // handoffShapes are W1's and W3's: as many consumers as producers.
 var handoffShapes = []shape{{1, 1}, {4, 4}, {16, 16}}
 
-// w2Consumers is the fixed number of consumers every W2 peer gets.
+// w2Consumers is the fixed number of consumers every W2 peer gets (but
+// River, configured as its maintainers benchmark it: riverConfig).
 const w2Consumers = 4
 
 // durableShapes are W2's: 1, 8 and 64 producers, always w2Consumers consumers.

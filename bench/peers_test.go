@@ -2,8 +2,9 @@ package bench
 
 // Peer adapters behind one shape, for the workloads that drive every peer
 // the same way (W2's River and asynq peers, and W5): a peer is opened with
-// a handler, runs w2Consumers consumers of its own that call the handler
-// with each message's payload, and offers one enqueue call. The adapters
+// a handler, runs w2Consumers consumers of its own (River: one queue of
+// 2,000 workers, riverConfig) that call the handler with each message's
+// payload, and offers one enqueue call. The adapters
 // of the peers W2 already had (ringwal, JetStream, goqite) configure them
 // exactly as W2 does; W2 keeps its own code for those.
 

@@ -42,6 +42,8 @@
 //	ringwal_redriven_total                      dead letters redriven
 //	ringwal_requeued_total                      messages requeued by an operator
 //	ringwal_dead_letters_evicted_total          dead letters evicted at the store's bound (MaxDeadLetters), oldest first
+//	ringwal_dead_letters_purged_total           dead letters purged (PurgeDeadLetters, PurgeDeadLetter) or removed by retention
+//	ringwal_dead_letters_reviewed_total         dead letters marked reviewed (a re-review included)
 //	ringwal_wal_written_bytes_total             framed bytes handed to write(2) (disk engines only)
 //	ringwal_wal_failed_batches_total            WAL batches whose write or fsync failed (disk engines only)
 //	ringwal_published_total                     Publish calls that put copies into the queues bound to the topic
@@ -57,6 +59,7 @@
 //	ringwal_messages{state,priority}            live messages; state is pending, delayed, leased or held
 //	ringwal_dead_letters{category}              dead letters held
 //	ringwal_dead_letters_max                    the dead-letter store's bound (MaxDeadLetters)
+//	ringwal_dead_letters_unreviewed             dead letters held that no operator has reviewed
 //	ringwal_tier_utilization_ratio{priority}    fill ratio of each priority ring
 //	ringwal_breaker_state{key}                  0 closed, 1 half-open, 2 open (see below)
 //	ringwal_breakers{state}                     breakers by state (closed, open, half-open)
@@ -73,11 +76,17 @@
 //	ringwal_recovery_duration_seconds           how long Open took to recover (disk engines only)
 //	ringwal_recovery_records                    log records Open replayed (disk engines only)
 //	ringwal_recovery_torn_bytes                 bytes of torn log tail Open cut (disk engines only)
+//	ringwal_closed                              1 once Close has begun
+//	ringwal_wal_since_checkpoint_bytes          log bytes after the newest snapshot: what a restart replays (disk engines only)
+//	ringwal_wal_disk_bytes                      bytes the log's segments and snapshots take (disk engines only)
+//	ringwal_wal_last_checkpoint_timestamp_seconds  Unix time of the newest snapshot, 0 before the first (disk engines only)
+//	ringwal_wal_unusable                        1 once the log is unusable (a failed fsync or repair; disk engines only)
 //
 // Histograms:
 //
 //	ringwal_wait_seconds                        enqueue (or becoming due) to dequeue, sampled
 //	ringwal_handling_seconds                    dequeue to ack or nack, sampled
+//	ringwal_enqueue_seconds                     an Enqueue call from claiming its record to returning, sampled
 //	ringwal_wal_batch_records                   records per WAL batch (disk engines only)
 //	ringwal_wal_write_seconds                   time in write(2) per WAL batch (disk engines only)
 //	ringwal_wal_fsync_seconds                   time in fsync per WAL sync (disk engines only)
@@ -116,11 +125,11 @@
 // that replaces it; one removed and added again starts from 0.
 //
 // The default queue's totals are the engine's less the named queues'
-// (QueueStats): they take in the totals of deleted named queues, and the
+// (QueueStats), deleted named queues' totals taken away too, and the
 // collector never exports one below the last it exported (a scrape racing
 // with named queues' traffic reads them a little low).
 //
-// The wait and handling histograms measure one message in 64 (chosen by
+// The wait, handling and enqueue histograms measure one message in 64 (chosen by
 // ID, so that the hot path reads the precise clock rarely): their _count
 // is that fraction of the deliveries; their quantiles are unbiased. Their
 // buckets are powers of two from 1µs; the last finite one is 2^26µs

@@ -1,11 +1,12 @@
-// Command report runs the bench module's workloads (W1–W4) with go test
+// Command report runs the bench module's workloads (W1–W5) with go test
 // -bench -json, prints a table of every peer's throughput and its ratio to
-// ringwal, and writes results/results.md, results/chart.svg and
-// results/bench.txt (the raw benchmark lines, benchstat's format).
+// ringwal and W5's latencies, and writes results/results.md,
+// results/chart.svg, results/latency.svg and results/bench.txt (the raw
+// benchmark lines, benchstat's format).
 //
 // Run it from the bench directory:
 //
-//	go run ./report                       # the full run (about 5 minutes on 2 cores)
+//	go run ./report                       # the full run (about 16 minutes on 2 cores)
 //	go run ./report -benchtime 200ms -w4time 1x -short   # a quick look
 //	go run ./report -from results/bench.txt              # re-render saved results
 package main
@@ -35,8 +36,8 @@ func main() {
 		w4time    = flag.String("w4time", "3x", "-benchtime for W4 (restarts)")
 		count     = flag.Int("count", 3, "runs per benchmark (W1–W3: separate go test runs); the report takes the median")
 		short     = flag.Bool("short", false, "pass -short (W4 restarts with 10,000 pending instead of 1,000,000)")
-		only      = flag.String("bench", "", "run only benchmarks matching this -bench pattern (default: all four workloads)")
-		out       = flag.String("out", "results", "directory for results.md, chart.svg and bench.txt")
+		only      = flag.String("bench", "", "run only benchmarks matching this -bench pattern (default: all five workloads)")
+		out       = flag.String("out", "results", "directory for results.md, chart.svg, latency.svg and bench.txt")
 		from      = flag.String("from", "", "parse this saved benchmark output (bench.txt or go test -json) instead of running")
 		rev       = flag.String("rev", "", "the repository revision measured (default: git rev-parse --short HEAD)")
 		w5        = flag.Bool("w5", true, "run W5 (latency under a fixed offered load) after W1–W4, at 10/50/80 % of the capacities they measured")
