@@ -18,8 +18,9 @@
 //     queue at Open (ringwal.Options.Queues with Topics).
 //   - Payload is the payload; metadata are headers; the message UUID travels
 //     in the header UUIDHeader.
-//   - Ack is Engine.Ack. Nack puts the message back at once without spending
-//     an attempt (Engine.Requeue): retries and poison queues are watermill's
+//   - Ack is Engine.Ack. Nack puts the message back at once (Engine.Requeue):
+//     no failure recorded, no backoff, though the delivery still counts
+//     toward MaxAttempts; retries and poison queues are watermill's
 //     middleware's business. While a message waits for its Ack or Nack the
 //     subscriber extends its lease, so a slow handler is not a Timeout.
 //   - The engine belongs to the caller: closing a Publisher or Subscriber

@@ -90,8 +90,6 @@ func TestPubSubOnDurableEngine(t *testing.T) {
 	tests.TestPubSub(t, features, single, grouped)
 }
 
-// The stress variant runs the suite 10 times in parallel (STRESS_TEST_COUNT
-// changes the count) on each engine kind; -short skips it.
 func TestPubSubOrderedByTopicKey(t *testing.T) {
 	ordered := features
 	ordered.GuaranteedOrder = true
@@ -104,6 +102,8 @@ func TestPubSubOrderedByTopicKey(t *testing.T) {
 	tests.TestPubSub(t, ordered, single, grouped)
 }
 
+// The stress variant runs the suite 10 times in parallel (STRESS_TEST_COUNT
+// changes the count) on each engine kind; -short skips it.
 func TestPubSubStress(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the universal suite runs once per engine kind only")

@@ -204,7 +204,7 @@ func (s *Subscriber) deliver(ctx context.Context, q *ringwal.Queue, d ringwal.De
 	msg.SetContext(msgCtx)
 	renew := time.NewTicker(lease / 3)
 	defer renew.Stop()
-	fields := wm.LogFields{"queue": q.Name(), "message_uuid": msg.UUID, "ringwal_id": d.ID}
+	fields := logFields{queue: q.Name(), uuid: msg.UUID, id: d.ID}
 
 	handed := false
 	for !handed {
@@ -242,36 +242,48 @@ func (s *Subscriber) deliver(ctx context.Context, q *ringwal.Queue, d ringwal.De
 	}
 }
 
+// logFields names a delivery in a log line; the map watermill's logger
+// takes is built only when a line is logged, not per message.
+type logFields struct {
+	queue, uuid string
+	id          ringwal.ID
+}
+
+func (f logFields) log() wm.LogFields {
+	return wm.LogFields{"queue": f.queue, "message_uuid": f.uuid, "ringwal_id": f.id}
+}
+
 // ack settles d as done. A failure is logged: the message is then
 // delivered again (at least once).
-func (s *Subscriber) ack(d ringwal.Delivery, fields wm.LogFields) {
+func (s *Subscriber) ack(d ringwal.Delivery, fields logFields) {
 	if err := s.e.Ack(d.Lease); err != nil && !errors.Is(err, ringwal.ErrClosed) {
-		s.cfg.Logger.Error("ringwal ack failed: the message will be delivered again", err, fields)
+		s.cfg.Logger.Error("ringwal ack failed: the message will be delivered again", err, fields.log())
 	}
 }
 
 // extend renews d's lease. A failure is logged: the lease may run out, and
 // then the message is delivered again (at least once).
-func (s *Subscriber) extend(d ringwal.Delivery, lease time.Duration, fields wm.LogFields) {
+func (s *Subscriber) extend(d ringwal.Delivery, lease time.Duration, fields logFields) {
 	if err := s.e.Extend(d.Lease, lease); err != nil && !errors.Is(err, ringwal.ErrClosed) {
-		s.cfg.Logger.Error("ringwal lease renewal failed", err, fields)
+		s.cfg.Logger.Error("ringwal lease renewal failed", err, fields.log())
 	}
 }
 
-// requeue puts d back to Pending now, spending no attempt and recording no
-// failure. Requeue goes by ID, so the lease is checked first: if it has
+// requeue puts d back to Pending now, recording no failure and no
+// backoff (the delivery still counts toward the queue's MaxAttempts, as
+// every delivery does). Requeue goes by ID, so the lease is checked first: if it has
 // ended (it expired and the message may be someone else's now) nothing is
 // done. A closed engine needs nothing: a leased message comes back Pending
 // on the next Open.
-func (s *Subscriber) requeue(d ringwal.Delivery, fields wm.LogFields) {
+func (s *Subscriber) requeue(d ringwal.Delivery, fields logFields) {
 	if err := s.e.Extend(d.Lease, time.Second); err != nil {
 		if !errors.Is(err, ringwal.ErrClosed) {
-			s.cfg.Logger.Error("ringwal nack of a lease already ended", err, fields)
+			s.cfg.Logger.Error("ringwal nack of a lease already ended", err, fields.log())
 		}
 		return
 	}
 	if err := s.e.Requeue(d.ID); err != nil && !errors.Is(err, ringwal.ErrClosed) {
-		s.cfg.Logger.Error("ringwal requeue failed: the message comes back when its lease ends", err, fields)
+		s.cfg.Logger.Error("ringwal requeue failed: the message comes back when its lease ends", err, fields.log())
 	}
 }
 
