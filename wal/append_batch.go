@@ -8,13 +8,7 @@ import "fmt"
 // AppendBatch adds all of rs to one batch, in order, and waits once as
 // Append does. On a crash the batch is either entirely in the log or
 // entirely absent. Safe for concurrent use.
-func (l *Log) AppendBatch(rs []Record) error {
-	c, err := l.AppendBatchCommit(rs)
-	if err != nil {
-		return err
-	}
-	return c.Wait()
-}
+func (l *Log) AppendBatch(rs []Record) error { return l.appendBatch(rs, false) }
 
 // AppendBatchCommit is AppendBatch that returns without waiting, as
 // AppendCommit is Append's: the records' place in the log is fixed, all
@@ -26,8 +20,11 @@ func (l *Log) AppendBatchCommit(rs []Record) (Commit, error) {
 
 // AppendBatchNoWait is AppendNoWait for many records, in one batch and
 // under one lock (a DequeueBatch's leases). Safe for concurrent use.
-func (l *Log) AppendBatchNoWait(rs []Record) error {
-	c, err := l.appendBatchCommit(rs, true)
+func (l *Log) AppendBatchNoWait(rs []Record) error { return l.appendBatch(rs, true) }
+
+// appendBatch is appendOne for many records.
+func (l *Log) appendBatch(rs []Record, noWait bool) error {
+	c, err := l.appendBatchCommit(rs, noWait)
 	if err != nil {
 		return err
 	}

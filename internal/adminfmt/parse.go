@@ -9,8 +9,9 @@ import (
 	"github.com/ringwal/ringwal"
 )
 
-// WaitReasons lists the reasons a message waits on its key, the keys of
-// StatsView.WaitingByReason.
+// WaitReasons lists the reasons a message waits on its key in the order
+// the console and the CLI show them (the keys of admin.StatsView's
+// WaitingByReason).
 var WaitReasons = []ringwal.WaitReason{ringwal.WaitOrdered, ringwal.WaitInFlight, ringwal.WaitRate, ringwal.WaitPaused}
 
 // ParseUntil reads a pause's end: "" is until resumed (the zero time), an

@@ -71,7 +71,8 @@ func (o Options) withDefaults() Options {
 }
 
 // Store holds dead letters of message type M. Create it with New. All
-// methods are safe for concurrent use.
+// methods are safe for concurrent use but SearchMessages, which is set
+// before the store is shared.
 //
 // Entries are indexed per category, per key and per named queue, each
 // index sorted by (DeadAt, ID). With n stored entries and k returned: Add
