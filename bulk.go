@@ -153,7 +153,7 @@ func (e *Engine) CountMessages(f Filter) (n int, through ID, err error) {
 // reports empty when nothing was ever enqueued (a mark of 0 would mean
 // "no bound").
 func (e *Engine) messageSet(f Filter) (_ Filter, empty bool) {
-	if last := ID(e.nextID.Load()); f.Through == 0 || f.Through > last {
+	if last := e.nextID.Load(); f.Through == 0 || f.Through > last {
 		f.Through = last
 	}
 	return f, f.Through == 0

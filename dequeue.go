@@ -391,7 +391,7 @@ func (e *Engine) lease(rt *qrun, slot uint32, r *rec, d *Delivery, b *leaseBatch
 	// Fill d while the record is still ours: once published, a lease
 	// expiry or a Requeue may move it on.
 	*d = Delivery{
-		ID:         ID(id),
+		ID:         id,
 		Attempt:    int(attempt),
 		EnqueuedAt: time.Unix(0, r.enqueuedAt),
 	}

@@ -210,7 +210,7 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait, re
 	if sampledAt != 0 {
 		e.metrics.enqueue.observe(e.preciseNow() - sampledAt)
 	}
-	return ID(id), false, nil
+	return id, false, nil
 }
 
 // claimWaiting claims a slot for m at the engine's current time, which it
@@ -251,7 +251,7 @@ func (e *Engine) reserveDedup(m *Message, slot uint32, id uint64, now int64, see
 		return 0, false, true
 	}
 	e.ctr.duplicates.Add(1)
-	return ID(f), true, false
+	return f, true, false
 }
 
 // dedupLogged marks the DedupID that mine reserved for id durable, and
@@ -270,7 +270,7 @@ func (e *Engine) knownDuplicate(m *Message) (ID, bool) {
 		return 0, false
 	}
 	first, dup := e.dedup.lookup(m.DedupID, e.now(), int64(e.opts.DedupWindow))
-	return ID(first), dup
+	return first, dup
 }
 
 // pause sleeps briefly before another claim, until ctx ends or Close.

@@ -373,7 +373,7 @@ func (b *batchIntake) claim(ctx context.Context) (again bool, err error) {
 				continue
 			}
 		}
-		b.ids[i] = ID(id)
+		b.ids[i] = id
 		b.slots = append(b.slots, slot)
 	}
 	return false, nil
@@ -472,7 +472,7 @@ func (b *batchIntake) answer(ids []ID) {
 func (b *batchIntake) replaceMine(first ID, m *Message) {
 	e := b.e
 	for _, slot := range b.slots {
-		if r := e.slab.at(slot); r.id.Load() == uint64(first) {
+		if r := e.slab.at(slot); r.id.Load() == first {
 			r.replace(m, r.at)
 			b.replaced++
 			// reserveDedup counted m as a duplicate: it is not one.

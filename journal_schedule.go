@@ -147,7 +147,7 @@ func (e *Engine) applyScheduleTick(rs *replayState, r *wal.Record) {
 		return
 	}
 	if r.ID != 0 {
-		s.noteRun(r.Until, ID(r.ID))
+		s.noteRun(r.Until, r.ID)
 	} else {
 		s.noteSkip(r.Until, uint64(max(r.Attempt, 0)), "")
 	}

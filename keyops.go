@@ -203,9 +203,9 @@ func (e *Engine) startCancel(id ID) (pendingOp, error) {
 	if err := e.usable(); err != nil {
 		return pendingOp{}, err
 	}
-	slot, prev, found, ok := e.ownIDSettled(uint64(id), liveStates)
+	slot, prev, found, ok := e.ownIDSettled(id, liveStates)
 	if !found || !ok {
-		if _, dead := e.dead.Get(uint64(id)); dead {
+		if _, dead := e.dead.Get(id); dead {
 			return pendingOp{}, fmt.Errorf("%w: message %d is dead-lettered; use PurgeDeadLetters", ErrInvalid, id)
 		}
 		return pendingOp{}, fmt.Errorf("%w: message %d", ErrNotFound, id)
@@ -223,13 +223,13 @@ func (e *Engine) startCancel(id ID) (pendingOp, error) {
 		e.keyLeaseEnded(ks, now)
 		defer e.ctr.cancelledLeased.Add(1) // once out of Leased (see Nack)
 	}
-	rec := cancelRecord(uint64(id), now)
+	rec := cancelRecord(id, now)
 	lg, err := e.logRecord(&rec, true)
 	e.ctr.cancelled.Add(1)
 	e.release(r)
 	// After the log: an ordered key's next message must not go out while
 	// this one could still come back after a crash.
-	gone := func(err error) error { e.keyGone(ks, uint64(id), now); return err }
+	gone := func(err error) error { e.keyGone(ks, id, now); return err }
 	if err != nil {
 		return pendingOp{}, gone(err)
 	}

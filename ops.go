@@ -55,7 +55,7 @@ func (e *Engine) ownIDSettled(id uint64, allowed uint32) (slot uint32, prev word
 
 // lookup describes id from the slab, else from the dead-letter store.
 func (e *Engine) lookup(id ID) (Info, bool) {
-	if slot, prev, found, ok := e.slab.ownID(uint64(id), liveStates); found && ok {
+	if slot, prev, found, ok := e.slab.ownID(id, liveStates); found && ok {
 		r := e.slab.at(slot)
 		info := r.info(prev.state())
 		info.Message.Queue = e.queueOf(r).name
@@ -63,7 +63,7 @@ func (e *Engine) lookup(id ID) (Info, bool) {
 		e.notePause(&info)
 		return info, true
 	}
-	if d, ok := e.dead.Get(uint64(id)); ok {
+	if d, ok := e.dead.Get(id); ok {
 		return deadInfo(d), true
 	}
 	return Info{}, false
@@ -88,9 +88,9 @@ func (e *Engine) Requeue(id ID) error {
 	if err := e.usable(); err != nil {
 		return err
 	}
-	slot, prev, found, ok := e.ownIDSettled(uint64(id), 1<<stLeased|1<<stHeld|1<<stDelayed)
+	slot, prev, found, ok := e.ownIDSettled(id, 1<<stLeased|1<<stHeld|1<<stDelayed)
 	if !found {
-		if _, dead := e.dead.Get(uint64(id)); dead {
+		if _, dead := e.dead.Get(id); dead {
 			return fmt.Errorf("%w: message %d is dead-lettered; use Redrive", ErrInvalid, id)
 		}
 		return fmt.Errorf("%w: message %d", ErrNotFound, id)
@@ -121,7 +121,7 @@ func (e *Engine) Requeue(id ID) error {
 	e.ctr.requeued.Add(1)
 	// Logged before the message is visible, so that its next lease is
 	// logged after this record (see logRecord).
-	rec := requeueRecord(uint64(id), now, r.attempts(), 0)
+	rec := requeueRecord(id, now, r.attempts(), 0)
 	lg, err := e.logRecord(&rec, true)
 	e.makeReady(slot, r, now)
 	if err != nil {
@@ -156,7 +156,7 @@ func (e *Engine) DeadLetter(id ID) (DeadLetter, error) {
 	if err := e.usable(); err != nil {
 		return DeadLetter{}, err
 	}
-	d, ok := e.dead.Get(uint64(id))
+	d, ok := e.dead.Get(id)
 	if !ok {
 		return DeadLetter{}, fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
 	}
@@ -224,7 +224,7 @@ func (e *Engine) startRedrive(id ID) (pendingOp, error) {
 	e.redriveMu.RLock()
 	defer e.redriveMu.RUnlock()
 	locked := true
-	got, ok := e.dead.Get(uint64(id))
+	got, ok := e.dead.Get(id)
 	if !ok {
 		return pendingOp{}, fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
 	}
@@ -240,12 +240,12 @@ func (e *Engine) startRedrive(id ID) (pendingOp, error) {
 	// From leaving the store until the record counts as pending (it does
 	// once committing), Stats must know a message is in transit.
 	e.ctr.moves.begin()
-	d, ok := e.dead.Remove(uint64(id))
+	d, ok := e.dead.Remove(id)
 	if !ok {
 		e.ctr.moves.end()
 		return pendingOp{}, fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
 	}
-	slot, ok := e.slab.claimNear(uint64(id))
+	slot, ok := e.slab.claimNear(id)
 	if !ok {
 		_ = e.dead.Add(d)
 		e.ctr.moves.end()
@@ -286,8 +286,8 @@ func (e *Engine) startRedrive(id ID) (pendingOp, error) {
 		// Redrive then the whole message: the log alone can rebuild it even
 		// if a checkpoint saw it in neither the slab nor the DLQ.
 		recs := make([]wal.Record, 2)
-		recs[0] = redriveRecord(uint64(id), now)
-		enqueueRecord(&recs[1], r, uint64(id))
+		recs[0] = redriveRecord(id, now)
+		enqueueRecord(&recs[1], r, id)
 		if c, err = e.log.AppendBatchCommit(recs); err != nil {
 			return pendingOp{}, undo(err)
 		}
@@ -298,9 +298,9 @@ func (e *Engine) startRedrive(id ID) (pendingOp, error) {
 			return undo(err)
 		}
 		e.ctr.redriven.Add(1)
-		e.uniqueBack(r, uint64(id)) // live again: its DedupID refuses repeats again, unless another took it
+		e.uniqueBack(r, id) // live again: its DedupID refuses repeats again, unless another took it
 		if exp := r.expiresAt(); exp != 0 {
-			e.hk.schedule(exp, schedTTL(uint64(id)))
+			e.hk.schedule(exp, schedTTL(id))
 		}
 		e.place(slot, r, 0, 0, now)
 		return nil
@@ -325,11 +325,11 @@ func (e *Engine) startReview(id ID, note string) (pendingOp, error) {
 		return pendingOp{}, err
 	}
 	now := e.now()
-	if err := e.dead.MarkReviewed(uint64(id), note, time.Unix(0, now)); err != nil {
+	if err := e.dead.MarkReviewed(id, note, time.Unix(0, now)); err != nil {
 		return pendingOp{}, fmt.Errorf("%w: dead letter %d: %w", ErrNotFound, id, err)
 	}
 	e.ctr.deadReviewed.Add(1)
-	rec := reviewRecord(uint64(id), now, note)
+	rec := reviewRecord(id, now, note)
 	lg, err := e.logRecord(&rec, true)
 	return pendingOp{logged: lg}, err
 }

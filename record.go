@@ -556,7 +556,7 @@ func (r *rec) expired(now int64) bool {
 func (r *rec) info(st uint32) Info {
 	state, _ := publicState(st)
 	info := Info{
-		ID:         ID(r.id.Load()),
+		ID:         r.id.Load(),
 		State:      state,
 		Message:    r.message(),
 		Attempts:   int(r.attempts()),

@@ -114,7 +114,7 @@ func (e *Engine) work(ctx, handlerBase context.Context, rt *qrun, h Handler) {
 		// Set it while owning the record: a reader owning it for a
 		// moment, or an expiry in progress, must not make the handler miss
 		// its cancellation. A lease already gone starts it cancelled.
-		cancelFn := context.CancelFunc(cancel)
+		cancelFn := cancel
 		if r.own(rf.gen, stLeased) {
 			r.cancel.Store(&cancelFn)
 			r.keep(e.counts, stLeased) // the lease holds

@@ -103,11 +103,11 @@ func (e *Engine) judgeUnique(m *Message) (first ID, v uniqueVerdict, seen uint64
 		return 0, uniqueAccept, ent.seq, nil // gone, or in a state that lets m in
 	}
 	if m.Replace && prev.allowed(queuedStates) {
-		return ID(ent.id), uniqueReplaced, 0, e.replaceFirst(slot, prev, m)
+		return ent.id, uniqueReplaced, 0, e.replaceFirst(slot, prev, m)
 	}
 	e.slab.at(slot).putBack(prev)
 	e.ctr.duplicates.Add(1)
-	return ID(ent.id), uniqueRefused, 0, nil
+	return ent.id, uniqueRefused, 0, nil
 }
 
 // awaitUnique judges m (judgeUnique) until the verdict needs no wait for
