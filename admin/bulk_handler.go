@@ -161,7 +161,7 @@ func (h *handler) messageBulkFilter(w http.ResponseWriter, r *http.Request, requ
 	case mq.Queue == DefaultQueue:
 		err = errDefaultQueueBulk
 	default:
-		return ringwal.Filter{Queue: EngineQueueName(mq.Queue), Key: mq.Key, States: mq.States, Through: through}, true
+		return mq.Filter(through), true
 	}
 	badRequest(w, "%v", err)
 	return ringwal.Filter{}, false

@@ -64,7 +64,7 @@ func readCancelBulk(vals url.Values) (cancelBulkRequest, error) {
 		err = errDefaultQueueBulk
 	}
 	b.q, b.back = q, q.Values()
-	b.f = ringwal.Filter{Queue: EngineQueueName(q.Queue), Key: q.Key, States: q.States}
+	b.f = q.Filter(0)
 	return b, err
 }
 

@@ -206,7 +206,7 @@ func (h *handler) messagesPage(w http.ResponseWriter, r *http.Request) {
 		n := len(v.Entries)
 		if q.After != 0 || p.Next != "" {
 			var err error
-			if n, _, err = h.e.CountMessages(ringwal.Filter{Queue: EngineQueueName(q.Queue), Key: q.Key, States: q.States}); err != nil {
+			if n, _, err = h.e.CountMessages(q.Filter(0)); err != nil {
 				h.failPage(w, r, err)
 				return
 			}

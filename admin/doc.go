@@ -23,7 +23,8 @@
 //     DeadLetterQueryValues, ParseMessageQuery, ParseCursor, ParseMark,
 //     Cursor, Strings, QueryParams, MessageQueryParams): what a request
 //     carries, and turning a page's next or a count's through (strings in
-//     JSON) back into a cursor or a mark for the next call.
+//     JSON) back into a cursor or a mark for the next call;
+//     MessageQuery.Filter gives a message query to the engine.
 //   - Names and paths (DefaultQueue, AdminQueueName, EngineQueueName,
 //     KeyPath, QueuePath, SchedulePath) and the limits and enumerations of
 //     the format (MaxBody, MaxQuery, MaxForm, MaxLimit, DefaultLimit,

@@ -159,6 +159,14 @@ type MessageQuery struct {
 	Limit  int
 }
 
+// Filter is q's selection as the engine's filter (its queue's engine
+// name, its key and states; After and Limit page a list and are not
+// part of it), bounded by through (0: none) as a bulk verb's count's
+// mark bounds it.
+func (q MessageQuery) Filter(through ringwal.ID) ringwal.Filter {
+	return ringwal.Filter{Queue: EngineQueueName(q.Queue), Key: q.Key, States: q.States, Through: through}
+}
+
 // ParseMessageQuery reads a message query from v:
 //
 //	queue  the queue's admin name ("" or absent: every queue; DefaultQueue: the default one)
@@ -246,7 +254,7 @@ func NewMessagePage(e *ringwal.Engine, q MessageQuery) MessagePage {
 	// Filter.Queue "" is every queue: the default queue's messages are
 	// those whose Message.Queue is "".
 	only := q.Queue == DefaultQueue
-	for in := range e.Messages(ringwal.Filter{Queue: EngineQueueName(q.Queue), Key: q.Key, States: q.States}) {
+	for in := range e.Messages(q.Filter(0)) {
 		if only && in.Message.Queue != "" {
 			continue
 		}

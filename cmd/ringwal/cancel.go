@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
 	"github.com/ringwal/ringwal/internal/adminfmt"
 )
@@ -148,20 +147,14 @@ func describeMessages(q admin.MessageQuery) string {
 }
 
 func (l *localSource) countMessages(_ context.Context, q admin.MessageQuery) (int, uint64, error) {
-	return l.e.CountMessages(engineFilter(q, 0))
+	return l.e.CountMessages(q.Filter(0))
 }
 
 func (l *localSource) cancelMatching(_ context.Context, q admin.MessageQuery, through uint64) (int, error) {
 	if through == 0 {
 		return 0, nil
 	}
-	return l.e.CancelMatching(engineFilter(q, through))
-}
-
-// engineFilter is q as the engine's filter, as the admin API's bulk
-// routes read it.
-func engineFilter(q admin.MessageQuery, through uint64) ringwal.Filter {
-	return ringwal.Filter{Queue: admin.EngineQueueName(q.Queue), Key: q.Key, States: q.States, Through: through}
+	return l.e.CancelMatching(q.Filter(through))
 }
 
 func (r *remoteSource) countMessages(ctx context.Context, q admin.MessageQuery) (int, uint64, error) {
