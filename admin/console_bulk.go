@@ -199,10 +199,15 @@ func (h *handler) bulkMatching(b bulkRequest, mark string, expect int, note stri
 		n, _, err := h.e.CountDeadLetters(q)
 		return n, err
 	}, func() (int, error) {
-		if b.action == "redrive" {
+		switch b.action {
+		case "redrive":
 			return h.e.RedriveMatching(q)
+		case "review":
+			return h.e.ReviewMatching(q, note)
 		}
-		return h.e.ReviewMatching(q, note)
+		// readBulk refuses the rest (a purge of all matching goes through
+		// the purge page, by its count's mark).
+		return 0, fmt.Errorf("no bulk action %q over all matching", b.action)
 	})
 }
 

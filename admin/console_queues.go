@@ -85,14 +85,8 @@ type queueView struct {
 // rates and counts by state from the engine's history. 404 for an
 // undeclared queue.
 func (h *handler) queuePage(w http.ResponseWriter, r *http.Request) {
-	name := r.URL.Query().Get("queue")
-	in, ok := queueInfo(h.e, EngineQueueName(name))
+	in, ok := h.consoleQueue(w, r, r.URL.Query().Get("queue"))
 	if !ok {
-		if engineClosed(h.e) {
-			h.failPage(w, r, ringwal.ErrClosed)
-			return
-		}
-		h.errorPage(w, r, http.StatusNotFound, "No queue "+quoteQueue(EngineQueueName(name))+".")
 		return
 	}
 	v := queueView{Q: queueRow{QueueView: NewQueueView(in, h.e.Queue(in.Name).Stats())}, Now: h.now()}
@@ -113,6 +107,13 @@ func (h *handler) formQueue(w http.ResponseWriter, r *http.Request) (ringwal.Que
 		h.errorPage(w, r, http.StatusBadRequest, "The form names no queue.")
 		return ringwal.QueueInfo{}, false
 	}
+	return h.consoleQueue(w, r, name)
+}
+
+// consoleQueue returns the declared queue name (its admin name) names;
+// false when it answered the request: 404 for an unknown queue (the
+// console declares nothing), or the closed engine's page.
+func (h *handler) consoleQueue(w http.ResponseWriter, r *http.Request, name string) (ringwal.QueueInfo, bool) {
 	in, ok := queueInfo(h.e, EngineQueueName(name))
 	if !ok {
 		if engineClosed(h.e) {
