@@ -148,7 +148,7 @@ func (h *handler) bulkAction(w http.ResponseWriter, r *http.Request) {
 		h.confirmBulk(w, r, b, expect, note)
 		return
 	case errors.Is(err, errNoMark):
-		h.errorPage(w, r, http.StatusBadRequest, err.Error())
+		h.errorPage(w, r, http.StatusBadRequest, "The form lacks the mark of its count; start again from the dead letters.")
 		return
 	case err != nil:
 		h.failPage(w, r, fmt.Errorf("%s %d, then: %w", bulkVerbs[b.action].Done, n, err))
@@ -165,7 +165,7 @@ type errCountChanged struct{}
 
 func (errCountChanged) Error() string { return "the count changed" }
 
-var errNoMark = errors.New("the form lacks the mark of its count; start again from the dead letters")
+var errNoMark = errors.New("the form lacks the mark of its count") // each page says where to start again
 
 // bulkSelected acts on the selected dead letters, if as many are still
 // dead as were confirmed, one at a time as the engine's single verbs.
