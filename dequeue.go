@@ -136,7 +136,7 @@ func (e *Engine) leaseNext(rt *qrun, d *Delivery, b *leaseBatch) bool {
 	// message that went elsewhere (held, expired), is progress, and a
 	// ready message may wait behind any number of them.
 	for spins := 0; spins < 64; {
-		slot, r, ok, retry := e.take(rt)
+		slot, r, ok, retry := e.take(rt, b)
 		if !ok {
 			switch retry {
 			case takeContended:
@@ -192,8 +192,11 @@ func (e *Engine) dequeueBatch(ctx context.Context, rt *qrun, max int) ([]Deliver
 	// records stay ours, unpublished, until their batch is appended, so
 	// that whatever settles a lease is logged after it, as Dequeue's is.
 	var b *leaseBatch
+	var beforeWait func()
 	if e.log != nil {
 		b = leaseBatches.Get().(*leaseBatch)
+		b.e, b.out = e, &out
+		beforeWait = b.flushFn
 		defer b.put()
 	}
 	var refs [64]ref
@@ -201,13 +204,14 @@ func (e *Engine) dequeueBatch(ctx context.Context, rt *qrun, max int) ([]Deliver
 		if n := e.takeBatch(rt, refs[:min(max-len(out), len(refs))]); n > 0 {
 			for _, rf := range refs[:n] {
 				r := e.slab.at(rf.slot)
-				if !r.own(rf.gen, stPending) {
+				if !r.ownWaiting(rf.gen, stPending, beforeWait) {
 					continue // stale: taken by its deadline, expired, requeued
 				}
 				out = append(out, Delivery{})
 				if !e.lease(rt, rf.slot, r, &out[len(out)-1], b) {
 					out = out[:len(out)-1] // set aside by its key, held, expired
 				}
+				b.flushIfFull()
 			}
 			continue
 		}
@@ -216,9 +220,10 @@ func (e *Engine) dequeueBatch(ctx context.Context, rt *qrun, max int) ([]Deliver
 			out = out[:len(out)-1]
 			break
 		}
+		b.flushIfFull()
 	}
 	if b != nil {
-		b.finish(e, out[1:])
+		b.flush()
 	}
 	return out, nil
 }
@@ -253,48 +258,82 @@ func (e *Engine) takeBatch(rt *qrun, dst []ref) int {
 }
 
 // leaseBatch holds a DequeueBatch's leases from their lease record to
-// their publication: the records are owned and unpublished meanwhile.
+// their publication: the records are owned and unpublished meanwhile, so
+// it lets them go (flush) before anything else could wait on them for
+// long. It flushes every maxHeldLeases leases, so that a reader waiting
+// out a busy record (Get, Stats, a checkpoint, the lease scan) waits for
+// at most that many; and before the batch itself waits out a busy record
+// (ownWaiting), since that record may be one it holds (a stale ring entry
+// of a message it leased by its deadline) or one held by another batch
+// that waits for one of its own.
 type leaseBatch struct {
-	recs []wal.Record
-	held []heldLease
+	e       *Engine
+	out     *[]Delivery // the batch's result; held leases index it
+	recs    []wal.Record
+	held    []heldLease
+	flushFn func() // flush, as a func value made once (no allocation per use)
 }
+
+// maxHeldLeases bounds the leases a batch holds unpublished.
+const maxHeldLeases = 64
 
 type heldLease struct {
 	slot    uint32
 	r       *rec
 	attempt uint32
+	at      int // its Delivery in *out
 }
 
-var leaseBatches = sync.Pool{New: func() any { return new(leaseBatch) }}
+var leaseBatches = sync.Pool{New: func() any {
+	b := new(leaseBatch)
+	b.flushFn = b.flush
+	return b
+}}
 
+// add holds a lease whose Delivery is the last of *b.out.
 func (b *leaseBatch) add(rec wal.Record, slot uint32, r *rec, attempt uint32) {
 	b.recs = append(b.recs, rec)
-	b.held = append(b.held, heldLease{slot: slot, r: r, attempt: attempt})
+	b.held = append(b.held, heldLease{slot: slot, r: r, attempt: attempt, at: len(*b.out) - 1})
 }
 
-// finish logs the leases in one append (without waiting, as a single
-// lease's AppendNoWait) and then publishes each, giving ds (one per
-// held lease, in order) its Lease.
-func (b *leaseBatch) finish(e *Engine, ds []Delivery) {
-	if len(b.recs) > 0 {
-		_ = e.log.AppendBatchNoWait(b.recs)
+// flushIfFull flushes once the batch holds maxHeldLeases leases (a nil b,
+// a memory-only engine's, holds none).
+func (b *leaseBatch) flushIfFull() {
+	if b != nil && len(b.held) >= maxHeldLeases {
+		b.flush()
 	}
-	for i, h := range b.held {
+}
+
+// flush logs the held leases in one append (without waiting, as a single
+// lease's AppendNoWait), then publishes each, giving its Delivery its
+// Lease, and holds none after.
+func (b *leaseBatch) flush() {
+	if len(b.held) == 0 {
+		return
+	}
+	e := b.e
+	_ = e.log.AppendBatchNoWait(b.recs)
+	out := *b.out
+	for _, h := range b.held {
 		rf := h.r.publishAttempts(e.counts, h.slot, stLeased, h.attempt)
-		ds[i].Lease = e.leaseKey.lease(rf)
+		out[h.at].Lease = e.leaseKey.lease(rf)
 	}
+	clear(b.held) // no record pointers kept
+	clear(b.recs)
+	b.recs, b.held = b.recs[:0], b.held[:0]
 }
 
 func (b *leaseBatch) put() {
-	clear(b.held) // no record pointers kept in the pool
-	clear(b.recs)
-	b.recs, b.held = b.recs[:0], b.held[:0]
+	b.flush()
+	b.e, b.out = nil, nil
 	leaseBatches.Put(b)
 }
 
 // take picks the next pending record of rt's queue and owns it. When it
-// finds none, retry tells why (takeEmpty, takeContended, takeStale).
-func (e *Engine) take(rt *qrun) (slot uint32, r *rec, ok bool, retry int) {
+// finds none, retry tells why (takeEmpty, takeContended, takeStale). b,
+// when set, holds a DequeueBatch's unpublished leases, which take lets go
+// before it waits out a busy record.
+func (e *Engine) take(rt *qrun, b *leaseBatch) (slot uint32, r *rec, ok bool, retry int) {
 	nonEmpty := rt.tiers.NonEmpty() | uint8(rt.spilled.Load())
 	if nonEmpty == 0 && rt.sched.Deadlines().Len() == 0 {
 		return 0, nil, false, takeEmpty
@@ -326,7 +365,11 @@ func (e *Engine) take(rt *qrun) (slot uint32, r *rec, ok bool, retry int) {
 		e.space.signal()
 	}
 	r = e.slab.at(rf.slot)
-	if !r.own(rf.gen, stPending) {
+	var beforeWait func()
+	if b != nil {
+		beforeWait = b.flushFn
+	}
+	if !r.ownWaiting(rf.gen, stPending, beforeWait) {
 		if pick.EDF {
 			return 0, nil, false, takeContended // another consumer took it first
 		}

@@ -288,14 +288,21 @@ func (r *rec) claim(id uint64) bool {
 // checkpoint) may own the record for a moment without changing its
 // generation, so own waits that out rather than take the reference for
 // stale and drop it.
-func (r *rec) own(gen, from uint32) bool {
+func (r *rec) own(gen, from uint32) bool { return r.ownWaiting(gen, from, nil) }
+
+// ownWaiting is own that calls beforeWait (when set) the first time it
+// would wait out a concurrent owner. A caller that holds records of its
+// own busy (a DequeueBatch's unpublished leases) lets them go there: the
+// owner it would wait for may be itself, or another holder waiting for
+// one of its records.
+func (r *rec) ownWaiting(gen, from uint32, beforeWait func()) bool {
 	for spins := 0; ; spins++ {
 		w := r.load()
 		if w.gen() != gen {
 			if st := w.state(); nextGen(w.gen()) == gen && (st == stBusy || st == stCommitting) {
 				// Named by nextRef: its owner (holding it busy, or
 				// committing its enqueue) is on its way to publish it.
-				backoff(spins)
+				beforeWait = awaitOwner(beforeWait, spins)
 				continue
 			}
 			return false
@@ -306,11 +313,22 @@ func (r *rec) own(gen, from uint32) bool {
 				return true
 			}
 		case stBusy:
-			backoff(spins)
+			beforeWait = awaitOwner(beforeWait, spins)
 		default:
 			return false
 		}
 	}
+}
+
+// awaitOwner is one step of waiting out a concurrent owner: beforeWait's call
+// (once: it returns nil after), or a backoff.
+func awaitOwner(beforeWait func(), spins int) func() {
+	if beforeWait != nil {
+		beforeWait()
+		return nil
+	}
+	backoff(spins)
+	return nil
 }
 
 // tryOwn is own without waiting out a concurrent owner: false if the
