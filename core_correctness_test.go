@@ -290,3 +290,56 @@ func TestLeaseAtGenerationWrapSettles(t *testing.T) {
 	require.NoError(t, e.Ack(d.Lease))
 	assert.Equal(t, 0, e.Stats().Leased)
 }
+
+// Inside one EnqueueBatch a message repeating an earlier one's DedupID
+// under UniqueQueued or UniqueLive gets the first's ID, is not added, and
+// the call's error wraps ErrDuplicate: the batch returns, with or without
+// a log.
+func TestEnqueueBatchAnswersARepeatedUniqueDedupID(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		durable bool
+		mode    Unique
+		replace bool
+	}{
+		{"memory/queued", false, UniqueQueued, false},
+		{"memory/live", false, UniqueLive, false},
+		{"memory/live/replace", false, UniqueLive, true},
+		{"durable/queued", true, UniqueQueued, false},
+		{"durable/live", true, UniqueLive, false},
+		{"durable/queued/replace", true, UniqueQueued, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := ""
+			if tc.durable {
+				dir = t.TempDir()
+			}
+			e := openCore(t, dir, Options{})
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			ms := []Message{
+				{Payload: []byte("a"), DedupID: "d", Unique: tc.mode},
+				{Payload: []byte("b")},
+				{Payload: []byte("c"), DedupID: "d", Unique: tc.mode, Replace: tc.replace},
+			}
+			ids, err := e.EnqueueBatch(ctx, ms)
+			require.NotErrorIs(t, err, context.DeadlineExceeded, "the batch never returned")
+			if tc.replace {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, ErrDuplicate)
+			}
+			require.Len(t, ids, 3)
+			assert.NotZero(t, ids[0])
+			assert.Equal(t, ids[0], ids[2])
+			assert.Equal(t, 2, e.Stats().Pending)
+			m, err := e.Get(ids[0])
+			require.NoError(t, err)
+			want := "a"
+			if tc.replace {
+				want = "c"
+			}
+			assert.Equal(t, want, string(m.Message.Payload))
+		})
+	}
+}

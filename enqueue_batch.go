@@ -318,11 +318,28 @@ func (b *batchIntake) isolated(key string) bool {
 // waits for the log).
 func (b *batchIntake) claim(ctx context.Context) (again bool, err error) {
 	e := b.e
+	var ownFirsts map[string]ID // unique DedupIDs this try has reserved
 	for i := range b.ms {
 		m := &b.ms[i]
 		ks := b.kss[i]
 		if b.isAnswered(i) {
 			continue // refused or replaced before the batch held anything
+		}
+		if m.Unique != UniqueWindow && e.dedups(m) {
+			// A repeat of an earlier message of the batch: that one is
+			// queued (the batch holds it), so the repeat is its duplicate
+			// under either mode. The dedup index cannot tell: its entry
+			// is the batch's own and judgeUniques judged nothing for it.
+			if first, ok := ownFirsts[m.DedupID]; ok {
+				ks.unenter()
+				b.kss[i] = nil
+				b.ids[i] = first
+				e.ctr.duplicates.Add(1)
+				if m.Replace {
+					b.replaceMine(first, m)
+				}
+				continue
+			}
 		}
 		slot, id, err := e.claim(e.now(), m, b.queue(i), ks)
 		if err == nil && b.of != nil && len(b.slots) > 0 {
@@ -375,6 +392,12 @@ func (b *batchIntake) claim(ctx context.Context) (again bool, err error) {
 		}
 		b.ids[i] = id
 		b.slots = append(b.slots, slot)
+		if m.Unique != UniqueWindow && e.dedups(m) {
+			if ownFirsts == nil {
+				ownFirsts = make(map[string]ID)
+			}
+			ownFirsts[m.DedupID] = id
+		}
 	}
 	return false, nil
 }
