@@ -95,6 +95,7 @@ func (e *Engine) ackLogged(r *rec, now int64, wait bool) error {
 		e.keyLeaseEnded(ks, now) // the lease is over; the message stays
 		return fmt.Errorf("ringwal: ack %d: %w", id, mapWALError(err))
 	}
+	e.ackDurable(&back)
 	// After the ack is logged: an ordered key's next message must not go
 	// out while this one could still come back.
 	e.keyLeaseEnded(ks, now)
@@ -105,7 +106,10 @@ func (e *Engine) ackLogged(r *rec, now int64, wait bool) error {
 // settleDone settles an owned, leased record as acked (breaker, handling
 // latency) and frees it. It returns the message's ID and key state, and
 // fills back (when not nil) with what it takes to put the message back
-// should the ack not reach the log.
+// should the ack not reach the log. With back set, the message stays
+// counted in its queue until the log answers (ackDurable or unack): a
+// DeleteQueue meanwhile must not find the queue empty, nor its cap a
+// free place, while the message may yet come back.
 func (e *Engine) settleDone(r *rec, back *unacked) (uint64, *keyState) {
 	id, ks := r.id.Load(), r.ks
 	if n := r.queue; n != 0 {
@@ -117,9 +121,19 @@ func (e *Engine) settleDone(r *rec, back *unacked) (uint64, *keyState) {
 	e.observeHandling(r)
 	if back != nil {
 		r.keepFor(back)
+		e.free(r)
+	} else {
+		e.release(r)
 	}
-	e.release(r)
 	return id, ks
+}
+
+// ackDurable ends the queue count of a message whose ack the log took
+// (settleDone kept it).
+func (e *Engine) ackDurable(back *unacked) {
+	if back.queue != 0 {
+		e.queues.at(back.queue).leave()
+	}
 }
 
 // unack puts back a message whose ack record could not be logged, pending
@@ -235,6 +249,7 @@ func (e *Engine) AckBatch(ls []Lease) error {
 			e.keyLeaseEnded(d.ks, now)
 			continue
 		}
+		e.ackDurable(&d.back)
 		e.keyLeaseEnded(d.ks, now)
 		e.keyGone(d.ks, d.id, now)
 	}
@@ -324,10 +339,15 @@ func (s *staleLeases) err(of int) error {
 // slab (acked, cancelled, dead-lettered), and with it a unique DedupID's
 // claim (unique.go).
 func (e *Engine) release(r *rec) {
-	e.uniqueGone(r, r.id.Load())
 	q := e.queueOf(r)
-	r.free(e.counts)
+	e.free(r)
 	q.leave()
+}
+
+// free is release but for the queue's count, which the caller ends.
+func (e *Engine) free(r *rec) {
+	e.uniqueGone(r, r.id.Load())
+	r.free(e.counts)
 	e.ctr.freed.Add(1)
 	e.space.signal() // after freed: a woken WaitIdle's Stats count it (waitidle.go)
 }
