@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/ringwal/ringwal/internal/fold"
 )
@@ -20,12 +21,39 @@ func (s *Store[M]) Query(q Query) ([]Entry[M], error) {
 	defer s.mu.RUnlock()
 	out := []Entry[M]{}
 	reserve := func(n int) { out = make([]Entry[M], 0, n) }
-	err := s.walkLocked(q, reserve, func(r *record[M]) { out = append(out, clone(r.e)) }, s.searchPause(q))
+	err := s.walkLocked(q, nil, reserve, func(r *record[M]) { out = append(out, clone(r.e)) }, s.searchPause(q))
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
+
+// QueryAfter is Query resumed just after the place (deadAt, id) in the
+// result order, whether or not an entry is there now (and after q.After
+// and q.Since, if they are further on). It is the cursor of a caller that
+// removes what it reads, a bulk redrive: the last entry of its page is
+// gone, perhaps back under the same ID at a later place (dead-lettered
+// again), and the cursor memory Query.After falls back on is bounded, so
+// paging by ID could fail or skip; starting each page again from q's
+// start instead reads every entry the filters skip once per page.
+func (s *Store[M]) QueryAfter(q Query, deadAt time.Time, id ID) ([]Entry[M], error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := []Entry[M]{}
+	reserve := func(n int) { out = make([]Entry[M], 0, n) }
+	from := pos{at: deadAt.Round(0), id: id}
+	err := s.walkLocked(q, &from, reserve, func(r *record[M]) { out = append(out, clone(r.e)) }, s.searchPause(q))
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Reads returns how many entries the store's walks (Query, QueryAfter,
+// CountQuery's walks, Purge) have read since New, the ones they skipped
+// included: a measure of their work that tests and benchmarks count
+// rather than time. Without the lock.
+func (s *Store[M]) Reads() uint64 { return s.reads.Load() }
 
 // CountQuery returns how many entries Query(q) would return, without
 // copying any, and the store's Mark at that moment: a Purge of q with
@@ -62,7 +90,7 @@ func (s *Store[M]) CountQuery(q Query) (n int, mark uint64, err error) {
 			n = x.live()
 		}
 	default:
-		if err := s.walkLocked(q, nil, func(*record[M]) { n++ }, s.searchPause(q)); err != nil {
+		if err := s.walkLocked(q, nil, nil, func(*record[M]) { n++ }, s.searchPause(q)); err != nil {
 			return 0, 0, err
 		}
 		return n, mark, nil
@@ -82,7 +110,7 @@ func (s *Store[M]) Purge(q Query) ([]Entry[M], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var recs []*record[M]
-	if err := s.walkLocked(q, nil, func(r *record[M]) { recs = append(recs, r) }, nil); err != nil {
+	if err := s.walkLocked(q, nil, nil, func(r *record[M]) { recs = append(recs, r) }, nil); err != nil {
 		return nil, err
 	}
 	s.removeAll(recs)
@@ -145,7 +173,7 @@ type cursor[M any] struct {
 // visited once, in order; none added meanwhile is (nor a dead letter
 // removed and added again under its ID, which could be visited twice);
 // one removed before the walk reached it is not.
-func (s *Store[M]) walkLocked(q Query, reserve func(int), visit func(*record[M]), pause func()) error {
+func (s *Store[M]) walkLocked(q Query, resume *pos, reserve func(int), visit func(*record[M]), pause func()) error {
 	catMask, err := s.validate(q)
 	if err != nil {
 		return err
@@ -161,6 +189,9 @@ func (s *Store[M]) walkLocked(q Query, reserve func(int), visit func(*record[M])
 			from, after = p, true
 		}
 	}
+	if resume != nil && resume.cmp(from) >= 0 {
+		from, after = *resume, true
+	}
 	until := q.Until.Round(0)
 	through := q.Through
 	budget, chunk := math.MaxInt, 0
@@ -171,6 +202,10 @@ func (s *Store[M]) walkLocked(q Query, reserve func(int), visit func(*record[M])
 		chunk = cmp.Or(s.searchChunk, defaultSearchChunk)
 		budget = chunk
 	}
+	// Every record read spends one of budget: what the chunks spent is
+	// what the walk read.
+	read, start := 0, budget
+	defer func() { s.reads.Add(uint64(read + start - budget)) }()
 
 	var src sources[M]
 	s.find(q, catMask, &src, true)
@@ -200,6 +235,7 @@ func (s *Store[M]) walkLocked(q Query, reserve func(int), visit func(*record[M])
 	for n := 0; q.Limit == 0 || n < q.Limit; {
 		if budget <= 0 {
 			s.resume(q, catMask, &src, pause)
+			read += start - budget
 			budget = chunk
 		}
 		best, spent := -1, false

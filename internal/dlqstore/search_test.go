@@ -179,3 +179,38 @@ func matchesModel(q Query, e Entry[string]) bool {
 		(q.Since.IsZero() || !e.DeadAt.Before(q.Since)) &&
 		(e.Failures[0].Error != "quiet" || e.Key == "boom" || e.Queue == "boom")
 }
+
+// QueryAfter resumes at a place in the order, whatever is there now: after
+// a page's last entry was removed and added again later under its ID (a
+// redriven dead letter that failed again), it goes on with the entries
+// after that place, where Query.After, which follows the ID, would jump to
+// the ID's new place and skip them. Reads counts what the walks read.
+func TestQueryAfterResumesAtAPlaceWhateverIsThereNow(t *testing.T) {
+	s := New[string](Options{})
+	for id := uint64(1); id <= 6; id++ {
+		require.NoError(t, s.Add(entry(id, classify.Transient, "", int(id*10))))
+	}
+	e, ok := s.Remove(3)
+	require.True(t, ok)
+	e.DeadAt = at(100)
+	require.NoError(t, s.Add(e))
+
+	es, err := s.QueryAfter(Query{}, at(30), 3)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{4, 5, 6, 3}, ids(es))
+	es, err = s.Query(Query{After: 3})
+	require.NoError(t, err)
+	assert.Empty(t, ids(es), "the ID's cursor is its new place, past the rest")
+
+	es, err = s.QueryAfter(Query{Since: at(55), Limit: 1}, at(30), 3)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{6}, ids(es), "Since further on wins")
+	_, err = s.QueryAfter(Query{Limit: -1}, at(30), 3)
+	require.ErrorIs(t, err, ErrInvalid)
+
+	before := s.Reads()
+	es, err = s.QueryAfter(Query{Text: "nowhere"}, at(30), 3)
+	require.NoError(t, err)
+	assert.Empty(t, es)
+	assert.Equal(t, uint64(4), s.Reads()-before, "the 4 entries after the place, each read once")
+}

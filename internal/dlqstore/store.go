@@ -131,6 +131,8 @@ type Store[M any] struct {
 	queueLens    sync.Map // string -> *atomic.Int64
 	// nReviewed counts the reviewed entries, kept like n for Reviewed.
 	nReviewed atomic.Int64
+	// reads counts the records walks have read (Reads).
+	reads atomic.Uint64
 }
 
 // New returns an empty Store.
