@@ -22,15 +22,15 @@ import (
 var templateFuncs = template.FuncMap{
 	"vis":     adminfmt.Escape,
 	"vistext": adminfmt.EscapeText,
-	"ts":    formatTime,
-	"clock": formatClock,
-	"dur":   adminfmt.Duration,
-	"secs":  func(s float64) string { return adminfmt.Duration(time.Duration(s * float64(time.Second))) },
-	"count": formatCount,
-	"bytes": formatBytes,
-	"rate":  func(r float64) string { return strconv.FormatFloat(r, 'f', 1, 64) + "/s" },
-	"pct":   func(p float64) string { return strconv.FormatFloat(p, 'f', 0, 64) + "%" },
-	"qname": func(name string) string { return adminfmt.Escape(AdminQueueName(name)) },
+	"ts":      formatTime,
+	"clock":   formatClock,
+	"dur":     adminfmt.Duration,
+	"secs":    func(s float64) string { return adminfmt.Duration(time.Duration(s * float64(time.Second))) },
+	"count":   formatCount,
+	"bytes":   formatBytes,
+	"rate":    func(r float64) string { return strconv.FormatFloat(r, 'f', 1, 64) + "/s" },
+	"pct":     func(p float64) string { return strconv.FormatFloat(p, 'f', 0, 64) + "%" },
+	"qname":   func(name string) string { return adminfmt.Escape(AdminQueueName(name)) },
 	"dash": func(s string) string {
 		if s == "" {
 			return "—"
