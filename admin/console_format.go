@@ -20,17 +20,15 @@ import (
 // (a form's hidden name, a link's query) stay exact: they are sent back,
 // not shown.
 var templateFuncs = template.FuncMap{
-	"vis":     adminfmt.Escape,
-	"vistext": adminfmt.EscapeText,
-	"ts":      formatTime,
-	"clock":   formatClock,
-	"dur":     adminfmt.Duration,
-	"secs":    func(s float64) string { return adminfmt.Duration(time.Duration(s * float64(time.Second))) },
-	"count":   formatCount,
-	"bytes":   formatBytes,
-	"rate":    func(r float64) string { return strconv.FormatFloat(r, 'f', 1, 64) + "/s" },
-	"pct":     func(p float64) string { return strconv.FormatFloat(p, 'f', 0, 64) + "%" },
-	"qname":   func(name string) string { return adminfmt.Escape(AdminQueueName(name)) },
+	"ts":    formatTime,
+	"clock": formatClock,
+	"dur":   adminfmt.Duration,
+	"secs":  func(s float64) string { return adminfmt.Duration(time.Duration(s * float64(time.Second))) },
+	"count": formatCount,
+	"bytes": formatBytes,
+	"rate":  func(r float64) string { return strconv.FormatFloat(r, 'f', 1, 64) + "/s" },
+	"pct":   func(p float64) string { return strconv.FormatFloat(p, 'f', 0, 64) + "%" },
+	"qname": func(name string) string { return adminfmt.Escape(AdminQueueName(name)) },
 	"dash": func(s string) string {
 		if s == "" {
 			return "—"
@@ -46,6 +44,9 @@ var templateFuncs = template.FuncMap{
 		}
 		return adminfmt.Escape(s)
 	},
+
+	"vis":     adminfmt.Escape,
+	"vistext": adminfmt.EscapeText,
 }
 
 // formatTime is t in the server's local time to the millisecond, with its
