@@ -3,6 +3,8 @@ package ringwal
 import (
 	"cmp"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/ringwal/ringwal/dlq"
 )
@@ -68,8 +70,7 @@ func bulkLimit(limit, done int) int {
 // a log error, ErrClosed) it stops and returns the count so far with the
 // error. A malformed q is ErrInvalid. Safe for concurrent use.
 func (e *Engine) RedriveMatching(q dlq.Query) (int, error) {
-	// From q's start each page: those redriven left the store.
-	return e.eachDead(q, false, e.startRedrive)
+	return e.eachDead(q, e.startRedrive)
 }
 
 // ReviewMatching marks the dead letters q matches as reviewed with note
@@ -83,26 +84,34 @@ func (e *Engine) RedriveMatching(q dlq.Query) (int, error) {
 // error leaves that one marked in memory, as MarkReviewed does). A
 // malformed q is ErrInvalid. Safe for concurrent use.
 func (e *Engine) ReviewMatching(q dlq.Query, note string) (int, error) {
-	// Reviewed entries stay (and may stop matching a Reviewed filter):
-	// page on by cursor, which a removal leaves in place.
-	return e.eachDead(q, true, func(id ID) (pendingOp, error) { return e.startReview(id, note) })
+	return e.eachDead(q, func(id ID) (pendingOp, error) { return e.startReview(id, note) })
 }
 
 // eachDead applies op to each dead letter of the set q fixes (deadSet),
-// a page at a time, in q's order, paging by cursor when op leaves the
-// dead letter in the store (byCursor), else from q's start each time. A
-// dead letter op finds gone (ErrNotFound) is skipped; any other error
-// stops it, returned with the count done.
-func (e *Engine) eachDead(q dlq.Query, byCursor bool, op func(ID) (pendingOp, error)) (int, error) {
+// a page at a time, in q's order. Each page starts just after the place
+// (DeadAt, ID) of the last one's last dead letter, whether op left it in
+// the store (a review) or not (a redrive; and it may be back under its ID
+// at a later place, dead-lettered again): so every dead letter q's filters
+// skip is read once in the run, where starting each page again from q's
+// start read those before the matches once per page. A dead letter op
+// finds gone (ErrNotFound) is skipped; any other error stops it, returned
+// with the count done.
+func (e *Engine) eachDead(q dlq.Query, op func(ID) (pendingOp, error)) (int, error) {
 	q, empty, err := e.deadSet(q)
 	if err != nil || empty {
 		return 0, err
 	}
 	done := 0
+	var last *DeadLetter // the previous page's last
 	for q.Limit == 0 || done < q.Limit {
 		page := q
 		page.Limit = bulkLimit(q.Limit, done)
-		ds, err := e.DeadLetters(page)
+		var ds []DeadLetter
+		if last == nil {
+			ds, err = e.DeadLetters(page)
+		} else {
+			ds, err = e.deadLettersAfter(page, last.DeadAt, last.ID)
+		}
 		if err != nil {
 			return done, err
 		}
@@ -120,11 +129,22 @@ func (e *Engine) eachDead(q dlq.Query, byCursor bool, op func(ID) (pendingOp, er
 		if err != nil {
 			return done, err
 		}
-		if byCursor {
-			q.After = ds[len(ds)-1].ID
-		}
+		last = &ds[len(ds)-1]
 	}
 	return done, nil
+}
+
+// deadLettersAfter is DeadLetters(q) resumed just after the place (deadAt,
+// id) in its order, whatever is there now (dlqstore.Store.QueryAfter).
+func (e *Engine) deadLettersAfter(q dlq.Query, deadAt time.Time, id ID) ([]DeadLetter, error) {
+	if err := e.usable(); err != nil {
+		return nil, err
+	}
+	out, err := e.dead.QueryAfter(q, deadAt, id)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return out, nil
 }
 
 // CountMessages returns how many live messages f matches (as many as

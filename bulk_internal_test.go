@@ -46,7 +46,7 @@ func TestBulkVerbStopsAtAFailureWithTheCountDone(t *testing.T) {
 	ids := deadLetterSome(t, e, 6)
 	disk := errors.New("disk on fire")
 	calls := 0
-	got, err := e.eachDead(dlq.Query{}, false, func(id ID) (pendingOp, error) {
+	got, err := e.eachDead(dlq.Query{}, func(id ID) (pendingOp, error) {
 		if calls++; calls > 4 {
 			return pendingOp{}, disk
 		}

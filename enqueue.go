@@ -44,6 +44,11 @@ func (e *Engine) validate(m *Message) error {
 			return err
 		}
 	}
+	if len(m.Headers) != 0 {
+		if err := validHeaders(m.Headers); err != nil {
+			return err
+		}
+	}
 	return e.checkTimes(m)
 }
 
@@ -57,9 +62,10 @@ func (e *Engine) validate(m *Message) error {
 // m.Replace a repeat that finds the first queued replaces it and returns
 // its ID without an error (see Message.Replace). An invalid m (priority
 // out of range, payload over MaxPayload, negative Delay, TTL or
-// MaxAttempts, Key or DedupID over 4096 bytes, a Deadline, Delay or TTL
-// out of range, Unique without a DedupID, Replace without UniqueQueued or
-// UniqueLive: see Message) returns ErrInvalid. Safe for concurrent use.
+// MaxAttempts, Key or DedupID over 4096 bytes, Headers past their bounds,
+// a Deadline, Delay or TTL out of range, Unique without a DedupID, Replace
+// without UniqueQueued or UniqueLive: see Message) returns ErrInvalid.
+// Safe for concurrent use.
 func (e *Engine) Enqueue(ctx context.Context, m Message) (ID, error) {
 	return e.enqueue(ctx, m, true, nil)
 }

@@ -25,7 +25,7 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 		e.keyLeaseEnded(r.ks, now)
 	}
 	e.observeHandling(r)
-	text := cause.Error()
+	text := failureText(cause.Error())
 	f := dlq.Failure{At: time.Unix(0, now), Category: cat, Error: text}
 	prev := r.hist.Load()
 	h := prev.with(f)
@@ -75,7 +75,7 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 // verdict (a TTL, a crash loop) being a failure of its own that ends the
 // message's history.
 func (e *Engine) deadLetter(slot uint32, r *rec, cat classify.Category, text string, now int64, wait bool) error {
-	f := dlq.Failure{At: time.Unix(0, now), Category: cat, Error: text}
+	f := dlq.Failure{At: time.Unix(0, now), Category: cat, Error: failureText(text)}
 	r.hist.Store(r.hist.Load().with(f))
 	return e.bury(slot, r, f, wait)
 }

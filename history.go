@@ -54,8 +54,11 @@ func (h *history) lastDelay() time.Duration {
 	return h.delay
 }
 
-// with returns a copy of h with f appended.
+// with returns a copy of h with f appended, its text cut to
+// maxFailureText (failureText): a failure replayed from a log an older
+// version wrote may carry any length.
 func (h *history) with(f dlq.Failure) *history {
+	f.Error = failureText(f.Error)
 	n := &history{firstFailedAt: f.At.UnixNano()}
 	var fs []dlq.Failure
 	if h != nil {

@@ -90,7 +90,10 @@ type Message struct {
 	// delivery's Payload is the same bytes with cap == len (appending to it
 	// copies).
 	Payload []byte
-	// Headers travel with the message and are logged with it.
+	// Headers travel with the message and are logged with it. At most
+	// 256 entries, each name at most 1 KiB, and 64 KiB of names and
+	// values in all (those an Options.OnEnqueue hook adds included);
+	// more is ErrInvalid.
 	Headers map[string]string
 	// Delay: not deliverable before enqueue time + Delay. A Delay that
 	// ends after 2262-04-11 (the last instant int64 Unix nanoseconds

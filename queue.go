@@ -325,7 +325,9 @@ func notFoundQueue(name string) error {
 // then on (a queue's Strict is fixed once it is first used). Name "" is
 // the default queue, which takes LeaseTimeout, Policies and Topics but no
 // MaxMessages. Other names are 1 to 128 bytes of UTF-8 without spaces or
-// control characters, not starting with "_"; at most Options.MaxQueues
+// control characters, not starting with "_", and a new one without
+// characters that show as nothing or reorder text (U+200B, U+202E; names
+// an older version declared stay usable); at most Options.MaxQueues
 // are declared (ErrFull beyond). Bad names or options are ErrInvalid.
 // Safe for concurrent use.
 func (e *Engine) DeclareQueue(name string, o QueueOptions) error {
@@ -357,7 +359,7 @@ func (e *Engine) declare(name string, o QueueOptions, update bool) (*queue, erro
 
 func (e *Engine) declareOnce(name string, o QueueOptions, update bool) (*queue, error) {
 	if name != "" {
-		if err := validQueueName(name); err != nil {
+		if err := e.validNewQueueName(name); err != nil {
 			return nil, err
 		}
 	}

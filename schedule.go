@@ -184,7 +184,7 @@ func (t *scheduleTable) remove(s *schedule) {
 
 // validSchedule checks s as AddSchedule does and returns its parsed spec.
 func (e *Engine) validSchedule(s *Schedule) (spec, error) {
-	if err := validQueueName(s.Name); err != nil {
+	if err := e.validScheduleName(s.Name); err != nil {
 		return spec{}, invalidf("schedule name: %v", err)
 	}
 	sp, err := parseSpec(s.Spec)

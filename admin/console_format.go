@@ -12,7 +12,13 @@ import (
 	"github.com/ringwal/ringwal/internal/adminfmt"
 )
 
-// templateFuncs are the functions the console's templates call.
+// templateFuncs are the functions the console's templates call. What
+// shows outside text (names, keys, headers, errors) escapes what does not
+// show as itself (adminfmt.Escape: U+202E, U+200B and the like written as
+// \u202e): qname, dash and short always, vis and vistext (a text over
+// several lines) where a template shows such text bare. Attribute values
+// (a form's hidden name, a link's query) stay exact: they are sent back,
+// not shown.
 var templateFuncs = template.FuncMap{
 	"ts":    formatTime,
 	"clock": formatClock,
@@ -22,12 +28,12 @@ var templateFuncs = template.FuncMap{
 	"bytes": formatBytes,
 	"rate":  func(r float64) string { return strconv.FormatFloat(r, 'f', 1, 64) + "/s" },
 	"pct":   func(p float64) string { return strconv.FormatFloat(p, 'f', 0, 64) + "%" },
-	"qname": AdminQueueName,
+	"qname": func(name string) string { return adminfmt.Escape(AdminQueueName(name)) },
 	"dash": func(s string) string {
 		if s == "" {
 			return "—"
 		}
-		return s
+		return adminfmt.Escape(s)
 	},
 	"short": func(s string, n int) string {
 		if i := strings.IndexByte(s, '\n'); i >= 0 {
@@ -36,8 +42,11 @@ var templateFuncs = template.FuncMap{
 		if r := []rune(s); len(r) > n {
 			s = string(r[:n-1]) + "…"
 		}
-		return s
+		return adminfmt.Escape(s)
 	},
+
+	"vis":     adminfmt.Escape,
+	"vistext": adminfmt.EscapeText,
 }
 
 // formatTime is t in the server's local time to the millisecond, with its

@@ -14,12 +14,16 @@ package admin
 // (forwarding headers are not trusted: anyone can send them), so one
 // guesser's penalty holds back the others' tokens too, for 2s at most.
 //
-// The records are bounded: at most maxThrottled clients are tracked; past
-// that, records whose penalty has long ended are dropped and, if none is,
-// new clients share one record, so that an attacker with many addresses
-// throttles itself together rather than grow the map; while that shared
-// penalty runs, every new client that sends a credential (a right one
-// too) is answered 429.
+// The records are bounded: at most maxThrottled clients are tracked. A
+// client that fails when the table is full takes the place of those whose
+// penalty has ended (they hold no one back now) or, if every one is still
+// running, of the one whose penalty ends first. A client without a record
+// has never failed (or was forgotten) and is never held back: its
+// credential is always checked, so that wrong guesses from many addresses
+// cannot keep an operator arriving from a new one out. The price is that
+// an attacker with more addresses than the table holds can have its
+// oldest addresses forgotten (their next penalty starts again at the
+// first); each of its addresses still gets one guess per penalty.
 
 import (
 	"net"
@@ -38,7 +42,6 @@ const (
 	// kept (and its next failure doubles the last penalty).
 	forgetAfter  = 10 * time.Minute
 	maxThrottled = 4096
-	overflowKey  = "" // the record new clients share when the map is full
 )
 
 // AuthStats counts a handler's refusals; see ReadAuthStats. Every field
@@ -53,8 +56,7 @@ type AuthStats struct {
 	// HostsRefused counts requests refused for their Host header (see
 	// Options.AllowedHosts).
 	HostsRefused uint64
-	// Clients is how many clients the throttle tracks now: at most 4096,
-	// and the one record the clients past that share.
+	// Clients is how many clients the throttle tracks now: at most 4096.
 	Clients int
 }
 
@@ -111,31 +113,26 @@ func clientKey(r *http.Request) string {
 }
 
 // admit returns how long client must still wait before a credential of
-// its is checked; 0 when it may try now. A client with a record of its
-// own (it failed before) that may try has its penalty moved on to the
-// next one at once, under the same lock, so that requests it sends in
-// parallel wait while this one is checked (fail then sets that penalty,
-// succeed drops the record). tracked reports that record.
+// its is checked; 0 when it may try now, always so for a client without a
+// record (it has not failed). A client with a record (it failed before)
+// that may try has its penalty moved on to the next one at once, under
+// the same lock, so that requests it sends in parallel wait while this
+// one is checked (fail then sets that penalty, succeed drops the record).
+// tracked reports that record.
 func (t *throttle) admit(client string) (wait time.Duration, tracked bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.clients[client]
-	tracked = p != nil
-	if !tracked && len(t.clients) >= maxThrottled {
-		p = t.clients[overflowKey]
-	}
 	if p == nil {
 		return 0, false
 	}
 	now := t.now()
 	if d := p.until.Sub(now); d > 0 {
-		return d, tracked
+		return d, true
 	}
-	if tracked {
-		p.forgetIfOld(now)
-		p.until = now.Add(penaltyAfter(p.fails + 1))
-	}
-	return 0, tracked
+	p.forgetIfOld(now)
+	p.until = now.Add(penaltyAfter(p.fails + 1))
+	return 0, true
 }
 
 // fail records a wrong credential of client and returns its penalty.
@@ -146,16 +143,10 @@ func (t *throttle) fail(client string) time.Duration {
 	p := t.clients[client]
 	if p == nil {
 		if len(t.clients) >= maxThrottled {
-			t.sweep(now)
+			t.makeRoom(now)
 		}
-		if len(t.clients) >= maxThrottled {
-			client = overflowKey
-			p = t.clients[client]
-		}
-		if p == nil {
-			p = &penalty{}
-			t.clients[client] = p
-		}
+		p = &penalty{}
+		t.clients[client] = p
 	}
 	p.forgetIfOld(now)
 	p.fails++
@@ -187,13 +178,26 @@ func (t *throttle) succeed(client string) {
 	delete(t.clients, client)
 }
 
-// sweep drops the records whose penalty ended more than forgetAfter ago;
-// the caller holds t.mu.
-func (t *throttle) sweep(now time.Time) {
+// makeRoom drops records from the full table for a new one: those whose
+// penalty has ended (they hold no one back; a client of theirs that fails
+// again starts at the first penalty) or, if none has, the one whose
+// penalty ends first, the least penalised. O(maxThrottled), paid by a
+// failure that finds the table full, which an attacker's failures refill
+// no faster than one record each. The caller holds t.mu.
+func (t *throttle) makeRoom(now time.Time) {
+	var first string
+	var firstUntil time.Time
+	found := false
 	for k, p := range t.clients {
-		if now.After(p.until.Add(forgetAfter)) {
+		switch {
+		case !p.until.After(now):
 			delete(t.clients, k)
+		case !found || p.until.Before(firstUntil):
+			first, firstUntil, found = k, p.until, true
 		}
+	}
+	if len(t.clients) >= maxThrottled {
+		delete(t.clients, first)
 	}
 }
 

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -32,4 +33,28 @@ func TestThrottleAdmitsOneGuessAtATimeOnceAClientFailed(t *testing.T) {
 	wait, _ = th.admit("a")
 	assert.Zero(t, wait)
 	assert.Equal(t, firstPenalty, th.fail("a"), "long after, the count starts again")
+}
+
+// However many clients are in a penalty, one that has never failed has
+// its credential checked: a full table of penalties (an attacker's wrong
+// guesses from 4,096 addresses and more) never locks out an operator who
+// arrives from a new address. A client that fails past the bound still
+// gets a penalty of its own, the table staying bounded.
+func TestThrottleNeverHoldsBackAClientThatHasNotFailed(t *testing.T) {
+	fake := clock.NewFake(time.Now())
+	th := newThrottle(fake.Now)
+	for i := range maxThrottled + 10 {
+		th.fail(fmt.Sprintf("10.0.%d.%d", i>>8, i&255))
+	}
+	assert.LessOrEqual(t, th.size(), maxThrottled, "bounded")
+
+	wait, tracked := th.admit("192.0.2.1")
+	assert.Zero(t, wait, "a client that has not failed is let through to the token check")
+	assert.False(t, tracked)
+
+	assert.Equal(t, firstPenalty, th.fail("192.0.2.1"), "its first wrong guess is its own first penalty")
+	wait, tracked = th.admit("192.0.2.1")
+	assert.Equal(t, firstPenalty, wait, "and it is held to it, though the table was full")
+	assert.True(t, tracked)
+	assert.LessOrEqual(t, th.size(), maxThrottled, "still bounded")
 }

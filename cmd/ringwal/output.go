@@ -34,11 +34,15 @@ func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
-// writeJSON writes v as indented JSON followed by a newline.
+// writeJSON writes v as indented JSON followed by a newline, with the
+// characters that do not show as themselves escaped (adminfmt.EscapeJSON:
+// the same JSON value).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
+	js, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("writing JSON: %w", err)
+	}
+	if _, err := w.Write(append(adminfmt.EscapeJSON(js), '\n')); err != nil {
 		return fmt.Errorf("writing JSON: %w", err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/internal/adminfmt"
 	"github.com/ringwal/ringwal/wal"
 )
 
@@ -235,7 +237,8 @@ message's uniqueness mode: queued or live).`,
 				return err
 			}
 			bw := bufio.NewWriter(cmd.OutOrStdout())
-			enc := json.NewEncoder(bw)
+			var line bytes.Buffer
+			enc := json.NewEncoder(&line)
 			err := wal.Dump(args[0], func(index uint64, r *wal.Record) error {
 				if len(want) > 0 && !want[r.Kind] {
 					return nil
@@ -243,7 +246,14 @@ message's uniqueness mode: queued or live).`,
 				if len(wantID) > 0 && !wantID[r.ID] && !slices.ContainsFunc(r.Copies, func(c wal.Copy) bool { return wantID[c.ID] }) {
 					return nil
 				}
-				return enc.Encode(recordJSON(index, r))
+				line.Reset()
+				if err := enc.Encode(recordJSON(index, r)); err != nil {
+					return err
+				}
+				// Names, keys, headers and texts as JSON escapes
+				// where they hold what a terminal would not show.
+				_, err := bw.Write(adminfmt.EscapeJSON(line.Bytes()))
+				return err
 			})
 			if ferr := bw.Flush(); err == nil {
 				err = ferr

@@ -2,6 +2,7 @@ package dlqstore
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -131,4 +132,50 @@ func BenchmarkQueryText(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkAddWhileSearching: the cost of a dead-lettering (an Add, and the
+// Evict that keeps the store at its bound) into a 200,000-entry store
+// while two clients search its text without pause (each search walks the
+// whole store: it finds nothing). A search that held the read lock for its
+// whole walk made each Add wait for one; walking in chunks, an Add waits
+// for a chunk at most.
+func BenchmarkAddWhileSearching(b *testing.B) {
+	const n = 200_000
+	s := New[string](Options{})
+	for id := uint64(1); id <= n; id++ {
+		e := entry(id, classify.Categories()[id%8], fmt.Sprintf("acct-%d", id%5000), int(id))
+		e.Failures[0].Error = "HTTP 503 Service Unavailable from billing"
+		require.NoError(b, s.Add(e))
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := s.Query(Query{Text: "no such text", Limit: 50}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	id := uint64(n)
+	e := entry(1, classify.Transient, "acct-1", 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		id++
+		e.ID, e.DeadAt = id, at(int(id))
+		if err := s.Add(e); err != nil {
+			b.Fatal(err)
+		}
+		s.Evict(n)
+	}
+	close(stop)
+	wg.Wait()
 }

@@ -20,5 +20,10 @@
 //
 // Every Store method is safe for concurrent use: reads share a
 // sync.RWMutex, writes hold it exclusively; Len, Count, Counts, QueueLen and
-// QueueCounts read counts the writes keep, without the lock.
+// QueueCounts read counts the writes keep, without the lock. A text search
+// (Query.Text, in Query and CountQuery), which reads every entry the other
+// filters leave, lets go of the lock between chunks of entries, so that a
+// dead-lettering never waits for a whole walk: it reports the entries
+// there when it started, each once, in order, less those removed before
+// it reached them.
 package dlqstore

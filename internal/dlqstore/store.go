@@ -90,6 +90,13 @@ type Store[M any] struct {
 	// textIn, if set (SearchMessages), reports whether a Query.Text
 	// needle (lower-cased) occurs in an entry's message.
 	textIn func(m *M, needle string) bool
+	// searchChunk, if positive, replaces defaultSearchChunk: how many
+	// entries a text search reads under one hold of the read lock. Tests
+	// set it small.
+	searchChunk int
+	// betweenChunks, if set (tests), is called by a text search between
+	// two chunks, with the lock let go.
+	betweenChunks func()
 
 	mu    sync.RWMutex
 	byID  map[uint64]*record[M]
@@ -124,6 +131,8 @@ type Store[M any] struct {
 	queueLens    sync.Map // string -> *atomic.Int64
 	// nReviewed counts the reviewed entries, kept like n for Reviewed.
 	nReviewed atomic.Int64
+	// reads counts the records walks have read (Reads).
+	reads atomic.Uint64
 }
 
 // New returns an empty Store.
