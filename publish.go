@@ -34,6 +34,11 @@ func (e *Engine) Publish(ctx context.Context, topic string, m Message) ([]ID, er
 	if m.Queue != "" {
 		return nil, invalidf("Publish of a message for queue %q: topics pick the queues", m.Queue)
 	}
+	// Before any capacity check: a caller retries ErrFull, and an invalid
+	// message would never stop being refused.
+	if err := e.validate(&m); err != nil {
+		return nil, err
+	}
 	qs := e.bound(topic)
 	if len(qs) == 0 {
 		e.ctr.unrouted.Add(1)
