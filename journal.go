@@ -303,7 +303,7 @@ func flattenHeaders(h map[string]string) []string {
 // owns r.
 func enqueueRecord(dst *wal.Record, r *rec, id uint64) {
 	*dst = wal.Record{Kind: wal.KindEnqueue, ID: id, Queue: uint32(r.queue), Time: r.enqueuedAt, Attempt: int32(r.attempts())}
-	m := r.message()
+	m := r.sharedMessage()
 	putMessage(dst, &m, r.enqueuedAt) // the TTL counts from enqueuedAt, as r.expiresAt does
 }
 

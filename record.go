@@ -2,6 +2,7 @@ package ringwal
 
 import (
 	"context"
+	"maps"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -176,12 +177,40 @@ func (r *rec) message() Message {
 	return m
 }
 
+// sharedMessage is message sharing the record's Headers, for the engine's
+// own moves of a message (logging it, rebuilding its record), which never
+// write to them.
+func (r *rec) sharedMessage() Message {
+	m := r.message0()
+	if x := r.more; x != nil {
+		m.Headers = x.headers
+	}
+	return m
+}
+
 // messageInto writes the record's Message into m, which must be zero (the
 // hot path fills a Delivery in place rather than copy a Message twice).
+// Headers are a copy: a handler may write to its delivery's, while Get,
+// the console or another queue's copy of a published message reads the
+// record's.
 func (r *rec) messageInto(m *Message) {
+	r.withoutHeadersInto(m)
+	if x := r.more; x != nil {
+		m.Headers = maps.Clone(x.headers)
+	}
+}
+
+// message0 is the record's Message without its Headers.
+func (r *rec) message0() Message {
+	var m Message
+	r.withoutHeadersInto(&m)
+	return m
+}
+
+func (r *rec) withoutHeadersInto(m *Message) {
 	m.Key, m.Payload, m.Priority = r.key, unsafe.Slice(r.payPtr, int(r.payLen)), r.priority()
 	if x := r.more; x != nil {
-		m.DedupID, m.Headers, m.Delay, m.TTL, m.Deadline, m.MaxAttempts = x.dedupID, x.headers, x.delay, x.ttl, x.deadline, x.maxAttempts
+		m.DedupID, m.Delay, m.TTL, m.Deadline, m.MaxAttempts = x.dedupID, x.delay, x.ttl, x.deadline, x.maxAttempts
 		m.Unique = x.unique
 	}
 }
@@ -560,7 +589,7 @@ func (r *rec) keepFor(u *unacked) {
 func (u *unacked) message() Message {
 	r := rec{payPtr: u.payPtr, payLen: u.payLen, key: u.key, more: u.more}
 	r.meta.Store(u.meta & 0xff) // the tier; a put-back message waits on nothing
-	return r.message()
+	return r.sharedMessage()
 }
 
 // expired reports whether the message's TTL has passed at now; the caller

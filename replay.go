@@ -299,7 +299,7 @@ func (rs *replayState) grow(b uint) {
 			from := old.at(uint32(c)<<slabChunkBits | uint32(j))
 			id := from.id.Load()
 			slot, r := rs.add(id)
-			msg := from.message()
+			msg := from.sharedMessage()
 			r.fill(&msg, from.queue, from.enqueuedAt, from.attempts(), from.crashes.Load(), from.hist.Load(), nil)
 			r.at = from.at
 			rs.setState(slot, uint32(st))
