@@ -32,7 +32,14 @@ func TestScheduleRunsAgainAfterARunFailsToLog(t *testing.T) {
 		scheduleFailChild(t, dir)
 		return
 	}
-	runChild(t, "TestScheduleRunsAgainAfterARunFailsToLog", scheduleFailEnv+"="+t.TempDir())
+	dir := t.TempDir()
+	childIDs(t, runChild(t, "TestScheduleRunsAgainAfterARunFailsToLog", scheduleFailEnv+"="+dir)) // logs its REPORT lines
+	e := open(t, dir, ringwal.Options{})
+	var specs []string
+	for _, s := range e.Schedules() {
+		specs = append(specs, s.Name+" "+s.Spec)
+	}
+	assert.Equal(t, []string{"m @every 1m", "new @hourly"}, specs, "what the child's AddSchedule calls said, across a restart")
 }
 
 func scheduleFailChild(t *testing.T, dir string) {
@@ -51,7 +58,7 @@ func scheduleFailChild(t *testing.T, dir string) {
 	in := scheduleInfo(t, e, "m")
 	assert.Zero(t, in.Runs+in.Skipped, "the tick is not handled")
 	assert.NotZero(t, failures.Load(), "the failure is logged")
-	t.Logf("REPORT after the failed run: next %v, last error %q", in.Next, in.LastError)
+	childEmit("REPORT after the failed run: next %v, last error %q", in.Next, in.LastError)
 
 	setLimit(unlimited)
 	fake.Advance(time.Second) // the first retry
@@ -65,6 +72,20 @@ func scheduleFailChild(t *testing.T, dir string) {
 	in = awaitHandled(t, e, "m", 2)
 	assert.EqualValues(t, 2, in.Runs, "and the ticks after it")
 	assert.Equal(t, []string{"tick", "tick"}, drainQueue(t, e, e.TryDequeue))
+
+	// An AddSchedule whose record cannot be written changes nothing, so
+	// that the same call made again once space returns is logged.
+	setLimit(uint64(largestFile(t, dir)))
+	assert.Error(t, e.AddSchedule(ringwal.Schedule{Name: "new", Spec: "@hourly"}))
+	assert.Error(t, e.AddSchedule(ringwal.Schedule{Name: "m", Spec: "@every 2m"}))
+	setLimit(unlimited)
+	got := e.Schedules()
+	require.Len(t, got, 1, "the failed add is not there")
+	assert.Equal(t, "@every 1m", got[0].Spec, "the failed change is not there")
+	fake.Advance(time.Minute)
+	in = awaitHandled(t, e, "m", 3)
+	assert.EqualValues(t, 3, in.Runs, "the schedule the failed change would have replaced still runs")
+	require.NoError(t, e.AddSchedule(ringwal.Schedule{Name: "new", Spec: "@hourly"}))
 }
 
 // countingHandler counts the log records whose message is msg.
