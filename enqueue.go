@@ -83,7 +83,7 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool, tick *schedu
 	if err := e.intake(); err != nil {
 		return 0, err
 	}
-	if e.opts.OnEnqueue != nil {
+	if e.opts.OnEnqueue != nil && tick == nil { // a schedule's run is hooked by its runner (without its lock)
 		m = e.onEnqueue(ctx, m)
 	}
 	if err := e.validate(&m); err != nil {

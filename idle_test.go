@@ -1,181 +1,171 @@
-//go:build unix
-
 package ringwal
 
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"runtime"
-	"runtime/debug"
-	"syscall"
+	"sync"
 	"testing"
 	"time"
-)
 
-// idleChildEnv marks the child process TestIdleCPU runs its measurement in.
-const idleChildEnv = "RINGWAL_IDLE_CPU_CHILD"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
-const (
-	// idleBudget is the most CPU an open engine with no traffic may use
-	// above an empty process, as a fraction of one core.
-	idleBudget = 0.001
-	// idleWindow is how long one measurement lasts: long enough that the
-	// housekeeper's once-a-second maintenance shows, short enough for CI.
-	idleWindow = 2 * time.Second
-	// idleTries: a measurement over budget is repeated, and the smallest
-	// counts. A goroutine that wakes steadily costs the same in every
-	// window, while a one-off (a forced GC, a page fault storm) does not.
-	idleTries = 3
+	"github.com/ringwal/ringwal/clock"
 )
 
 // An engine linked into every replica of a service must cost nothing when
-// nobody uses it: an open, idle engine, memory-only or on disk, after a
-// burst of traffic, uses under idleBudget of a core above an empty
-// process. Process CPU (getrusage, user+sys) is measured in a child
-// process, so that goroutines other tests in this binary left behind do
-// not count.
-func TestIdleCPU(t *testing.T) {
-	if os.Getenv(idleChildEnv) != "" {
-		idleCPUChild(t)
-		return
-	}
-	if testing.Short() {
-		t.Skip("measures idle CPU over about 7 s of wall time")
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^TestIdleCPU$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), idleChildEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	t.Logf("child process:\n%s", out)
-	if err != nil {
-		t.Fatalf("idle CPU child: %v", err)
-	}
-}
-
-func idleCPUChild(t *testing.T) {
-	// An empty Go process's own cost (sysmon, timers of the runtime) is
-	// far below the budget; a window above it was disturbed, try again.
-	base := measureIdle(t, "empty process", func(use float64) bool { return use < idleBudget })
-	t.Run("memory", func(t *testing.T) {
-		e, err := Open("", Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
-		idleAfterTraffic(t, e, base)
-	})
-	t.Run("disk", func(t *testing.T) {
-		e, err := Open(t.TempDir(), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
-		idleAfterTraffic(t, e, base)
-	})
-	// Schedules wait in the housekeeper's wheel, one entry each: none
-	// wakes anything before its tick.
-	t.Run("10000 schedules", func(t *testing.T) {
-		e, err := Open(t.TempDir(), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
-		for i := range 10000 {
-			if err := e.AddSchedule(Schedule{Name: fmt.Sprint("s", i), Spec: "@daily", Message: Message{Payload: []byte("x")}}); err != nil {
-				t.Fatal(err)
+// nobody uses it. Its one timer owner is the housekeeper, which sleeps
+// until its next entry: an open engine, memory-only or on disk, after a
+// burst of traffic, with 10,000 schedules waiting in the wheel, wakes for
+// its own periodic work (the maintenance pass, the lease scan) and for the
+// instants at which something is due, never once per schedule nor on a
+// poll interval. Every wake-up is a timer armed on the engine's clock, so
+// a fake clock that counts them, stepped a tenth of the maintenance period
+// at a time over a minute, counts the wake-ups: a poller at that step or
+// faster would arm about ten times as many. (BenchmarkIdleCPU reports the
+// CPU figure itself; the coarse clock, which reads the wall clock, parks
+// when nobody reads it: TestCoarseClockEngineStampAfterPark.)
+func TestIdleEngineWakesOnlyForDueWork(t *testing.T) {
+	const (
+		window = time.Minute
+		step   = maintenanceEvery / 10
+	)
+	for _, tc := range []struct {
+		name      string
+		disk      bool
+		schedules int
+		spec      string
+		instants  int // distinct instants at which schedules are due in the window
+	}{
+		{name: "memory"},
+		{name: "disk", disk: true},
+		{name: "disk, 10000 daily schedules", disk: true, schedules: 10000, spec: "@daily"},
+		{name: "memory, 3000 schedules due together", schedules: 3000, spec: "*/20 * * * * *", instants: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newWakeClock(time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC))
+			dir := ""
+			if tc.disk {
+				dir = t.TempDir()
 			}
-		}
-		idleAfterTraffic(t, e, base)
-	})
+			e, err := Open(dir, Options{Clock: c})
+			require.NoError(t, err)
+			defer e.Close()
+			for i := range tc.schedules {
+				require.NoError(t, e.AddSchedule(Schedule{Name: fmt.Sprint("s", i), Spec: tc.spec}))
+			}
+			idleTraffic(t, e, c.Fake)
+
+			c.waitAsleep(t)
+			before := c.armed()
+			for at := time.Duration(0); at < window; at += step {
+				c.Advance(step)
+				c.waitAsleep(t)
+			}
+			wakes := c.armed() - before
+			// The maintenance pass once a second, the lease scan once a
+			// LeaseTimeout, each due instant, and a few to spare (a
+			// producer's entry due before the sleep's end wakes it too).
+			// The wheel may wake once more for each, to cascade the coarse
+			// slot that holds it.
+			bound := 2*(int(window/maintenanceEvery)+int(window/defaultLeaseTimeout)+tc.instants) + 8
+			assert.LessOrEqual(t, wakes, bound, "wake-ups over %v of idle time", window)
+			assert.GreaterOrEqual(t, wakes, int(window/maintenanceEvery)/2, "the count sees the maintenance pass")
+			t.Logf("%d wake-ups over %v (bound %d)", wakes, window, bound)
+			if tc.instants > 0 {
+				// Each tick handled (run, or skipped once the tier is full).
+				waitFor(t, "every due tick handled", func() bool {
+					handled := uint64(0)
+					for _, s := range e.Schedules() {
+						handled += s.Runs + s.Skipped
+					}
+					return handled == uint64(tc.schedules*tc.instants)
+				})
+			}
+		})
+	}
 }
 
-// idleAfterTraffic runs a burst of traffic through e, leaving a few
-// messages pending (an idle engine is rarely an empty one), then requires
-// e idle to stay within idleBudget above base (CPU per second).
-func idleAfterTraffic(t *testing.T, e *Engine, base float64) {
+// idleTraffic runs a burst of traffic through e, leaving a few messages
+// pending (an idle engine is rarely an empty one): plain messages, and a
+// delay and a TTL that end during the burst, so that the housekeeper has
+// had work.
+func idleTraffic(t *testing.T, e *Engine, fake *clock.Fake) {
 	ctx := context.Background()
 	payload := make([]byte, 256)
-	for i := 0; i < 5000; i++ {
-		if _, err := e.Enqueue(ctx, Message{Payload: payload, Key: fmt.Sprint("k", i%8)}); err != nil {
-			t.Fatal(err)
-		}
+	for i := 0; i < 2000; i++ {
+		_, err := e.Enqueue(ctx, Message{Payload: payload, Key: fmt.Sprint("k", i%8)})
+		require.NoError(t, err)
 		d, err := e.Dequeue(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Ack(d.Lease); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		require.NoError(t, e.Ack(d.Lease))
 	}
-	// Through the timing wheel too: a delay and a TTL that end during the
-	// burst, so the housekeeper has had work.
-	if _, err := e.Enqueue(ctx, Message{Payload: payload, Delay: 20 * time.Millisecond, TTL: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
+	_, err := e.Enqueue(ctx, Message{Payload: payload, Delay: 20 * time.Millisecond, TTL: time.Minute})
+	require.NoError(t, err)
+	fake.Advance(20 * time.Millisecond)
 	d, err := e.Dequeue(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Ack(d.Lease); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, e.Ack(d.Lease))
 	for i := 0; i < 10; i++ {
-		if _, err := e.Enqueue(ctx, Message{Payload: payload}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := measureIdle(t, "open idle engine", func(use float64) bool { return use-base <= idleBudget })
-	if excess := got - base; excess > idleBudget {
-		t.Errorf("idle engine uses %.3f%% of a core above an empty process (%.3f%% vs %.3f%%), budget %.1f%%",
-			100*excess, 100*got, 100*base, 100*idleBudget)
-	} else {
-		t.Logf("idle engine: %.3f%% of a core above an empty process (budget %.1f%%)", 100*excess, 100*idleBudget)
+		_, err := e.Enqueue(ctx, Message{Payload: payload})
+		require.NoError(t, err)
 	}
 }
 
-// measureIdle returns the process's CPU use, in cores, while nothing runs
-// for idleWindow: the smallest of up to idleTries windows, stopping at the
-// first that is good enough (see idleTries).
-func measureIdle(t *testing.T, what string, enough func(use float64) bool) float64 {
-	best := -1.0
-	for try := 0; try < idleTries; try++ {
-		settle()
-		c0, w0 := processCPU(t), time.Now()
-		time.Sleep(idleWindow)
-		c1, w1 := processCPU(t), time.Now()
-		use := float64(c1-c0) / float64(w1.Sub(w0))
-		t.Logf("%s: %v CPU in %v: %.4f%% of a core", what, c1-c0, w1.Sub(w0).Round(time.Millisecond), 100*use)
-		if best < 0 || use < best {
-			best = use
-		}
-		if enough(best) {
-			break
-		}
-	}
-	return best
+// wakeClock is a fake clock that counts the timers armed on it (created
+// or reset): the housekeeper arms one each time it goes to sleep with an
+// entry ahead, so the count is its wake-ups.
+type wakeClock struct {
+	*clock.Fake
+	mu       sync.Mutex
+	arms     int
+	deadline time.Time // of the timer armed last; zero once stopped
 }
 
-// settle lets what the traffic left behind finish before a measurement:
-// a collection, and the memory it frees returned to the OS now, so that
-// the runtime's background scavenger (paced at about 1% of a core) does
-// not run during the window; then a moment for the engine's goroutines to
-// go quiet (the coarse clock parks within 32 ms of its last read).
-func settle() {
-	runtime.GC()
-	debug.FreeOSMemory()
-	time.Sleep(200 * time.Millisecond)
+func newWakeClock(start time.Time) *wakeClock { return &wakeClock{Fake: clock.NewFake(start)} }
+
+func (c *wakeClock) NewTimer(d time.Duration) clock.Timer {
+	c.arm(d)
+	return &wakeTimer{c: c, Timer: c.Fake.NewTimer(d)}
 }
 
-// processCPU is the user plus system CPU time this process has used.
-func processCPU(t *testing.T) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+func (c *wakeClock) arm(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.arms++
+	c.deadline = c.Fake.Now().Add(d)
+}
+
+func (c *wakeClock) armed() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.arms
+}
+
+// waitAsleep waits (real time, polling) until the housekeeper sleeps on
+// a timer for a time still ahead: whatever the last step made due is
+// handled.
+func (c *wakeClock) waitAsleep(t *testing.T) {
+	waitFor(t, "the housekeeper to sleep", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.deadline.After(c.Fake.Now())
+	})
+}
+
+type wakeTimer struct {
+	c *wakeClock
+	clock.Timer
+}
+
+func (t *wakeTimer) Reset(d time.Duration) bool {
+	t.c.arm(d)
+	return t.Timer.Reset(d)
+}
+
+func (t *wakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	t.c.deadline = time.Time{}
+	t.c.mu.Unlock()
+	return t.Timer.Stop()
 }

@@ -43,21 +43,35 @@ func scheduleRecord(s *schedule, now int64) (wal.Record, error) {
 	return wal.Record{Kind: wal.KindSchedule, Key: s.s.Name, Time: now, Text: string(b)}, nil
 }
 
-// logSchedule appends s's record and waits until it is as durable as the
-// mode promises (a memory-only engine logs nothing).
-func (e *Engine) logSchedule(s *schedule) error {
+// logSchedule appends s's record without waiting for it, and returns
+// what to wait for (a memory-only engine logs nothing). s.mu held.
+func (e *Engine) logSchedule(s *schedule) (logged, error) {
 	if e.log == nil {
-		return nil
+		return logged{}, nil
 	}
 	if err := e.log.RequireFormat(2); err != nil {
-		return fmt.Errorf("ringwal: schedule %q: %w", s.s.Name, mapWALError(err))
+		return logged{}, fmt.Errorf("ringwal: schedule %q: %w", s.s.Name, mapWALError(err))
 	}
 	rec, err := scheduleRecord(s, e.preciseNow())
 	if err != nil {
+		return logged{}, err
+	}
+	lg, err := e.logRecord(&rec, true)
+	if err != nil {
+		return logged{}, fmt.Errorf("ringwal: schedule %q: %w", s.s.Name, err)
+	}
+	return lg, nil
+}
+
+// appendSchedule is logSchedule, then waits until the record is as
+// durable as the mode promises. s.mu held.
+func (e *Engine) appendSchedule(s *schedule) error {
+	lg, err := e.logSchedule(s)
+	if err != nil {
 		return err
 	}
-	if err := e.log.Append(&rec); err != nil {
-		return fmt.Errorf("ringwal: schedule %q: %w", s.s.Name, mapWALError(err))
+	if err := lg.wait(); err != nil {
+		return fmt.Errorf("ringwal: schedule %q: %w", s.s.Name, err)
 	}
 	return nil
 }
@@ -99,14 +113,21 @@ func (e *Engine) logSkip(name string, tick int64, n uint64) error {
 }
 
 // applySchedule replays a schedule's record: it replaces any of its name.
-// A spec this machine cannot parse (a zone it lacks) keeps the schedule,
-// which never ticks and says why.
+// Every field is checked as AddSchedule checks it (checkSchedule; the
+// message's payload against no MaxPayload, an option that may have
+// changed since), and the state's instants are the engine's (after 1970):
+// a bad one is ErrCorrupt naming the record. A spec this machine cannot
+// use (a zone it lacks, an @every period an older build allowed) keeps
+// the schedule, which never ticks and says why.
 func (e *Engine) applySchedule(rs *replayState, r *wal.Record) {
+	corrupt := func(format string, args ...any) {
+		if rs.err == nil {
+			rs.err = fmt.Errorf("%w: schedule record %q: %s", wal.ErrCorrupt, r.Key, fmt.Sprintf(format, args...))
+		}
+	}
 	var j scheduleJSON
 	if err := json.Unmarshal([]byte(r.Text), &j); err != nil {
-		if rs.err == nil {
-			rs.err = fmt.Errorf("%w: schedule %q: %v", wal.ErrCorrupt, r.Key, err)
-		}
+		corrupt("%v", err)
 		return
 	}
 	s := &schedule{
@@ -114,15 +135,31 @@ func (e *Engine) applySchedule(rs *replayState, r *wal.Record) {
 			MaxCatchUp: j.MaxCatchUp, Jitter: j.Jitter, Paused: j.Paused},
 		anchor: j.Anchor, from: j.From, last: j.Last, lastID: j.LastID, runs: j.Runs, skipped: j.Skipped, lastErr: j.LastError,
 	}
-	sp, err := parseSpec(j.Spec)
-	if err != nil {
+	sp, err := checkSchedule(&s.s, e.validReplayedMessage)
+	switch {
+	case err != nil && !refusedHere(err):
+		corrupt("%v", err)
+		return
+	case j.Anchor < 0 || j.From < 0 || j.Last < 0:
+		corrupt("anchor %d, from %d, last %d: an instant before 1970", j.Anchor, j.From, j.Last)
+		return
+	case err != nil:
 		s.broken, s.lastErr = true, err.Error()
+		e.opts.Logger.Warn("ringwal: schedule kept but never ticks", "schedule", r.Key, "err", err)
 	}
 	s.sp = sp
 	if old := e.scheds.lookup(r.Key); old != nil {
 		old.removed = true
 	}
 	e.scheds.put(s)
+}
+
+// validReplayedMessage is validate for a schedule's message read back
+// from the log: its payload may exceed today's MaxPayload.
+func (e *Engine) validReplayedMessage(m *Message) error {
+	c := *m
+	c.Payload = nil
+	return e.validate(&c)
 }
 
 func (e *Engine) applyScheduleRemove(r *wal.Record) {
@@ -136,7 +173,22 @@ func (e *Engine) applyScheduleRemove(r *wal.Record) {
 // record would, and the schedule's state. A tick of a schedule removed
 // since (or replaced: the record of a newer one follows) changes no
 // schedule.
+//
+// Replay may apply a tick's record on top of a snapshot that already
+// counts it (the record came after the snapshot's cut, but before the
+// snapshot read the schedule): it then changes nothing. A schedule's
+// runs and skips are handled in order (under its lock), so their records
+// come in order of ID (each run's message) and of tick (each skip's
+// latest tick): one the state already holds has an ID at most its last
+// run's, or a tick at most its last tick. Applying a record twice thus
+// counts it once.
 func (e *Engine) applyScheduleTick(rs *replayState, r *wal.Record) {
+	if r.ID == 0 && r.Attempt < 0 {
+		if rs.err == nil {
+			rs.err = fmt.Errorf("%w: schedule record %q: a tick record of %d skipped ticks", wal.ErrCorrupt, r.Text, r.Attempt)
+		}
+		return
+	}
 	if r.ID != 0 {
 		one := *r
 		one.Kind, one.Text, one.Until = wal.KindEnqueue, "", 0
@@ -146,10 +198,11 @@ func (e *Engine) applyScheduleTick(rs *replayState, r *wal.Record) {
 	if s == nil {
 		return
 	}
-	if r.ID != 0 {
+	switch {
+	case r.ID != 0 && r.ID > s.lastID:
 		s.noteRun(r.Until, r.ID)
-	} else {
-		s.noteSkip(r.Until, uint64(max(r.Attempt, 0)), "")
+	case r.ID == 0 && r.Until > s.last:
+		s.noteSkip(r.Until, uint64(r.Attempt), "")
 	}
 }
 

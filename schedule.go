@@ -6,9 +6,11 @@ import (
 	"reflect"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ringwal/ringwal/sched"
+	"github.com/ringwal/ringwal/wal"
 )
 
 // This file owns schedules: what a schedule is, the registry and the
@@ -51,13 +53,18 @@ type Schedule struct {
 	Name string
 	// Spec is when it ticks: cron fields (5, or 6 with seconds first),
 	// a descriptor (@yearly, @monthly, @weekly, @daily, @hourly), or
-	// @every with a Go duration (@every 90s). Calendar specs read the
-	// wall clock of UTC, or of the zone a CRON_TZ=Area/City prefix names;
-	// across a DST change a wall-clock time the clock repeats runs once
-	// (the first time), and those it skips run once, when the gap ends.
-	// @every ticks count from when the schedule was added. Zones come
-	// from the system's zone database; a program for a machine without
-	// one imports time/tzdata.
+	// @every with a Go duration from 1s to 87600h, ten years (@every
+	// 90s). Calendar specs read the wall clock of UTC, or of the zone a
+	// CRON_TZ=Area/City prefix names; across a DST change a wall-clock
+	// time the clock repeats runs once (the first time), and those it
+	// skips run once, when the gap ends.
+	// @every ticks count from when the schedule was added. Ticks end at
+	// the last instant the engine represents (2262-04-11T23:47:16Z). Zones
+	// come from the system's zone database; a program for a machine
+	// without one imports time/tzdata. A schedule read back from the log
+	// whose spec this machine cannot use (a zone it lacks, an @every
+	// period an older build allowed) is kept but never ticks; LastError
+	// says why, and adding it again with a valid spec mends it.
 	Spec string
 	// Message is enqueued at each tick, with two headers more: the
 	// schedule's name (ScheduleHeader) and the tick (TickHeader). Its
@@ -82,12 +89,15 @@ type Schedule struct {
 type ScheduleInfo struct {
 	Schedule
 	// Next is the next tick (zero while paused, or when the spec never
-	// fires again); Last the last tick run or skipped (zero: none yet).
+	// fires again); in the past, it is a tick whose run could not be
+	// logged (LastError says why), tried again within a minute. Last is
+	// the last tick run or skipped (zero: none yet).
 	Next, Last time.Time
 	// LastID is the last run's message (0: none yet).
 	LastID ID
 	// Runs counts the runs (ticks, catch-ups and TriggerSchedule's);
-	// Skipped the ticks not run (Overlap, CatchUp, or a full queue).
+	// Skipped the ticks not run (Overlap, CatchUp, a full queue, a
+	// duplicate, or a run the engine refuses as invalid).
 	Runs, Skipped uint64
 	// LastError is why the last tick did not run, "" after a run.
 	LastError string
@@ -119,6 +129,9 @@ type schedule struct {
 	// broken: its spec does not parse here (a zone this machine lacks):
 	// it never ticks, LastError says why.
 	broken bool
+	// fails counts the runs in a row that could not be logged: the next
+	// try waits retryDelay(fails).
+	fails uint32
 }
 
 // scheduleTable holds the schedules by name and by id.
@@ -182,18 +195,14 @@ func (t *scheduleTable) remove(s *schedule) {
 	delete(t.byID, s.id)
 }
 
-// validSchedule checks s as AddSchedule does and returns its parsed spec.
-func (e *Engine) validSchedule(s *Schedule) (spec, error) {
-	if err := e.validScheduleName(s.Name); err != nil {
+// checkSchedule checks s as AddSchedule does, its message with
+// checkMessage, and returns its parsed spec: the one home of these
+// checks, which replay runs on every schedule record too
+// (applySchedule). The spec comes last, so that a spec refused only here
+// (refusedHere) means every other field is good.
+func checkSchedule(s *Schedule, checkMessage func(*Message) error) (spec, error) {
+	if err := validQueueName(s.Name); err != nil {
 		return spec{}, invalidf("schedule name: %v", err)
-	}
-	sp, err := parseSpec(s.Spec)
-	if err != nil {
-		return spec{}, err
-	}
-	now := time.Unix(0, e.preciseNow())
-	if sp.next(now, now).IsZero() {
-		return spec{}, invalidf("schedule %q: spec %q never fires", s.Name, s.Spec)
 	}
 	switch {
 	case s.Overlap > OverlapSkip:
@@ -206,8 +215,24 @@ func (e *Engine) validSchedule(s *Schedule) (spec, error) {
 		return spec{}, invalidf("schedule %q: Jitter %v is negative", s.Name, s.Jitter)
 	}
 	m := s.Message
-	if err := e.validate(&m); err != nil {
+	if err := checkMessage(&m); err != nil {
 		return spec{}, invalidf("schedule %q: message: %v", s.Name, err)
+	}
+	return parseSpec(s.Spec)
+}
+
+// validSchedule checks s as AddSchedule does and returns its parsed spec.
+func (e *Engine) validSchedule(s *Schedule) (spec, error) {
+	if err := e.validScheduleName(s.Name); err != nil {
+		return spec{}, invalidf("schedule name: %v", err)
+	}
+	sp, err := checkSchedule(s, e.validate)
+	if err != nil {
+		return spec{}, err
+	}
+	now := e.preciseNow()
+	if _, ok := sp.next(now, now); !ok {
+		return spec{}, invalidf("schedule %q: spec %q never fires", s.Name, s.Spec)
 	}
 	return sp, nil
 }
@@ -218,8 +243,9 @@ func (e *Engine) validSchedule(s *Schedule) (spec, error) {
 // nothing: services may add their schedules at every start, and missed
 // ticks still catch up. A changed schedule keeps its counts and last run;
 // its ticks count from now. A bad name, spec (see Schedule.Spec; a spec
-// that never fires or a period that is not positive) or message is
-// ErrInvalid. Safe for concurrent use.
+// that never fires or an @every period outside 1s to 87600h) or message
+// is ErrInvalid. If the log fails, the error says so and the schedule is
+// as it was. Safe for concurrent use.
 func (e *Engine) AddSchedule(s Schedule) error {
 	if err := e.usable(); err != nil {
 		return err
@@ -234,26 +260,101 @@ func (e *Engine) AddSchedule(s Schedule) error {
 	defer t.change.Unlock()
 	now := e.preciseNow()
 	ns := &schedule{s: s, sp: sp, anchor: now, from: now}
-	if old := t.lookup(s.Name); old != nil {
+	old := t.lookup(s.Name)
+	if old != nil {
 		// Held until old is marked removed: a run of old under way logs
 		// its tick before ns's record, and none starts after.
 		old.mu.Lock()
-		defer old.mu.Unlock()
 		if reflect.DeepEqual(old.s, s) {
+			old.mu.Unlock()
 			return nil
 		}
 		ns.last, ns.lastID, ns.runs, ns.skipped, ns.lastErr = old.last, old.lastID, old.runs, old.skipped, old.lastErr
-		if err := e.logSchedule(ns); err != nil {
-			return err
+		if old.broken {
+			ns.lastErr = "" // its spec is mended
 		}
-		old.removed = true
-		old.gen++
-	} else if err := e.logSchedule(ns); err != nil {
+	}
+	// Log, then make visible, then wait. ns is listed before its record
+	// is appended, and held (its state is read under ns.mu) until the
+	// record has its place: a snapshot that lists ns reads it with its
+	// record before the snapshot's cut, or after it (replayed on top); one
+	// that does not list it was listing before ns was, after its cut was
+	// taken, so the record comes after the cut.
+	ns.mu.Lock()
+	t.put(ns)
+	lg, err := e.logSchedule(ns)
+	if err != nil {
+		ns.removed = true // a reader that listed it skips it
+		t.remove(ns)
+		if old != nil {
+			t.put(old) // under a new timer id: armed again
+			old.gen++
+			e.armLocked(old, now)
+			old.mu.Unlock()
+		}
+		ns.mu.Unlock()
 		return err
 	}
-	t.put(ns)
+	if old != nil {
+		old.removed = true
+		old.gen++
+		old.mu.Unlock()
+	}
+	ns.mu.Unlock()
+	if h := scheduleLogged.Load(); h != nil {
+		(*h)(e)
+	}
+	if err := lg.wait(); err != nil {
+		e.undoAdd(ns, old)
+		return fmt.Errorf("ringwal: schedule %q: %w", s.Name, err)
+	}
 	e.arm(ns, now)
 	return nil
+}
+
+// scheduleLogged, when set (tests only), is called by AddSchedule once
+// its record has its place in the log and the schedule is visible,
+// before it waits for the record.
+var scheduleLogged atomic.Pointer[func(*Engine)]
+
+// undoAdd takes back an AddSchedule whose record the log failed to
+// write: the schedule it replaced comes back (with the counts, should a
+// trigger have run meanwhile), or none. That is logged too (without
+// waiting, best effort), so that a snapshot taken meanwhile, which may
+// hold ns, is followed by what is true. t.change held; ns was never armed.
+func (e *Engine) undoAdd(ns, old *schedule) {
+	t := &e.scheds
+	now := e.preciseNow()
+	ns.mu.Lock()
+	ns.removed = true
+	ns.gen++
+	var rec wal.Record
+	var err error
+	if old != nil {
+		old.mu.Lock()
+		old.last, old.lastID, old.runs, old.skipped = ns.last, ns.lastID, ns.runs, ns.skipped
+		if !old.broken {
+			old.lastErr = ns.lastErr
+		}
+		old.removed = false
+		old.gen++
+		t.put(old)
+		rec, err = scheduleRecord(old, now)
+		old.mu.Unlock()
+	} else {
+		t.remove(ns)
+		rec = wal.Record{Kind: wal.KindScheduleRemove, Key: ns.s.Name, Time: now}
+	}
+	ns.mu.Unlock()
+	if err == nil {
+		_, err = e.logRecord(&rec, false)
+	}
+	if err != nil {
+		e.opts.Logger.Error("ringwal: could not log a schedule put back after its change failed", "schedule", ns.s.Name, "err", err)
+	}
+	if old != nil {
+		e.arm(old, now)
+	}
 }
 
 // RemoveSchedule removes the named schedule (logged). A run already under
@@ -311,7 +412,7 @@ func (e *Engine) setPausedLocked(s *schedule, paused bool) error {
 	if !paused {
 		s.from = max(s.from, now)
 	}
-	if err := e.logSchedule(s); err != nil {
+	if err := e.appendSchedule(s); err != nil {
 		s.s.Paused, s.from = was, wasFrom
 		return err
 	}
@@ -363,16 +464,20 @@ func (e *Engine) armLocked(s *schedule, now int64) {
 		s.next = 0
 		return
 	}
-	base := max(s.last, s.from)
-	next := s.sp.next(time.Unix(0, base), time.Unix(0, s.anchor))
-	if next.IsZero() {
+	next, ok := s.sp.next(max(s.last, s.from), s.anchor)
+	if !ok {
 		s.next = 0
 		return
 	}
-	s.next = next.UnixNano()
-	at := s.next
+	s.next = next
+	at := next
 	if j := s.s.Jitter; j > 0 {
 		at = addSat(at, e.jitter(j))
+	}
+	if s.fails > 0 {
+		// Its last run could not be logged: the tick is tried again in a
+		// while, not at once.
+		at = max(at, addSat(now, int64(retryDelay(s.fails))))
 	}
 	if e.hk != nil {
 		e.hk.schedule(at, sched.Entry{Kind: timerSchedule, ID: s.id, Gen: s.gen})

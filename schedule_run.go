@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -32,11 +33,34 @@ type scheduleRunner struct {
 	wg      sync.WaitGroup
 }
 
-// catchUpScan bounds how many missed ticks are enumerated one by one
-// (about a second of work). An @every spec further behind counts the
-// older ticks by arithmetic; a calendar spec starts again a day before
-// now, and the ticks between its scan's end and that day go uncounted.
+// catchUpScan bounds how many missed ticks of a calendar spec are
+// enumerated one by one (about a second of work): further behind, its
+// scan starts again a day before now, and the ticks between the scan's
+// end and that day go uncounted. An @every spec counts any number of
+// missed ticks by arithmetic.
 const catchUpScan = 1 << 22
+
+// maxRunsAtOnce bounds the ticks one timer fire runs (CatchUpAll with a
+// MaxCatchUp above it): the older ones are counted in Skipped.
+const maxRunsAtOnce = catchUpScan / 2
+
+// A run that failed (the log refused its record) is tried again after
+// retryMin, doubling with each failure in a row up to retryMax: the log
+// may take writes again (space returns), and a schedule must not stop for
+// good, nor spin, while it does not.
+const (
+	retryMin = time.Second
+	retryMax = time.Minute
+)
+
+// retryDelay is how long after its fails-th failure in a row a schedule's
+// run is tried again.
+func retryDelay(fails uint32) time.Duration {
+	if fails > 7 {
+		return retryMax
+	}
+	return min(retryMin<<max(fails, 1)>>1, retryMax)
+}
 
 // scheduleDue hands a fired timer entry to the runner, starting it if it
 // is not running. It runs on the timer goroutine.
@@ -83,7 +107,8 @@ func (e *Engine) runSchedules() {
 func (e *Engine) stopSchedules() { e.scheds.run.wg.Wait() }
 
 // runDue handles the ticks of a schedule whose timer fired: those due by
-// now, as its CatchUp and Overlap say, then arms the timer for the next.
+// now, as its CatchUp and Overlap say, then arms the timer for the next
+// (or, when a run could not be logged, for another try).
 func (e *Engine) runDue(en sched.Entry) {
 	s := e.scheds.byTimer(en.ID)
 	if s == nil {
@@ -91,99 +116,178 @@ func (e *Engine) runDue(en sched.Entry) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.removed || s.gen != en.Gen || s.next == 0 || s.s.Paused {
+	if !s.current(en.Gen) {
 		return
 	}
 	now := e.preciseNow()
-	ticks, missed := s.dueTicks(now)
+	ticks, missed, prev := s.dueTicks(now, s.catchUpLimit())
 	if len(ticks) == 0 {
 		e.armLocked(s, now)
 		return
 	}
-	latest := ticks[len(ticks)-1]
-	var run []int64
+	run, skipTo := ticks, prev
 	switch s.s.CatchUp {
 	case CatchUpSkip:
 		// Ticks due before this Open passed while the engine was closed.
-		if latest >= e.openedAt {
-			run = ticks[len(ticks)-1:]
+		if latest := ticks[len(ticks)-1]; latest < e.openedAt {
+			run, skipTo = nil, latest
+			missed += uint64(len(ticks))
 		}
 	case CatchUpOne:
-		run = ticks[len(ticks)-1:] // one for all: the others are not skipped
-		ticks, missed = run, 0
-	case CatchUpAll:
-		limit := s.s.MaxCatchUp
-		if limit == 0 {
-			limit = defaultMaxCatchUp
-		}
-		run = ticks[max(0, len(ticks)-limit):]
+		missed = 0 // one run for all: the others are not skipped
 	}
-	missed += uint64(len(ticks) - len(run))
-	if missed > 0 {
-		skipTo := latest
-		if len(run) > 0 {
-			skipTo = ticks[len(ticks)-len(run)-1]
+	var msgs []Message
+	if e.opts.OnEnqueue != nil && len(run) > 0 {
+		// The hook may call the schedule verbs, which take s.mu: it runs
+		// without it (on copies of the runs' messages), and the runs go
+		// ahead only if the schedule did not change meanwhile (its new
+		// timer entry then handles its ticks).
+		msgs = make([]Message, len(run))
+		for i, tick := range run {
+			msgs[i] = s.runMessage(tick)
 		}
-		if err := e.skipTicks(s, skipTo, missed, ""); err != nil {
-			e.scheduleFailed(s, err)
+		s.mu.Unlock()
+		for i := range msgs {
+			msgs[i] = e.onEnqueue(context.Background(), msgs[i])
+		}
+		s.mu.Lock()
+		if !s.current(en.Gen) {
 			return
 		}
 	}
-	for _, tick := range run {
-		if s.s.Overlap == OverlapSkip && e.runLive(s.lastID) {
-			if err := e.skipTicks(s, tick, 1, "the previous run is still live"); err != nil {
-				e.scheduleFailed(s, err)
-				return
-			}
-			continue
-		}
-		if _, err := e.runSchedule(s, tick); err != nil {
-			if !errors.Is(err, ErrFull) && !errors.Is(err, ErrDuplicate) {
-				e.scheduleFailed(s, err)
-				return // not handled: due again after a restart
-			}
-			if err := e.skipTicks(s, tick, 1, err.Error()); err != nil {
-				e.scheduleFailed(s, err)
-				return
-			}
-		}
+	if err := e.handleTicks(s, run, msgs, missed, skipTo); err != nil {
+		// Not handled: the tick stays due, tried again in a while (and
+		// at the next Open, as CatchUp says, should the log not recover).
+		s.fails++
+		e.scheduleFailed(s, err)
+	} else {
+		s.fails = 0
 	}
 	e.armLocked(s, now)
 }
 
+// current reports whether s is still the schedule a timer entry of
+// generation gen is for, ticking. s.mu held.
+func (s *schedule) current(gen uint32) bool {
+	return !s.removed && s.gen == gen && s.next != 0 && !s.s.Paused
+}
+
+// catchUpLimit is how many of the due ticks one fire may run.
+func (s *schedule) catchUpLimit() int {
+	if s.s.CatchUp != CatchUpAll {
+		return 1
+	}
+	if s.s.MaxCatchUp == 0 {
+		return defaultMaxCatchUp
+	}
+	return s.s.MaxCatchUp
+}
+
+// handleTicks logs missed ticks skipped (the latest at skipTo), then
+// runs the ticks of run (msgs: their messages, the OnEnqueue hook
+// applied; nil: none set), as Overlap says. A run refused for good (a
+// full queue, a duplicate, a message the engine refuses) is skipped with
+// its reason; any other failure (the log's) returns, the tick unhandled.
+// s.mu held.
+func (e *Engine) handleTicks(s *schedule, run []int64, msgs []Message, missed uint64, skipTo int64) error {
+	if missed > 0 {
+		if err := e.skipTicks(s, skipTo, missed, ""); err != nil {
+			return err
+		}
+	}
+	for i, tick := range run {
+		if s.s.Overlap == OverlapSkip && e.runLive(s.lastID) {
+			if err := e.skipTicks(s, tick, 1, "the previous run is still live"); err != nil {
+				return err
+			}
+			continue
+		}
+		var m Message
+		if msgs != nil {
+			m = msgs[i]
+		} else {
+			m = s.runMessage(tick)
+		}
+		if _, err := e.runSchedule(s, tick, m); err != nil {
+			if !errors.Is(err, ErrFull) && !errors.Is(err, ErrDuplicate) && !errors.Is(err, ErrInvalid) {
+				return err
+			}
+			if err := e.skipTicks(s, tick, 1, err.Error()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // scheduleFailed notes a tick that could not be handled (the log failed,
-// the engine is closing): it stays due, for the next Open to catch up.
+// the engine is closing): it stays due, tried again by the next timer
+// (see retryDelay) or the next Open.
 func (e *Engine) scheduleFailed(s *schedule, err error) {
 	s.lastErr = err.Error()
 	if e.intake() == nil {
-		e.opts.Logger.Error("ringwal: schedule tick not handled", "schedule", s.s.Name, "err", err)
+		e.opts.Logger.Error("ringwal: schedule tick not handled", "schedule", s.s.Name, "err", err,
+			"failures", s.fails, "retry_in", retryDelay(s.fails))
 	}
 }
 
-// dueTicks returns the ticks due by now from s.next on, the latest
-// catchUpScan at most (older ones are counted in missed). s.mu held.
-func (s *schedule) dueTicks(now int64) (ticks []int64, missed uint64) {
-	anchor := time.Unix(0, s.anchor)
-	t := time.Unix(0, s.next)
-	if s.sp.every > 0 && now-s.next > int64(catchUpScan)*int64(s.sp.every) {
-		// Far behind: count the ticks before the last stretch at once.
-		n := uint64((now - s.next) / int64(s.sp.every))
-		keep := uint64(catchUpScan / 2)
-		missed = n - keep
-		t = t.Add(time.Duration(missed) * s.sp.every)
+// dueTicks returns the ticks due by now from s.next on, the latest limit
+// of them at most (at least one; at most maxRunsAtOnce), in order; missed
+// counts the older ones, and prev is the latest of those (when missed >
+// 0). No arithmetic here overflows, whatever the period, anchor and now.
+// s.mu held.
+func (s *schedule) dueTicks(now int64, limit int) (ticks []int64, missed uint64, prev int64) {
+	if s.next > now {
+		return nil, 0, 0
 	}
-	for n := 0; !t.IsZero() && t.UnixNano() <= now; n++ {
-		if n == catchUpScan {
-			// A calendar spec far behind: the rest counts from a day ago.
-			missed += uint64(len(ticks))
-			ticks = ticks[:0]
-			t = s.sp.next(time.Unix(0, now).Add(-24*time.Hour), anchor)
+	limit = max(1, min(limit, maxRunsAtOnce))
+	if every := uint64(s.sp.every); every > 0 {
+		// The ticks s.next + i*every for i in [0, n]; the latest limit
+		// of them run (uint64: the differences always fit).
+		n := (uint64(now) - uint64(s.next)) / every
+		kept := min(n, uint64(limit-1)) // after the first kept one
+		missed = n - kept
+		first := uint64(s.next) + missed*every // at most now: no wrap
+		ticks = make([]int64, kept+1)
+		for i := range ticks {
+			ticks[i] = int64(first + uint64(i)*every)
+		}
+		if missed > 0 {
+			prev = int64(first - every)
+		}
+		return ticks, missed, prev
+	}
+	// A calendar spec: enumerated, keeping the latest limit (compacted
+	// when twice that many are held).
+	keep := func(n int) {
+		if drop := len(ticks) - n; drop > 0 {
+			missed += uint64(drop)
+			prev = ticks[drop-1]
+			ticks = append(ticks[:0], ticks[drop:]...)
+		}
+	}
+	t, ok := s.next, true
+	for i := 0; ok && t <= now; i++ {
+		if i == catchUpScan {
+			// Far behind: the rest counts from a day ago (or from the
+			// last tick scanned, if that is later).
+			keep(0)
+			from := now - int64(24*time.Hour)
+			if from > now {
+				from = math.MinInt64 // wrapped
+			}
+			from = max(from, prev)
+			t, ok = s.sp.next(from, s.anchor)
 			continue
 		}
-		ticks = append(ticks, t.UnixNano())
-		t = s.sp.next(t, anchor)
+		if len(ticks) == 2*limit {
+			keep(limit)
+		}
+		ticks = append(ticks, t)
+		t, ok = s.sp.next(t, s.anchor)
 	}
-	return ticks, missed
+	keep(limit)
+	return ticks, missed, prev
 }
 
 // runLive reports whether the message id is still live (Pending,
@@ -205,13 +309,11 @@ const (
 	TickHeader = "ringwal-tick"
 )
 
-// runSchedule enqueues s's message as the run of tick (0: a run
-// TriggerSchedule asked for), without waiting for room: a full queue
-// refuses it. s.mu held.
-func (e *Engine) runSchedule(s *schedule, tick int64) (ID, error) {
+// runMessage is s's message as its run of tick (0: a run
+// TriggerSchedule asked for) carries it: with its own headers (a handler
+// may change its copy), the schedule's name and the tick. s.mu held.
+func (s *schedule) runMessage(tick int64) Message {
 	m := s.s.Message
-	// Each run's own headers (a handler may change its copy): the
-	// schedule's, its name and its tick.
 	h := make(map[string]string, len(m.Headers)+2)
 	for k, v := range m.Headers {
 		h[k] = v
@@ -221,6 +323,13 @@ func (e *Engine) runSchedule(s *schedule, tick int64) (ID, error) {
 		h[TickHeader] = time.Unix(0, tick).UTC().Format(time.RFC3339Nano)
 	}
 	m.Headers = h
+	return m
+}
+
+// runSchedule enqueues m (s.runMessage(tick), the OnEnqueue hook applied
+// if there is one) as s's run of tick, without waiting for room: a full
+// queue refuses it. s.mu held.
+func (e *Engine) runSchedule(s *schedule, tick int64, m Message) (ID, error) {
 	id, err := e.enqueue(context.Background(), m, false, &scheduleTick{name: s.s.Name, at: tick})
 	if err != nil {
 		return 0, fmt.Errorf("schedule %q: %w", s.s.Name, err)
@@ -273,7 +382,17 @@ func (e *Engine) TriggerSchedule(name string) (ID, error) {
 	if s.removed {
 		return 0, notFoundSchedule(name)
 	}
-	return e.runSchedule(s, 0)
+	m := s.runMessage(0)
+	if e.opts.OnEnqueue != nil {
+		// Without s.mu, which the hook's schedule verbs would take.
+		s.mu.Unlock()
+		m = e.onEnqueue(context.Background(), m)
+		s.mu.Lock()
+		if s.removed {
+			return 0, notFoundSchedule(name)
+		}
+	}
+	return e.runSchedule(s, 0, m)
 }
 
 // armSchedules sets every schedule's timer after replay: a tick that

@@ -1,6 +1,8 @@
 package ringwal
 
 import (
+	"errors"
+	"math"
 	"strings"
 	"time"
 
@@ -26,6 +28,17 @@ import (
 // specParser accepts 5 fields, or 6 with seconds first, and descriptors.
 var specParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
+// The bounds of an @every period. Below a second (cron's own resolution)
+// a schedule's ticks outrun its runs: @every 1ns enumerates millions of
+// ticks per run, and with CatchUpAll logs a record for each. Above ten
+// years a period is no longer a schedule, and one past about 292 years
+// cannot be added to now at all: the instants the engine keeps (int64 Unix
+// nanoseconds) end in 2262.
+const (
+	minEvery = time.Second
+	maxEvery = 10 * 365 * 24 * time.Hour // 87600h
+)
+
 // spec is a parsed Schedule.Spec.
 type spec struct {
 	every time.Duration      // @every: the period; 0 for a calendar spec
@@ -33,8 +46,23 @@ type spec struct {
 	loc   *time.Location     // the calendar's zone
 }
 
+// specHereError is a spec refused for what this build or machine lacks
+// rather than for its form: a zone the machine's database does not have,
+// an @every period outside the bounds an older build did not have. A
+// schedule replayed with one is kept, broken (it never ticks), not a
+// corrupt log.
+type specHereError struct{ error }
+
+func (e specHereError) Unwrap() error { return e.error }
+
+// refusedHere reports whether err (from parseSpec) is a specHereError.
+func refusedHere(err error) bool {
+	var h specHereError
+	return errors.As(err, &h)
+}
+
 // parseSpec parses s; a malformed spec, an unknown zone or a period that
-// is not positive is ErrInvalid.
+// is not within [minEvery, maxEvery] is ErrInvalid.
 func parseSpec(s string) (spec, error) {
 	s = strings.TrimSpace(s)
 	body, loc := s, time.UTC
@@ -42,7 +70,7 @@ func parseSpec(s string) (spec, error) {
 		zone, after, _ := strings.Cut(rest, " ")
 		l, err := time.LoadLocation(zone)
 		if err != nil {
-			return spec{}, invalidf("schedule spec %q: time zone %q: %v", s, zone, err)
+			return spec{}, specHereError{invalidf("schedule spec %q: time zone %q: %v", s, zone, err)}
 		}
 		loc, body = l, strings.TrimSpace(after)
 	}
@@ -51,8 +79,11 @@ func parseSpec(s string) (spec, error) {
 		if err != nil {
 			return spec{}, invalidf("schedule spec %q: %v", s, err)
 		}
-		if every <= 0 {
+		switch {
+		case every <= 0:
 			return spec{}, invalidf("schedule spec %q: the period must be positive", s)
+		case every < minEvery || every > maxEvery:
+			return spec{}, specHereError{invalidf("schedule spec %q: the period %v is outside %v to %v", s, every, minEvery, maxEvery)}
 		}
 		return spec{every: every, loc: loc}, nil
 	}
@@ -69,17 +100,44 @@ func parseSpec(s string) (spec, error) {
 	return spec{cal: &c, loc: loc}, nil
 }
 
-// next returns the first tick after t, zero if there is none (a calendar
-// spec that never fires: robfig/cron looks five years ahead). anchor is
-// where @every's ticks count from.
-func (sp *spec) next(t time.Time, anchor time.Time) time.Time {
+// next returns the first tick after t (unix ns), and false if there is
+// none the engine can represent: a calendar spec that never fires
+// (robfig/cron looks five years ahead), or a tick past the last instant
+// (2262-04-11). anchor is where @every's ticks count from. It never
+// overflows, whatever t and anchor.
+func (sp *spec) next(t, anchor int64) (int64, bool) {
 	if sp.every > 0 {
-		if t.Before(anchor) {
-			return anchor
-		}
-		n := t.Sub(anchor) / sp.every
-		return anchor.Add((n + 1) * sp.every)
+		return everyNext(t, anchor, int64(sp.every))
 	}
+	at := sp.calendarNext(time.Unix(0, t))
+	if at.IsZero() || at.After(maxInstant) {
+		return 0, false
+	}
+	return at.UnixNano(), true
+}
+
+// everyNext returns the first of the ticks anchor + k*every (k >= 0)
+// after t, and false if it is past the last representable instant. The
+// arithmetic is in uint64, where the difference of two int64s always
+// fits.
+func everyNext(t, anchor, every int64) (int64, bool) {
+	if every <= 0 {
+		return 0, false
+	}
+	if t < anchor {
+		return anchor, true
+	}
+	since := uint64(t) - uint64(anchor)        // t - anchor, exact
+	step := every - int64(since%uint64(every)) // in (0, every]
+	if t > math.MaxInt64-step {
+		return 0, false
+	}
+	return t + step, true
+}
+
+// calendarNext returns the first tick of a calendar spec after t, zero
+// if robfig/cron finds none.
+func (sp *spec) calendarNext(t time.Time) time.Time {
 	local := t.In(sp.loc)
 	w := time.Date(local.Year(), local.Month(), local.Day(), local.Hour(), local.Minute(), local.Second(), local.Nanosecond(), time.UTC)
 	for {
