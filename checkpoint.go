@@ -54,9 +54,6 @@ func (e *Engine) snapshot(emit func(*wal.Record) error) error {
 		}
 		emitted[decls[i].Queue] = true
 	}
-	if err := e.snapshotQueuePauses(now, emit); err != nil {
-		return err
-	}
 	if err := e.emitSchedules(now, emit); err != nil {
 		return err
 	}

@@ -464,26 +464,39 @@ func (e *Engine) declareReplayed(num uint16, name string, o QueueOptions) {
 }
 
 // declarations returns the declaration record of every declared queue,
-// the default queue's if it was declared with options: what a snapshot
-// starts with.
+// the default queue's if it was declared with options, then the pause
+// record of every paused queue: what a snapshot starts with.
+//
+// It lists them holding the queue table's lock, under which every queue
+// verb (DeclareQueue, DeleteQueue, a queue's Pause and Resume) both logs
+// its record and makes its change: the listing is then from before or
+// after each such verb, never between its record and its change. (A
+// checkpoint whose cut covers a record must find the change in its
+// snapshot, or the log truncated below the cut loses it.) Deleted queues
+// are not listed.
 func (e *Engine) declarations(now int64) ([]wal.Record, error) {
+	t := &e.queues
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	var out []wal.Record
 	var err error
 	e.eachQueue(func(q *queue) {
-		if err != nil {
-			return
-		}
-		e.queues.mu.Lock()
-		declared := q.num != 0 || e.queues.q0Declared
-		e.queues.mu.Unlock()
-		if !declared {
+		if err != nil || q.state.Load() == queueDeleted || (q.num == 0 && !t.q0Declared) {
 			return
 		}
 		var rec wal.Record
-		rec, err = q.declaration(now)
+		rec, err = queueRecord(q.num, q.name, q.decl, now)
 		out = append(out, rec)
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	e.eachQueue(func(q *queue) {
+		if until := q.pausedUntil.Load(); q.state.Load() != queueDeleted && until != 0 && (until == untilResumed || now < until) {
+			out = append(out, wal.Record{Kind: wal.KindQueuePause, Queue: uint32(q.num), Key: q.name, Time: now, Until: until})
+		}
+	})
+	return out, nil
 }
 
 // declaration is q's declaration record as of now.

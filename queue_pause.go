@@ -8,9 +8,14 @@ import (
 )
 
 // A queue's pause: its consumers get nothing while Enqueue, timers, TTLs
-// and the other queues go on. Like a key's pause, it changes memory first
-// and then logs (a pause is a control, not a message: a crash before its
-// record is written loses the pause, never a message).
+// and the other queues go on. A pause is a control, not a message: a
+// crash before its record is written loses the pause, never a message.
+// Pause and Resume change the queue and log their record holding the
+// queue table's lock, then wait for the record: a DeleteQueue (which
+// holds that lock) then comes wholly before or after them in the log, so
+// no pause record names a deleted queue, and a checkpoint's listing of
+// the pauses (declarations, under the same lock) never falls between a
+// pause's record and its change.
 
 // Pause holds back the queue's delivery until until (zero: until
 // Resume): its Dequeue waits and TryDequeue returns false, while other
@@ -31,11 +36,42 @@ func (q *Queue) Pause(until time.Time) error {
 	if end <= now {
 		return invalidf("Pause until %v: in the past", until)
 	}
-	if !r.pause(end, now) {
+	return e.changePause(q, r, func(r *queue) (wal.Record, bool) {
+		rec := wal.Record{Kind: wal.KindQueuePause, Queue: uint32(r.num), Key: r.name, Time: now, Until: end}
+		return rec, r.pause(end, now)
+	})
+}
+
+// changePause runs change (which reports its record, and whether it
+// changed anything) on queue r, logs the record if it did, and waits for
+// it; see the file comment. A queue deleted meanwhile is resolved again
+// (a pause declares it afresh).
+func (e *Engine) changePause(q *Queue, r *queue, change func(*queue) (wal.Record, bool)) error {
+	t := &e.queues
+	for {
+		t.mu.Lock()
+		// Under t.mu a queue is declared or deleted (DeleteQueue holds it
+		// from its check to its forget).
+		if r.state.Load() == queueDeclared {
+			break
+		}
+		t.mu.Unlock()
+		var err error
+		if r, err = q.resolve(); err != nil {
+			return err
+		}
+	}
+	rec, changed := change(r)
+	if !changed {
+		t.mu.Unlock()
 		return nil
 	}
-	rec := wal.Record{Kind: wal.KindQueuePause, Queue: uint32(r.num), Key: r.name, Time: now, Until: end}
-	return e.appendRecord(&rec, true)
+	lg, err := e.logRecord(&rec, true)
+	t.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return lg.wait()
 }
 
 // Resume ends a Pause of the queue.
@@ -45,12 +81,13 @@ func (q *Queue) Resume() error {
 		return err
 	}
 	e := q.e
-	if r.pausedUntil.Swap(0) == 0 {
-		return nil
-	}
-	r.run().ready.signal()
-	rec := wal.Record{Kind: wal.KindQueueResume, Queue: uint32(r.num), Key: r.name, Time: e.preciseNow()}
-	return e.appendRecord(&rec, true)
+	return e.changePause(q, r, func(r *queue) (wal.Record, bool) {
+		if r.pausedUntil.Swap(0) == 0 {
+			return wal.Record{}, false
+		}
+		r.run().ready.signal()
+		return wal.Record{Kind: wal.KindQueueResume, Queue: uint32(r.num), Key: r.name, Time: e.preciseNow()}, true
+	})
 }
 
 // pause pauses q until until unless a longer pause is in force; it
@@ -131,17 +168,4 @@ func (e *Engine) restoreQueuePauses(now int64) {
 			e.hk.schedule(until, sched.Entry{Kind: timerQueueResume, ID: uint64(q.num)})
 		}
 	})
-}
-
-// snapshotQueuePauses emits the pause of every paused queue (after the
-// declarations).
-func (e *Engine) snapshotQueuePauses(now int64, emit func(*wal.Record) error) error {
-	var err error
-	e.eachQueue(func(q *queue) {
-		if until := q.pausedUntil.Load(); err == nil && until != 0 && (until == untilResumed || now < until) {
-			rec := wal.Record{Kind: wal.KindQueuePause, Queue: uint32(q.num), Key: q.name, Time: now, Until: until}
-			err = emit(&rec)
-		}
-	})
-	return err
 }
