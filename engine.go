@@ -38,6 +38,12 @@ type Engine struct {
 	// redriveMu: Redrive holds it shared while a message moves from the
 	// dead-letter store to the slab; Get takes it after missing in both.
 	redriveMu sync.RWMutex
+	// deadLeaveMu: a dead letter's removal (purge, eviction, retention)
+	// and its purge record are one step under it, shared; DeleteQueue
+	// holds it while it checks that the queue has no dead letters and
+	// logs the deletion, so a purge record never follows the deletion of
+	// its dead letter's queue in the log.
+	deadLeaveMu sync.RWMutex
 
 	_      pad.Line
 	nextID atomic.Uint64

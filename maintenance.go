@@ -58,6 +58,8 @@ func (e *Engine) sweepDedup(now int64) {
 // Options.DeadLetterRetention (and unreviewed ones past
 // Options.UnreviewedRetention, if set), logging a purge record for each.
 func (e *Engine) sweepRetention(now int64) {
+	e.deadLeaveMu.RLock()
+	defer e.deadLeaveMu.RUnlock()
 	ids := e.dead.Sweep(time.Unix(0, now))
 	if len(ids) == 0 {
 		return

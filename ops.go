@@ -345,6 +345,8 @@ func (e *Engine) PurgeDeadLetters(q dlq.Query) (int, error) {
 	if err := e.usable(); err != nil {
 		return 0, err
 	}
+	e.deadLeaveMu.RLock()
+	defer e.deadLeaveMu.RUnlock()
 	gone, err := e.dead.Purge(q)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -375,12 +377,19 @@ func (e *Engine) PurgeDeadLetter(id ID) error {
 	if err := e.usable(); err != nil {
 		return err
 	}
+	e.deadLeaveMu.RLock()
 	if _, ok := e.dead.Remove(id); !ok {
+		e.deadLeaveMu.RUnlock()
 		return fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
 	}
 	e.ctr.deadPurged.Add(1)
 	rec := purgeRecord(id, e.now())
-	return e.appendRecord(&rec, true) // its error says which purge
+	lg, err := e.logRecord(&rec, true)
+	e.deadLeaveMu.RUnlock()
+	if err != nil {
+		return err // its error says which purge
+	}
+	return lg.wait()
 }
 
 // evictDeadLetters removes the oldest dead letters past
@@ -396,6 +405,8 @@ func (e *Engine) evictDeadLetters(now int64) {
 	if e.dead.Len() <= e.opts.MaxDeadLetters {
 		return
 	}
+	e.deadLeaveMu.RLock()
+	defer e.deadLeaveMu.RUnlock()
 	gone := e.dead.Evict(e.opts.MaxDeadLetters)
 	if len(gone) == 0 {
 		return

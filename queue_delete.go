@@ -50,6 +50,8 @@ func (e *Engine) DeleteQueue(name string) error {
 	// No Redrive moves a dead letter back into a queue while it is checked.
 	e.redriveMu.Lock()
 	defer e.redriveMu.Unlock()
+	e.deadLeaveMu.Lock()
+	defer e.deadLeaveMu.Unlock()
 	t := &e.queues
 	t.mu.Lock()
 	defer t.mu.Unlock()
