@@ -170,7 +170,7 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 		rs.moved(m, r.ID)
 		applyRequeue(rs, r, slot, m)
 	case wal.KindFailure:
-		applyFailure(r, m)
+		applyFailure(rs, r, m)
 	case wal.KindDeadLetter:
 		e.applyDeadLetter(rs, r, m)
 	case wal.KindRedrive:
@@ -320,6 +320,8 @@ func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, slot uint32, m *re
 		if slot, m = rs.add(r.ID); m == nil {
 			return // no room: rs.err stops the replay
 		}
+	} else {
+		rs.forgetFailures(r.ID) // the fill below starts its history again
 	}
 	// The record's key state is restore's to set (keyForPlacement counts
 	// the message against its key), once replay is sure the message lives.
@@ -403,7 +405,9 @@ func applyNack(rs *replayState, r *wal.Record, slot uint32, m *rec) {
 		rs.setState(slot, stDelayed)
 		m.at = r.Until
 		m.crashes.Store(0)
-		m.hist.Store(m.hist.Load().with(failureOf(r)))
+		if rs.newFailure(r) {
+			m.hist.Store(m.hist.Load().with(failureOf(r)))
+		}
 	}
 }
 
@@ -429,7 +433,11 @@ func applyRequeue(rs *replayState, r *wal.Record, slot uint32, m *rec) {
 // --- KindFailure: one entry of a message's failure history. A snapshot
 // writes the history as these; the log has one where a failure has no
 // record of its own (a nack that found the TTL ended, so that the
-// dead-letter record says Expired).
+// dead-letter record says Expired). Attempt, when not 0, is the attempt
+// the failure ended (the log's), or the attempts the history accounts
+// for (a snapshot's last entry, see liveRecordsOf): replay then knows a
+// nack or failure record of that attempt or an earlier one is in the
+// history already (replayState.newFailure). Older engines wrote none.
 
 func failureRecord(id uint64, f dlq.Failure) wal.Record {
 	return wal.Record{Kind: wal.KindFailure, ID: id, Time: f.At.UnixNano(), Category: uint8(f.Category), Text: f.Error}
@@ -439,8 +447,8 @@ func failureOf(r *wal.Record) dlq.Failure {
 	return dlq.Failure{At: time.Unix(0, r.Time), Category: classify.Category(r.Category), Error: r.Text}
 }
 
-func applyFailure(r *wal.Record, m *rec) {
-	if m != nil {
+func applyFailure(rs *replayState, r *wal.Record, m *rec) {
+	if m != nil && rs.newFailure(r) {
 		m.hist.Store(m.hist.Load().with(failureOf(r)))
 	}
 }
