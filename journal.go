@@ -122,7 +122,13 @@ func (lg logged) wrap(err error) error {
 // and dedup index. m is the message's record (nil when replay holds none
 // for r.ID), slot its slot.
 func (e *Engine) apply(rs *replayState, r *wal.Record) {
-	if r.ID > rs.maxID && r.Kind != wal.KindCheckpoint {
+	if err := checkRecord(r); err != nil {
+		if rs.err == nil {
+			rs.err = err
+		}
+		return
+	}
+	if r.ID > rs.maxID && namesMessage(r) { // another kind's ID is none (a checkpoint's, the next one)
 		rs.maxID = r.ID
 	}
 	slot, m := rs.get(r.ID)

@@ -1,0 +1,100 @@
+package ringwal_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/wal"
+)
+
+// hostileRecords are well-formed logs (honest framing and hashes) holding
+// a value no engine writes, each with what the refusal must name: a
+// hostile backup is such a directory.
+func hostileRecords() map[string]struct {
+	seed fuzzSeed
+	want string // in the error: the record and the value
+} {
+	at := fuzzBase
+	enq := func(id uint64, f func(*wal.Record)) wal.Record {
+		r := wal.Record{Kind: wal.KindEnqueue, ID: id, Time: at, Payload: []byte("x")}
+		if f != nil {
+			f(&r)
+		}
+		return r
+	}
+	tail := func(rs ...wal.Record) fuzzSeed { return fuzzSeed{tail: rs} }
+	permanent := uint8(classify.Permanent)
+	return map[string]struct {
+		seed fuzzSeed
+		want string
+	}{
+		"priority 3":                    {tail(enq(1, func(r *wal.Record) { r.Priority = 3 })), "enqueue record of message 1: priority 3"},
+		"priority -3":                   {tail(enq(1, func(r *wal.Record) { r.Priority = -3 })), "priority -3"},
+		"priority of a publish":         {tail(wal.Record{Kind: wal.KindPublish, ID: 1, Time: at, Priority: -128, Copies: []wal.Copy{{ID: 1}}}), "publish record of message 1: priority -128"},
+		"priority of a schedule's run":  {tail(wal.Record{Kind: wal.KindScheduleTick, ID: 1, Time: at, Text: "s", Priority: 127}), "scheduletick record of message 1: priority 127"},
+		"negative attempts":             {tail(enq(1, func(r *wal.Record) { r.Attempt = -1 })), "attempts -1"},
+		"negative lease attempt":        {tail(enq(1, nil), wal.Record{Kind: wal.KindLease, ID: 1, Time: at, Attempt: math.MinInt32}), "lease record of message 1: attempts -2147483648"},
+		"negative nack attempt":         {tail(enq(1, nil), wal.Record{Kind: wal.KindNack, ID: 1, Time: at, Attempt: -5}), "nack record of message 1: attempts -5"},
+		"negative dead-letter attempts": {tail(enq(1, nil), wal.Record{Kind: wal.KindDeadLetter, ID: 1, Time: at, Attempt: -1, Category: permanent}), "deadletter record of message 1: attempts -1"},
+		"crash count at its limit":      {tail(enq(1, func(r *wal.Record) { r.Crashes = math.MaxInt32 })), "crashes 2147483647"},
+		"negative crash count":          {tail(enq(1, nil), wal.Record{Kind: wal.KindRequeue, ID: 1, Time: at, Crashes: -7}), "requeue record of message 1: crashes -7"},
+		"negative MaxAttempts":          {tail(enq(1, func(r *wal.Record) { r.MaxAttempts = -3 })), "MaxAttempts -3"},
+		"dead letter of no category":    {tail(enq(1, nil), wal.Record{Kind: wal.KindDeadLetter, ID: 1, Time: at, Category: 200}), "deadletter record of message 1: category 200"},
+		"nack of no category":           {tail(enq(1, nil), wal.Record{Kind: wal.KindNack, ID: 1, Time: at, Attempt: 1, Category: 8}), "category 8"},
+		"failure of no category":        {tail(enq(1, nil), wal.Record{Kind: wal.KindFailure, ID: 1, Time: at, Category: 255}), "failure record of message 1: category 255"},
+		"message ID 0":                  {tail(enq(0, nil)), "enqueue record of message 0: ID 0"},
+		"message ID past 2^63":          {tail(enq(math.MaxUint64, nil)), "ID 18446744073709551615"},
+		"copy ID past 2^63": {tail(wal.Record{Kind: wal.KindPublish, ID: 1, Time: at,
+			Copies: []wal.Copy{{ID: 1}, {ID: 1 << 63}}}), "copy 1: ID 9223372036854775808"},
+		"next ID past 2^63":         {fuzzSeed{snap: []wal.Record{wal.CheckpointRecord(math.MaxUint64, at, 12)}}, "checkpoint record: next ID 18446744073709551615"},
+		"slab of 2^1000":            {fuzzSeed{snap: []wal.Record{{Kind: wal.KindCheckpoint, ID: 2, Time: at, Attempt: 1000}}}, "slab size 2^1000"},
+		"odd header list":           {tail(enq(1, func(r *wal.Record) { r.Headers = []string{"a"} })), "1 header strings"},
+		"key too long":              {tail(enq(1, func(r *wal.Record) { r.Key = fuzzLongString })), "key of 5000 bytes"},
+		"paused key too long":       {tail(wal.Record{Kind: wal.KindPause, Key: fuzzLongString, Time: at, Until: at + 1}), "pause record: key of 5000 bytes"},
+		"dedup entry of no DedupID": {fuzzSeed{snap: []wal.Record{wal.CheckpointRecord(2, at, 12), {Kind: wal.KindDedup, ID: 1, Time: at}}}, "dedup record of message 1: no DedupID"},
+		"copies sharing an ID": {tail(wal.Record{Kind: wal.KindPublish, ID: 5, Time: at,
+			Copies: []wal.Copy{{Queue: 0, ID: 5}, {Queue: 0, ID: 5}}}), "copy 1: ID 5"},
+		"first copy another message":      {tail(wal.Record{Kind: wal.KindPublish, ID: 5, Time: at, Copies: []wal.Copy{{ID: 9}}}), "copy 0: ID 9"},
+		"publish of no copies":            {tail(wal.Record{Kind: wal.KindPublish, ID: 5, Time: at}), "publish record of message 5: no copies"},
+		"delay past the last instant":     {tail(enq(1, func(r *wal.Record) { r.Time, r.NotBefore = math.MinInt64+1, math.MaxInt64 })), "due time"},
+		"TTL past the last instant":       {tail(enq(1, func(r *wal.Record) { r.Time, r.ExpiresAt = math.MinInt64+1, math.MaxInt64 })), "expiry"},
+		"TTL ending before its enqueue":   {tail(enq(1, func(r *wal.Record) { r.ExpiresAt = at - int64(time.Second) })), "expiry"},
+		"delay ending before its enqueue": {tail(enq(1, func(r *wal.Record) { r.NotBefore = at - 1 })), "due time"},
+	}
+}
+
+// TestOpenRefusesRecordValuesNoEngineWrites: Open trusts no value of a
+// well-formed log. A record holding one no engine writes (a priority
+// outside the five, a negative count, a category or ID out of range, an
+// odd header list, a delay or TTL that does not fit) is refused with an
+// error wrapping ErrCorrupt that names the record and the value, as a
+// torn record is, in every recovery mode; never a panic, never applied.
+func TestOpenRefusesRecordValuesNoEngineWrites(t *testing.T) {
+	for name, tc := range hostileRecords() {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFuzzLog(t, dir, tc.seed.snap, tc.seed.tail)
+			for _, mode := range []ringwal.RecoveryMode{ringwal.PointInTime, ringwal.AbsoluteConsistency, ringwal.SkipToPointInTime} {
+				var err error
+				msg := fuzzGuard(func() string {
+					var e *ringwal.Engine
+					e, err = ringwal.Open(dir, ringwal.Options{Recovery: mode})
+					if err == nil {
+						e.Close()
+					}
+					return ""
+				})
+				require.Empty(t, msg, "%v", mode)
+				if assert.ErrorIs(t, err, wal.ErrCorrupt, "%v", mode) {
+					assert.Contains(t, err.Error(), tc.want, "%v", mode)
+				}
+			}
+		})
+	}
+}
