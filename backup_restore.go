@@ -118,8 +118,8 @@ func (rs *restoring) read(r io.Reader) (*manifest, error) {
 		if err != nil {
 			return nil, damagedf("after %d files: %v", len(rs.order), err)
 		}
-		if hdr.Typeflag != tar.TypeReg {
-			return nil, damagedf("entry %q is not a regular file", hdr.Name)
+		if err := checkEntry(hdr); err != nil {
+			return nil, err
 		}
 		if hdr.Name == manifestName {
 			b, err := io.ReadAll(io.LimitReader(tr, maxManifestBytes+1))
@@ -149,6 +149,28 @@ func (rs *restoring) read(r io.Reader) (*manifest, error) {
 		rs.order = append(rs.order, hdr.Name)
 	}
 }
+
+// checkEntry refuses, before its data is read, a tar entry Backup does
+// not write: anything but a regular file, and a GNU sparse file, which
+// archive/tar expands into holes (a few KiB in the stream could restore
+// as a segment of up to 2^63 bytes, and a manifest can be honest about
+// what it expands to). The old GNU sparse type is not TypeReg; the PAX
+// formats (0.0, 0.1 and 1.0) are TypeReg entries whose PAX records say
+// they are sparse.
+func checkEntry(hdr *tar.Header) error {
+	if hdr.Typeflag != tar.TypeReg {
+		return damagedf("entry %q is not a regular file (tar type %q)", hdr.Name, hdr.Typeflag)
+	}
+	for k := range hdr.PAXRecords {
+		if strings.HasPrefix(k, paxGNUSparse) {
+			return damagedf("entry %q is a sparse file (PAX record %s): a backup holds every byte of its files", hdr.Name, k)
+		}
+	}
+	return nil
+}
+
+// paxGNUSparse prefixes the PAX records of GNU's sparse file formats.
+const paxGNUSparse = "GNU.sparse."
 
 // write copies one file's bytes into dir/name, hashing them into h
 // (reset first), and fsyncs it; with no dir (VerifyBackup) it only hashes
