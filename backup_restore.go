@@ -194,11 +194,16 @@ func (rs *restoring) write(name string, r io.Reader, h hash.Hash) (int64, error)
 		rs.got[name] = manifestFile{} // created: undo removes it
 		w = io.MultiWriter(f, h)
 	}
-	n, err := io.Copy(w, r)
-	if errors.Is(err, io.ErrUnexpectedEOF) {
+	n, err, recErr := copyRecords(name, w, r)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
 		err = damagedf("the stream ends inside %s, after %d bytes (a backup cut short?)", name, n)
-	} else if err != nil {
+	case err != nil:
 		err = fmt.Errorf("copying %s: %w", name, err)
+	case errors.Is(recErr, wal.ErrVersion):
+		err = mapWALError(recErr)
+	case recErr != nil:
+		err = fmt.Errorf("%w: %w", ErrDamagedBackup, recErr)
 	}
 	if f == nil {
 		return n, err
@@ -208,6 +213,63 @@ func (rs *restoring) write(name string, r io.Reader, h hash.Hash) (int64, error)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	return n, err
+}
+
+// copyRecords copies r to w as io.Copy does, and checks a snapshot's or
+// a log segment's records on the way as replay checks them (checkRecord):
+// a hostile backup's hashes are honest whatever its records say, and
+// Restore and VerifyBackup must refuse what Open would. err is r's or w's
+// error, recErr what is wrong with the file's records (its framing, or a
+// record's values), which names the file and the record.
+func copyRecords(name string, w io.Writer, r io.Reader) (n int64, err, recErr error) {
+	if kind, _ := wal.BackupFileKind(name); kind != "snapshot" && kind != "segment" {
+		n, err = io.Copy(w, r)
+		return n, err, nil
+	}
+	src := &readCounter{r: r}
+	dst := &errWriter{w: w}
+	tee := io.TeeReader(src, dst)
+	recErr = wal.FileRecords(name, tee, checkRecord)
+	if recErr == nil {
+		_, recErr = io.Copy(io.Discard, tee) // what follows the records, if anything
+	}
+	switch {
+	case src.err != nil && !errors.Is(src.err, io.EOF):
+		return src.n, src.err, nil
+	case dst.err != nil:
+		return src.n, dst.err, nil
+	}
+	return src.n, nil, recErr
+}
+
+// readCounter counts what it reads and keeps r's first error.
+type readCounter struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (c *readCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
+}
+
+// errWriter keeps w's first error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (w *errWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	if err != nil && w.err == nil {
+		w.err = err
 	}
 	return n, err
 }

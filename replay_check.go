@@ -14,7 +14,7 @@ import (
 // category past the last is dropped by the dead-letter store) would
 // panic Open or build an engine that contradicts itself. checkRecord is
 // the one place that knows what an engine writes: replay (apply), Restore
-// and VerifyBackup (backup_verify.go) refuse a record it refuses, with an
+// and VerifyBackup (copyRecords, backup_restore.go) refuse a record it refuses, with an
 // error wrapping wal.ErrCorrupt that names the record, as a torn one is.
 // It checks each record alone; what needs the records before it (a
 // message of a queue the log never declared, a queue's options) is
@@ -98,6 +98,11 @@ func checkRecord(r *wal.Record) error {
 			return badRecord(r, "next ID %d above %d", r.ID, uint64(maxRecordID+1))
 		case r.Attempt < 0 || r.Attempt > maxSlabBitsRecord:
 			return badRecord(r, "slab size 2^%d", r.Attempt)
+		}
+	case wal.KindQueue:
+		// A declaration is checked as DeclareQueue checks one.
+		if _, _, _, err := decodeQueueRecord(r); err != nil {
+			return err
 		}
 	case wal.KindPause, wal.KindResume:
 		if len(r.Key) > maxKeyLen {

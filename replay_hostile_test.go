@@ -60,12 +60,14 @@ func hostileRecords() map[string]struct {
 		"dedup entry of no DedupID": {fuzzSeed{snap: []wal.Record{wal.CheckpointRecord(2, at, 12), {Kind: wal.KindDedup, ID: 1, Time: at}}}, "dedup record of message 1: no DedupID"},
 		"copies sharing an ID": {tail(wal.Record{Kind: wal.KindPublish, ID: 5, Time: at,
 			Copies: []wal.Copy{{Queue: 0, ID: 5}, {Queue: 0, ID: 5}}}), "copy 1: ID 5"},
-		"first copy another message":      {tail(wal.Record{Kind: wal.KindPublish, ID: 5, Time: at, Copies: []wal.Copy{{ID: 9}}}), "copy 0: ID 9"},
-		"publish of no copies":            {tail(wal.Record{Kind: wal.KindPublish, ID: 5, Time: at}), "publish record of message 5: no copies"},
-		"delay past the last instant":     {tail(enq(1, func(r *wal.Record) { r.Time, r.NotBefore = math.MinInt64+1, math.MaxInt64 })), "due time"},
-		"TTL past the last instant":       {tail(enq(1, func(r *wal.Record) { r.Time, r.ExpiresAt = math.MinInt64+1, math.MaxInt64 })), "expiry"},
-		"TTL ending before its enqueue":   {tail(enq(1, func(r *wal.Record) { r.ExpiresAt = at - int64(time.Second) })), "expiry"},
-		"delay ending before its enqueue": {tail(enq(1, func(r *wal.Record) { r.NotBefore = at - 1 })), "due time"},
+		"first copy another message":         {tail(wal.Record{Kind: wal.KindPublish, ID: 5, Time: at, Copies: []wal.Copy{{ID: 9}}}), "copy 0: ID 9"},
+		"publish of no copies":               {tail(wal.Record{Kind: wal.KindPublish, ID: 5, Time: at}), "publish record of message 5: no copies"},
+		"delay past the last instant":        {tail(enq(1, func(r *wal.Record) { r.Time, r.NotBefore = math.MinInt64+1, math.MaxInt64 })), "due time"},
+		"TTL past the last instant":          {tail(enq(1, func(r *wal.Record) { r.Time, r.ExpiresAt = math.MinInt64+1, math.MaxInt64 })), "expiry"},
+		"TTL ending before its enqueue":      {tail(enq(1, func(r *wal.Record) { r.ExpiresAt = at - int64(time.Second) })), "expiry"},
+		"queue options no declaration takes": {tail(wal.Record{Kind: wal.KindQueue, Queue: 1, Key: "q1", Time: at, Text: `{"max":-1}`}), `queue "q1"`},
+		"queue named with no number":         {tail(wal.Record{Kind: wal.KindQueue, Key: "q1", Time: at, Text: `{}`}), `queue "q1" declared as number 0`},
+		"delay ending before its enqueue":    {tail(enq(1, func(r *wal.Record) { r.NotBefore = at - 1 })), "due time"},
 	}
 }
 
