@@ -72,7 +72,7 @@ func fuzzGuard(fn func() string) string {
 // fuzzOpenAndCheck opens dir and checks the engine it gets: "" if it is
 // consistent or Open refused the log as it should.
 func fuzzOpenAndCheck(dir string) string {
-	o := ringwal.Options{Clock: clock.NewFake(time.Unix(0, fuzzBase))}
+	o := ringwal.Options{Clock: clock.NewFake(time.Unix(0, fuzzBase)), MaxMessages: 1 << 10}
 	e, err := ringwal.Open(dir, o)
 	if err != nil {
 		if errors.Is(err, wal.ErrCorrupt) || errors.Is(err, ringwal.ErrVersion) {
