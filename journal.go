@@ -15,8 +15,10 @@ import (
 // one mapping between a Message and a record, and the helpers that append
 // records. Every record states an absolute fact (attempts so far, the new
 // state), so replaying a record whose effect a snapshot already holds is
-// harmless. Replay (replay.go) feeds records to apply; restore.go then
-// places what apply rebuilt.
+// harmless; a failure, which adds to a history, says the attempt it ended,
+// so that one the snapshot holds is not added again (newFailure). Replay
+// (replay.go) feeds records to apply, which checks each first
+// (checkRecord); restore.go then places what apply rebuilt.
 
 // logRecord appends rec without waiting and returns what to wait for: the
 // caller's mutation logs its record first, then makes its change visible,
