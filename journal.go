@@ -2,6 +2,7 @@ package ringwal
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -232,7 +233,9 @@ func putMessage(dst *wal.Record, m *Message, at int64) {
 	dst.Key = m.Key
 	dst.DedupID = m.DedupID
 	dst.Payload = m.Payload
-	dst.MaxAttempts = int32(m.MaxAttempts)
+	// A limit past int32 ("as many as it takes") is as good as the
+	// largest int32; truncated, it would be another (messageOf).
+	dst.MaxAttempts = int32(min(m.MaxAttempts, math.MaxInt32))
 	dst.Unique = uint8(m.Unique)
 	dst.Headers = nil
 	if len(m.Headers) > 0 {
@@ -260,7 +263,7 @@ func messageOf(r *wal.Record) Message {
 		DedupID:     r.DedupID,
 		Key:         r.Key,
 		Priority:    Priority(r.Priority),
-		MaxAttempts: int(r.MaxAttempts),
+		MaxAttempts: recordMaxAttempts(r.MaxAttempts),
 		Unique:      Unique(r.Unique),
 	}
 	if len(r.Payload) > 0 {
@@ -282,6 +285,17 @@ func messageOf(r *wal.Record) Message {
 		m.TTL = time.Duration(r.ExpiresAt - r.Time)
 	}
 	return m
+}
+
+// recordMaxAttempts reads a record's MaxAttempts. The API takes no
+// negative limit, but engines before putMessage's clamp truncated one
+// past int32 to 32 bits, which made math.MaxInt -1: a negative limit is
+// one of those, and as good as the largest.
+func recordMaxAttempts(n int32) int {
+	if n < 0 {
+		return math.MaxInt32
+	}
+	return int(n)
 }
 
 // plainRecord says whether an enqueue record's message sets none of the

@@ -127,8 +127,6 @@ func checkMessageFields(r *wal.Record) error {
 		return badRecord(r, "DedupID of %d bytes (at most %d)", len(r.DedupID), maxDedupLen)
 	case len(r.Headers)%2 != 0:
 		return badRecord(r, "%d header strings, not name and value pairs", len(r.Headers))
-	case r.MaxAttempts < 0:
-		return badRecord(r, "MaxAttempts %d", r.MaxAttempts)
 	case !durationFrom(r.Time, r.NotBefore):
 		return badRecord(r, "due time %d is no delay from its time %d", r.NotBefore, r.Time)
 	case !durationFrom(r.Time, r.ExpiresAt):

@@ -44,7 +44,6 @@ func hostileRecords() map[string]struct {
 		"negative dead-letter attempts": {tail(enq(1, nil), wal.Record{Kind: wal.KindDeadLetter, ID: 1, Time: at, Attempt: -1, Category: permanent}), "deadletter record of message 1: attempts -1"},
 		"crash count at its limit":      {tail(enq(1, func(r *wal.Record) { r.Crashes = math.MaxInt32 })), "crashes 2147483647"},
 		"negative crash count":          {tail(enq(1, nil), wal.Record{Kind: wal.KindRequeue, ID: 1, Time: at, Crashes: -7}), "requeue record of message 1: crashes -7"},
-		"negative MaxAttempts":          {tail(enq(1, func(r *wal.Record) { r.MaxAttempts = -3 })), "MaxAttempts -3"},
 		"dead letter of no category":    {tail(enq(1, nil), wal.Record{Kind: wal.KindDeadLetter, ID: 1, Time: at, Category: 200}), "deadletter record of message 1: category 200"},
 		"nack of no category":           {tail(enq(1, nil), wal.Record{Kind: wal.KindNack, ID: 1, Time: at, Attempt: 1, Category: 8}), "category 8"},
 		"failure of no category":        {tail(enq(1, nil), wal.Record{Kind: wal.KindFailure, ID: 1, Time: at, Category: 255}), "failure record of message 1: category 255"},
@@ -99,4 +98,39 @@ func TestOpenRefusesRecordValuesNoEngineWrites(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A message's MaxAttempts beyond what a record's int32 holds (a caller's
+// "as many as it takes", math.MaxInt) comes back from the log as the
+// largest it holds, not truncated to another limit (math.MaxInt was -1,
+// a policy's default; 1<<32+5 was 5); and a log holding such a truncated,
+// negative, limit (today's engines wrote them) opens the same way.
+func TestMaxAttemptsBeyondARecordsRangeSurviveReopen(t *testing.T) {
+	dir := t.TempDir()
+	e, err := ringwal.Open(dir, ringwal.Options{})
+	require.NoError(t, err)
+	var ids []ringwal.ID
+	for _, n := range []int{math.MaxInt, 1<<32 + 5, math.MaxInt32, 7} {
+		id, err := e.Enqueue(ctxBG, ringwal.Message{MaxAttempts: n})
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	require.NoError(t, e.Close())
+	e, err = ringwal.Open(dir, ringwal.Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	for i, want := range []int{math.MaxInt32, math.MaxInt32, math.MaxInt32, 7} {
+		info, err := e.Get(ids[i])
+		require.NoError(t, err)
+		assert.Equal(t, want, info.Message.MaxAttempts, "message %d", i)
+	}
+
+	old := t.TempDir()
+	writeFuzzLog(t, old, nil, []wal.Record{{Kind: wal.KindEnqueue, ID: 1, Time: fuzzBase, MaxAttempts: -1}})
+	e2, err := ringwal.Open(old, ringwal.Options{})
+	require.NoError(t, err)
+	defer e2.Close()
+	info, err := e2.Get(1)
+	require.NoError(t, err)
+	assert.Equal(t, math.MaxInt32, info.Message.MaxAttempts)
 }
