@@ -466,7 +466,18 @@ func failureRecord(id uint64, f dlq.Failure) wal.Record {
 }
 
 func failureOf(r *wal.Record) dlq.Failure {
-	return dlq.Failure{At: time.Unix(0, r.Time), Category: classify.Category(r.Category), Error: r.Text}
+	return dlq.Failure{At: time.Unix(0, r.Time), Category: recordCategory(r.Category), Error: r.Text}
+}
+
+// recordCategory reads a failure record's category. One past the last is
+// Unknown, as the engine counts it (categoryIndex): a custom Classifier
+// may return one, and engines logged it as is; the dead-letter store
+// refuses it, which dropped such a dead letter at replay.
+func recordCategory(c uint8) classify.Category {
+	if cat := classify.Category(c); cat.Valid() {
+		return cat
+	}
+	return classify.Unknown
 }
 
 func applyFailure(rs *replayState, r *wal.Record, m *rec) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/wal"
 )
 
@@ -12,7 +11,10 @@ import (
 // honest framing and hashes, and a value no engine writes (a priority of
 // 3 indexes past the tiers; a negative count wraps to a huge one; a
 // category past the last is dropped by the dead-letter store) would
-// panic Open or build an engine that contradicts itself. checkRecord is
+// panic Open or build an engine that contradicts itself. (A failure's
+// category past the last is not refused but read as Unknown, as the
+// engine counts it: a custom Classifier may return one, which engines
+// logged as is; see recordCategory.) checkRecord is
 // the one place that knows what an engine writes: replay (apply), Restore
 // and VerifyBackup (copyRecords, backup_restore.go) refuse a record it refuses, with an
 // error wrapping wal.ErrCorrupt that names the record, as a torn one is.
@@ -63,13 +65,8 @@ func checkRecord(r *wal.Record) error {
 		if r.Kind == wal.KindPublish {
 			return checkCopies(r)
 		}
-	case wal.KindLease:
+	case wal.KindLease, wal.KindNack, wal.KindFailure:
 		return checkAttempts(r)
-	case wal.KindNack, wal.KindFailure:
-		if err := checkAttempts(r); err != nil {
-			return err
-		}
-		return checkCategory(r)
 	case wal.KindRequeue:
 		if err := checkAttempts(r); err != nil {
 			return err
@@ -82,7 +79,6 @@ func checkRecord(r *wal.Record) error {
 		if len(r.DedupID) > maxDedupLen {
 			return badRecord(r, "DedupID of %d bytes (at most %d)", len(r.DedupID), maxDedupLen)
 		}
-		return checkCategory(r)
 	case wal.KindDedup:
 		switch {
 		case r.ID > maxRecordID:
@@ -177,13 +173,6 @@ func checkAttempts(r *wal.Record) error {
 func checkCrashes(r *wal.Record) error {
 	if r.Crashes < 0 || r.Crashes == math.MaxInt32 {
 		return badRecord(r, "crashes %d outside [0, %d)", r.Crashes, math.MaxInt32)
-	}
-	return nil
-}
-
-func checkCategory(r *wal.Record) error {
-	if !classify.Category(r.Category).Valid() {
-		return badRecord(r, "category %d, not one of the %d", r.Category, numCategories)
 	}
 	return nil
 }

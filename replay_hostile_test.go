@@ -44,9 +44,6 @@ func hostileRecords() map[string]struct {
 		"negative dead-letter attempts": {tail(enq(1, nil), wal.Record{Kind: wal.KindDeadLetter, ID: 1, Time: at, Attempt: -1, Category: permanent}), "deadletter record of message 1: attempts -1"},
 		"crash count at its limit":      {tail(enq(1, func(r *wal.Record) { r.Crashes = math.MaxInt32 })), "crashes 2147483647"},
 		"negative crash count":          {tail(enq(1, nil), wal.Record{Kind: wal.KindRequeue, ID: 1, Time: at, Crashes: -7}), "requeue record of message 1: crashes -7"},
-		"dead letter of no category":    {tail(enq(1, nil), wal.Record{Kind: wal.KindDeadLetter, ID: 1, Time: at, Category: 200}), "deadletter record of message 1: category 200"},
-		"nack of no category":           {tail(enq(1, nil), wal.Record{Kind: wal.KindNack, ID: 1, Time: at, Attempt: 1, Category: 8}), "category 8"},
-		"failure of no category":        {tail(enq(1, nil), wal.Record{Kind: wal.KindFailure, ID: 1, Time: at, Category: 255}), "failure record of message 1: category 255"},
 		"message ID 0":                  {tail(enq(0, nil)), "enqueue record of message 0: ID 0"},
 		"message ID past 2^63":          {tail(enq(math.MaxUint64, nil)), "ID 18446744073709551615"},
 		"copy ID past 2^63": {tail(wal.Record{Kind: wal.KindPublish, ID: 1, Time: at,
@@ -133,4 +130,31 @@ func TestMaxAttemptsBeyondARecordsRangeSurviveReopen(t *testing.T) {
 	info, err := e2.Get(1)
 	require.NoError(t, err)
 	assert.Equal(t, math.MaxInt32, info.Message.MaxAttempts)
+}
+
+// A failure of a category past the last (a custom Classifier may return
+// one, and engines logged it as is) replays as Unknown, as the engine
+// counts it, instead of dropping the dead letter the store would refuse.
+func TestFailuresOfAnUnknownCategoryReplayAsUnknown(t *testing.T) {
+	at := fuzzBase
+	dir := t.TempDir()
+	writeFuzzLog(t, dir, nil, []wal.Record{
+		{Kind: wal.KindEnqueue, ID: 1, Time: at},
+		{Kind: wal.KindLease, ID: 1, Time: at, Attempt: 1, Until: at + 1},
+		{Kind: wal.KindNack, ID: 1, Time: at, Attempt: 1, Category: 200, Text: "odd", Until: at},
+		{Kind: wal.KindLease, ID: 1, Time: at, Attempt: 2, Until: at + 1},
+		{Kind: wal.KindDeadLetter, ID: 1, Time: at, Attempt: 2, Category: 201, Text: "odder"},
+	})
+	e, err := ringwal.Open(dir, ringwal.Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	d, err := e.DeadLetter(1)
+	require.NoError(t, err, "the dead letter is kept")
+	assert.Equal(t, classify.Unknown, d.Category)
+	require.Len(t, d.Failures, 2)
+	for i, text := range []string{"odd", "odder"} {
+		assert.Equal(t, classify.Unknown, d.Failures[i].Category)
+		assert.Equal(t, text, d.Failures[i].Error)
+	}
+	assert.Equal(t, 1, e.Stats().Dead)
 }
