@@ -118,8 +118,8 @@ func (rs *restoring) read(r io.Reader) (*manifest, error) {
 		if err != nil {
 			return nil, damagedf("after %d files: %v", len(rs.order), err)
 		}
-		if hdr.Typeflag != tar.TypeReg {
-			return nil, damagedf("entry %q is not a regular file", hdr.Name)
+		if err := checkEntry(hdr); err != nil {
+			return nil, err
 		}
 		if hdr.Name == manifestName {
 			b, err := io.ReadAll(io.LimitReader(tr, maxManifestBytes+1))
@@ -150,6 +150,28 @@ func (rs *restoring) read(r io.Reader) (*manifest, error) {
 	}
 }
 
+// checkEntry refuses, before its data is read, a tar entry Backup does
+// not write: anything but a regular file, and a GNU sparse file, which
+// archive/tar expands into holes (a few KiB in the stream could restore
+// as a segment of up to 2^63 bytes, and a manifest can be honest about
+// what it expands to). The old GNU sparse type is not TypeReg; the PAX
+// formats (0.0, 0.1 and 1.0) are TypeReg entries whose PAX records say
+// they are sparse.
+func checkEntry(hdr *tar.Header) error {
+	if hdr.Typeflag != tar.TypeReg {
+		return damagedf("entry %q is not a regular file (tar type %q)", hdr.Name, hdr.Typeflag)
+	}
+	for k := range hdr.PAXRecords {
+		if strings.HasPrefix(k, paxGNUSparse) {
+			return damagedf("entry %q is a sparse file (PAX record %s): a backup holds every byte of its files", hdr.Name, k)
+		}
+	}
+	return nil
+}
+
+// paxGNUSparse prefixes the PAX records of GNU's sparse file formats.
+const paxGNUSparse = "GNU.sparse."
+
 // write copies one file's bytes into dir/name, hashing them into h
 // (reset first), and fsyncs it; with no dir (VerifyBackup) it only hashes
 // them.
@@ -172,11 +194,16 @@ func (rs *restoring) write(name string, r io.Reader, h hash.Hash) (int64, error)
 		rs.got[name] = manifestFile{} // created: undo removes it
 		w = io.MultiWriter(f, h)
 	}
-	n, err := io.Copy(w, r)
-	if errors.Is(err, io.ErrUnexpectedEOF) {
+	n, err, recErr := copyRecords(name, w, r)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
 		err = damagedf("the stream ends inside %s, after %d bytes (a backup cut short?)", name, n)
-	} else if err != nil {
+	case err != nil:
 		err = fmt.Errorf("copying %s: %w", name, err)
+	case errors.Is(recErr, wal.ErrVersion):
+		err = mapWALError(recErr)
+	case recErr != nil:
+		err = fmt.Errorf("%w: %w", ErrDamagedBackup, recErr)
 	}
 	if f == nil {
 		return n, err
@@ -186,6 +213,63 @@ func (rs *restoring) write(name string, r io.Reader, h hash.Hash) (int64, error)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	return n, err
+}
+
+// copyRecords copies r to w as io.Copy does, and checks a snapshot's or
+// a log segment's records on the way as replay checks them (checkRecord):
+// a hostile backup's hashes are honest whatever its records say, and
+// Restore and VerifyBackup must refuse what Open would. err is r's or w's
+// error, recErr what is wrong with the file's records (its framing, or a
+// record's values), which names the file and the record.
+func copyRecords(name string, w io.Writer, r io.Reader) (n int64, err, recErr error) {
+	if kind, _ := wal.BackupFileKind(name); kind != "snapshot" && kind != "segment" {
+		n, err = io.Copy(w, r)
+		return n, err, nil
+	}
+	src := &readCounter{r: r}
+	dst := &errWriter{w: w}
+	tee := io.TeeReader(src, dst)
+	recErr = wal.FileRecords(name, tee, checkRecord)
+	if recErr == nil {
+		_, recErr = io.Copy(io.Discard, tee) // what follows the records, if anything
+	}
+	switch {
+	case src.err != nil && !errors.Is(src.err, io.EOF):
+		return src.n, src.err, nil
+	case dst.err != nil:
+		return src.n, dst.err, nil
+	}
+	return src.n, nil, recErr
+}
+
+// readCounter counts what it reads and keeps r's first error.
+type readCounter struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (c *readCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
+}
+
+// errWriter keeps w's first error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (w *errWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	if err != nil && w.err == nil {
+		w.err = err
 	}
 	return n, err
 }

@@ -132,6 +132,13 @@ type liveRecords struct {
 	marker, enqueue, then wal.Record
 	hasMarker, hasThen    bool
 	hist                  *history
+	// failedThrough is the attempts hist accounts for (its last failure
+	// record carries it): every attempt the message had, but a lease in
+	// progress, which has not failed yet. A failure is in the history
+	// before its record's message leaves its owner, and the walk never
+	// reads an owned record, so a nack of any attempt up to this one, if
+	// the log holds one after the cut, is in hist.
+	failedThrough uint32
 }
 
 func (lr *liveRecords) emit(emit func(*wal.Record) error) error {
@@ -144,7 +151,7 @@ func (lr *liveRecords) emit(emit func(*wal.Record) error) error {
 		return err
 	}
 	if h := lr.hist; h != nil {
-		if err := emitHistory(lr.enqueue.ID, h.failures, h.firstFailedAt, emit); err != nil {
+		if err := emitHistory(lr.enqueue.ID, h.failures, h.firstFailedAt, lr.failedThrough, emit); err != nil {
 			return err
 		}
 	}
@@ -195,6 +202,10 @@ func (e *Engine) liveRecordsOf(r *rec, st uint32, lr *liveRecords, now int64) {
 		lr.marker = redriveRecord(id, r.enqueuedAt)
 	}
 	lr.hasThen = false
+	lr.failedThrough = uint32(lr.enqueue.Attempt)
+	if st == stLeased && lr.failedThrough > 0 {
+		lr.failedThrough--
+	}
 	switch st {
 	case stDelayed:
 		lr.enqueue.Until = r.at
@@ -227,7 +238,7 @@ func (e *Engine) snapshotDead(d *DeadLetter, queue uint16, emit func(*wal.Record
 	if n := len(fs); n > 0 {
 		last, fs = fs[n-1], fs[:n-1]
 	}
-	if err := emitHistory(d.ID, fs, d.FirstFailedAt.UnixNano(), emit); err != nil {
+	if err := emitHistory(d.ID, fs, d.FirstFailedAt.UnixNano(), 0, emit); err != nil {
 		return err
 	}
 	dead := deadLetterRecord(d.ID, last, d.Attempts, d.Message.DedupID)
@@ -241,20 +252,24 @@ func (e *Engine) snapshotDead(d *DeadLetter, queue uint16, emit func(*wal.Record
 	return nil
 }
 
-// emitHistory emits a failure history. One trimmed to its last
-// dlq.DefaultMaxFailures entries no longer holds its first failure, whose
-// time (FirstFailedAt) it keeps apart: a stand-in failure at that time
-// goes first, which replay's trimming then drops once the history is full
-// again, leaving firstFailedAt where it was.
-func emitHistory(id uint64, fs []dlq.Failure, firstFailedAt int64, emit func(*wal.Record) error) error {
+// emitHistory emits a failure history, its last entry saying the
+// attempts it accounts for (failedThrough, 0: unknown). One trimmed to
+// its last dlq.DefaultMaxFailures entries no longer holds its first
+// failure, whose time (FirstFailedAt) it keeps apart: a stand-in failure
+// at that time goes first, which replay's trimming then drops once the
+// history is full again, leaving firstFailedAt where it was.
+func emitHistory(id uint64, fs []dlq.Failure, firstFailedAt int64, failedThrough uint32, emit func(*wal.Record) error) error {
 	if len(fs) > 0 && firstFailedAt != 0 && firstFailedAt < fs[0].At.UnixNano() {
 		rec := failureRecord(id, dlq.Failure{At: time.Unix(0, firstFailedAt)})
 		if err := emit(&rec); err != nil {
 			return err
 		}
 	}
-	for _, f := range fs {
+	for i, f := range fs {
 		rec := failureRecord(id, f)
+		if i == len(fs)-1 {
+			rec.Attempt = int32(failedThrough)
+		}
 		if err := emit(&rec); err != nil {
 			return err
 		}

@@ -50,6 +50,7 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 		// dead-letter record carries the TTL's verdict, so f is logged on
 		// its own first, or a reopen would lose it from the history.
 		rec := failureRecord(id, f)
+		rec.Attempt = int32(attempts) // the attempt it ended: replay's newFailure
 		_, ferr := e.logRecord(&rec, false)
 		if err := e.expire(slot, r, now, wait); err != nil {
 			return err

@@ -2,6 +2,7 @@ package ringwal
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -15,8 +16,10 @@ import (
 // one mapping between a Message and a record, and the helpers that append
 // records. Every record states an absolute fact (attempts so far, the new
 // state), so replaying a record whose effect a snapshot already holds is
-// harmless. Replay (replay.go) feeds records to apply; restore.go then
-// places what apply rebuilt.
+// harmless; a failure, which adds to a history, says the attempt it ended,
+// so that one the snapshot holds is not added again (newFailure). Replay
+// (replay.go) feeds records to apply, which checks each first
+// (checkRecord); restore.go then places what apply rebuilt.
 
 // logRecord appends rec without waiting and returns what to wait for: the
 // caller's mutation logs its record first, then makes its change visible,
@@ -122,7 +125,13 @@ func (lg logged) wrap(err error) error {
 // and dedup index. m is the message's record (nil when replay holds none
 // for r.ID), slot its slot.
 func (e *Engine) apply(rs *replayState, r *wal.Record) {
-	if r.ID > rs.maxID && r.Kind != wal.KindCheckpoint {
+	if err := checkRecord(r); err != nil {
+		if rs.err == nil {
+			rs.err = err
+		}
+		return
+	}
+	if r.ID > rs.maxID && namesMessage(r) { // another kind's ID is none (a checkpoint's, the next one)
 		rs.maxID = r.ID
 	}
 	slot, m := rs.get(r.ID)
@@ -170,7 +179,7 @@ func (e *Engine) apply(rs *replayState, r *wal.Record) {
 		rs.moved(m, r.ID)
 		applyRequeue(rs, r, slot, m)
 	case wal.KindFailure:
-		applyFailure(r, m)
+		applyFailure(rs, r, m)
 	case wal.KindDeadLetter:
 		e.applyDeadLetter(rs, r, m)
 	case wal.KindRedrive:
@@ -224,7 +233,9 @@ func putMessage(dst *wal.Record, m *Message, at int64) {
 	dst.Key = m.Key
 	dst.DedupID = m.DedupID
 	dst.Payload = m.Payload
-	dst.MaxAttempts = int32(m.MaxAttempts)
+	// A limit past int32 ("as many as it takes") is as good as the
+	// largest int32; truncated, it would be another (messageOf).
+	dst.MaxAttempts = int32(min(m.MaxAttempts, math.MaxInt32))
 	dst.Unique = uint8(m.Unique)
 	dst.Headers = nil
 	if len(m.Headers) > 0 {
@@ -252,7 +263,7 @@ func messageOf(r *wal.Record) Message {
 		DedupID:     r.DedupID,
 		Key:         r.Key,
 		Priority:    Priority(r.Priority),
-		MaxAttempts: int(r.MaxAttempts),
+		MaxAttempts: recordMaxAttempts(r.MaxAttempts),
 		Unique:      Unique(r.Unique),
 	}
 	if len(r.Payload) > 0 {
@@ -274,6 +285,17 @@ func messageOf(r *wal.Record) Message {
 		m.TTL = time.Duration(r.ExpiresAt - r.Time)
 	}
 	return m
+}
+
+// recordMaxAttempts reads a record's MaxAttempts. The API takes no
+// negative limit, but engines before putMessage's clamp truncated one
+// past int32 to 32 bits, which made math.MaxInt -1: a negative limit is
+// one of those, and as good as the largest.
+func recordMaxAttempts(n int32) int {
+	if n < 0 {
+		return math.MaxInt32
+	}
+	return int(n)
 }
 
 // plainRecord says whether an enqueue record's message sets none of the
@@ -320,6 +342,8 @@ func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, slot uint32, m *re
 		if slot, m = rs.add(r.ID); m == nil {
 			return // no room: rs.err stops the replay
 		}
+	} else {
+		rs.forgetFailures(r.ID) // the fill below starts its history again
 	}
 	// The record's key state is restore's to set (keyForPlacement counts
 	// the message against its key), once replay is sure the message lives.
@@ -403,7 +427,9 @@ func applyNack(rs *replayState, r *wal.Record, slot uint32, m *rec) {
 		rs.setState(slot, stDelayed)
 		m.at = r.Until
 		m.crashes.Store(0)
-		m.hist.Store(m.hist.Load().with(failureOf(r)))
+		if rs.newFailure(r) {
+			m.hist.Store(m.hist.Load().with(failureOf(r)))
+		}
 	}
 }
 
@@ -429,18 +455,33 @@ func applyRequeue(rs *replayState, r *wal.Record, slot uint32, m *rec) {
 // --- KindFailure: one entry of a message's failure history. A snapshot
 // writes the history as these; the log has one where a failure has no
 // record of its own (a nack that found the TTL ended, so that the
-// dead-letter record says Expired).
+// dead-letter record says Expired). Attempt, when not 0, is the attempt
+// the failure ended (the log's), or the attempts the history accounts
+// for (a snapshot's last entry, see liveRecordsOf): replay then knows a
+// nack or failure record of that attempt or an earlier one is in the
+// history already (replayState.newFailure). Older engines wrote none.
 
 func failureRecord(id uint64, f dlq.Failure) wal.Record {
 	return wal.Record{Kind: wal.KindFailure, ID: id, Time: f.At.UnixNano(), Category: uint8(f.Category), Text: f.Error}
 }
 
 func failureOf(r *wal.Record) dlq.Failure {
-	return dlq.Failure{At: time.Unix(0, r.Time), Category: classify.Category(r.Category), Error: r.Text}
+	return dlq.Failure{At: time.Unix(0, r.Time), Category: recordCategory(r.Category), Error: r.Text}
 }
 
-func applyFailure(r *wal.Record, m *rec) {
-	if m != nil {
+// recordCategory reads a failure record's category. One past the last is
+// Unknown, as the engine counts it (categoryIndex): a custom Classifier
+// may return one, and engines logged it as is; the dead-letter store
+// refuses it, which dropped such a dead letter at replay.
+func recordCategory(c uint8) classify.Category {
+	if cat := classify.Category(c); cat.Valid() {
+		return cat
+	}
+	return classify.Unknown
+}
+
+func applyFailure(rs *replayState, r *wal.Record, m *rec) {
+	if m != nil && rs.newFailure(r) {
 		m.hist.Store(m.hist.Load().with(failureOf(r)))
 	}
 }

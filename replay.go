@@ -77,6 +77,47 @@ type replayState struct {
 	// logged with it re-creates the message but is not a first enqueue,
 	// so it leaves the DedupID's window where it was.
 	redriven uint64
+	// failedThrough is, per live message replay holds, the attempts its
+	// replayed history accounts for (newFailure); absent: none known.
+	failedThrough map[uint64]uint32
+}
+
+// newFailure says whether the failure r logged (a nack's or a failure
+// record's) is not yet in the history of r's message, which replay holds,
+// and notes, when r says which attempt it is of, that it is from now on.
+//
+// A checkpoint's cut comes before its snapshot walks the slab, so a nack
+// logged in between is replayed on top of a snapshot that may hold its
+// failure already: appending it again would list it twice. Replaying its
+// attempts and state again is harmless (they are absolute). The
+// snapshot's last failure record of a live message carries the attempts
+// its history accounts for (liveRecordsOf), and each nack or failure
+// record of the log the attempt it ended: one of an attempt the history
+// accounts for is in it. A record of no attempt (the snapshot's other
+// entries, an older engine's log) is always new, as a record of the
+// attempt the count saturates at is, since several may have that
+// number.
+func (rs *replayState) newFailure(r *wal.Record) bool {
+	if r.Attempt <= 0 || uint32(r.Attempt) >= maxAttempts {
+		return true
+	}
+	a := uint32(r.Attempt)
+	if a <= rs.failedThrough[r.ID] {
+		return false
+	}
+	if rs.failedThrough == nil {
+		rs.failedThrough = make(map[uint64]uint32)
+	}
+	rs.failedThrough[r.ID] = a
+	return true
+}
+
+// forgetFailures forgets what newFailure noted of id: its message left,
+// or starts again.
+func (rs *replayState) forgetFailures(id uint64) {
+	if rs.failedThrough != nil {
+		delete(rs.failedThrough, id)
+	}
 }
 
 // lateDead is what the log said of a dead letter before the record that
@@ -274,6 +315,7 @@ func (rs *replayState) remove(id uint64) {
 		rs.unindex(id)
 		rs.count--
 		delete(rs.movedIDs, id)
+		rs.forgetFailures(id)
 	}
 }
 

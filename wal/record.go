@@ -21,7 +21,7 @@ const (
 	KindReview                     // ID reviewed: Text = note, Time
 	KindPurge                      // ID purged from the DLQ (forget it)
 	KindRequeue                    // ID pending now (from leased, held or delayed), Time; in a snapshot, since when a pending message is ready
-	KindFailure                    // one entry of ID's failure history: Category, Text, Time (snapshots; and a nack's failure logged before the TTL verdict that dead-letters it)
+	KindFailure                    // one entry of ID's failure history: Category, Text, Time (snapshots; and a nack's failure logged before the TTL verdict that dead-letters it); Attempt, if set, the attempt it ended (the log's) or the attempts the history accounts for (a snapshot's last entry)
 	KindDedup                      // snapshot only: DedupID -> ID seen at Time
 	// KindCheckpoint is a snapshot's marker record: ID = the next ID the
 	// engine will assign, Time = when the snapshot was taken, and the slab
