@@ -32,7 +32,7 @@ func TestFailedAckKeepsItsMessageInItsQueue(t *testing.T) {
 	dir := t.TempDir()
 	out := runChild(t, "TestFailedAckKeepsItsMessageInItsQueue", failedAckEnv+"="+dir)
 	ids := childIDs(t, out)
-	require.Len(t, ids["ACKED"], 2, "child output:\n%s", out)
+	require.Len(t, ids["ACKED"], 3, "child output:\n%s", out)
 
 	// Reopened without a limit: the queue is there and holds nothing.
 	e := open(t, dir, ringwal.Options{})
@@ -56,8 +56,18 @@ func failedAckChild(t *testing.T, dir string) {
 	}
 	d, err := q.Dequeue(ctx)
 	require.NoError(t, err)
+	unique := ringwal.Message{Payload: []byte("first"), DedupID: "u", Unique: ringwal.UniqueQueued}
+	uid, err := e.Enqueue(ctx, unique)
+	require.NoError(t, err)
 
 	setLimit(uint64(largestFile(t, dir))) // the disk is full
+	// A replacement the log refuses leaves the first as it was.
+	unique.Payload, unique.Replace = []byte("replacement"), true
+	_, err = e.Enqueue(ctx, unique)
+	require.Error(t, err, "a replacement on a full disk")
+	info, err := e.Get(uid)
+	require.NoError(t, err)
+	assert.Equal(t, "first", string(info.Message.Payload), "a replacement that was not logged is not visible")
 	require.Error(t, e.Ack(d.Lease), "an ack on a full disk")
 	ds, err := q.DequeueBatch(ctx, 2)
 	require.NoError(t, err)
@@ -65,7 +75,7 @@ func failedAckChild(t *testing.T, dir string) {
 	setLimit(unlimited) // space is back
 
 	require.Len(t, ds, 2)
-	info, err := e.Get(ds[0].ID)
+	info, err = e.Get(ds[0].ID)
 	require.NoError(t, err)
 	assert.Equal(t, ringwal.Pending, info.State, "a message whose ack failed is pending again")
 	s := q.Stats()
@@ -88,4 +98,9 @@ func failedAckChild(t *testing.T, dir string) {
 		acked++
 	}
 	require.NoError(t, e.Checkpoint())
+	got, err := e.Dequeue(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uid, got.ID)
+	require.NoError(t, e.Ack(got.Lease))
+	childEmit("ACKED %d", got.ID)
 }

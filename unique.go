@@ -172,9 +172,34 @@ func (e *Engine) replaceFirst(slot uint32, prev word, m *Message) error {
 		e.makeReadyAt(slot, r, at)
 	}
 	if err := c.Wait(); err != nil {
+		e.unreplace(id, undo, st)
 		return fmt.Errorf("ringwal: replacing message %d: %w", id, mapWALError(err))
 	}
 	return nil
+}
+
+// unreplace puts back the message a replacement replaced when the log
+// refused the replacement's records after it was visible (log, make
+// visible, then wait): memory then agrees with the log again. was is the
+// state the message was in before. A replacement leased meanwhile has
+// been delivered and cannot be taken back: a restart brings back the
+// message it replaced, which the log still holds; that is logged.
+func (e *Engine) unreplace(id uint64, u replaced, was uint32) {
+	slot, prev, _, ok := e.ownIDSettled(id, 1<<stPending|1<<stDelayed|1<<stWaiting)
+	if !ok {
+		e.opts.Logger.Error("ringwal: a replacement the log refused was delivered before it could be undone; a restart brings back the message it replaced", "id", id)
+		return
+	}
+	r := e.slab.at(slot)
+	r.undoReplace(u)
+	switch {
+	case prev.state() == stWaiting:
+		r.keep(e.counts, stWaiting)
+	case was == stDelayed:
+		e.delay(slot, r, u.at)
+	default:
+		e.makeReadyAt(slot, r, u.at)
+	}
 }
 
 // uniqueGone forgets the unique entry of r's message (id), which leaves
