@@ -3,6 +3,7 @@ package ringwal
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/ringwal/ringwal/dlq"
@@ -382,6 +383,9 @@ func (e *Engine) PurgeDeadLetter(id ID) error {
 		e.deadLeaveMu.RUnlock()
 		return fmt.Errorf("%w: no dead letter %d", ErrNotFound, id)
 	}
+	if f := deadLetterRemoved.Load(); f != nil {
+		(*f)()
+	}
 	e.ctr.deadPurged.Add(1)
 	rec := purgeRecord(id, e.now())
 	lg, err := e.logRecord(&rec, true)
@@ -391,6 +395,10 @@ func (e *Engine) PurgeDeadLetter(id ID) error {
 	}
 	return lg.wait()
 }
+
+// deadLetterRemoved, when set (tests only), is called by
+// PurgeDeadLetter between the dead letter's removal and its purge record.
+var deadLetterRemoved atomic.Pointer[func()]
 
 // evictDeadLetters removes the oldest dead letters past
 // Options.MaxDeadLetters (reviewed ones first): each is counted
