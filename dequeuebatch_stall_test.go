@@ -127,16 +127,3 @@ func batchWithin(t *testing.T, e *Engine, max int) []Delivery {
 		return nil
 	}
 }
-
-// tryBatch is DequeueBatch that returns false at once when nothing is ready.
-func tryBatch(e *Engine, max int) ([]Delivery, bool) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if e.Stats().Pending == 0 {
-		return nil, false
-	}
-	cancel2 := time.AfterFunc(100*time.Millisecond, cancel)
-	defer cancel2.Stop()
-	ds, err := e.DequeueBatch(ctx, max)
-	return ds, err == nil
-}
