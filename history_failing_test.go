@@ -374,6 +374,9 @@ func historyFailingChild(t *testing.T, dir string) {
 	h.phase(0, h.worker)
 	h.phases[len(h.phases)-1].to = h.now()
 	h.quiescent("after phase 0")
+	h.checkpoint()
+	h.reopen() // the workers' leases end: a phase starts with none
+	h.quiescent("after reopening")
 	h.fillQueues(20)
 	h.quiescent("after filling the queues")
 
@@ -410,8 +413,8 @@ func historyFailingChild(t *testing.T, dir string) {
 	require.NoError(t, h.e.Checkpoint(), "seed %d: the second checkpoint once space is back", seed)
 	h.quiescent("after the checkpoints")
 	h.reopen()
-	h.quiescent("after reopening")
-	h.deleteRefused("after reopening")
+	h.quiescent("after reopening again")
+	h.deleteRefused("after reopening again")
 
 	h.checkStats()
 	h.checkPauses()
