@@ -274,7 +274,7 @@ func (h *historyRun) checkLinearizable() {
 		_ = f.Close()
 	}
 	kept := "(not kept)"
-	if d, err := os.MkdirTemp("", "ringwal-history-dir-*"); err == nil && h.e.Close() == nil {
+	if d, err := os.MkdirTemp("", "ringwal-history-dir-*"); err == nil && h.dir != "" && h.e.Close() == nil {
 		if err := os.CopyFS(d, os.DirFS(h.dir)); err == nil {
 			kept = d
 		}

@@ -58,7 +58,8 @@ func (h *historyRun) run(what string, fn func()) {
 }
 
 // stallStacks writes every goroutine's stack to a file it names, and
-// quotes the ringwal frames of the goroutines in the engine's code.
+// quotes those of the workers stuck in a call of the engine: down to the
+// call, from the first ringwal frame.
 func stallStacks() string {
 	buf := make([]byte, 8<<20)
 	buf = buf[:runtime.Stack(buf, true)]
@@ -71,10 +72,27 @@ func stallStacks() string {
 	}
 	var quoted []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "ringwal/ringwal.(*Engine)") && len(quoted) < 4 {
-			lines := strings.Split(g, "\n")
-			quoted = append(quoted, strings.Join(lines[:min(len(lines), 13)], "\n"))
+		lines := strings.Split(g, "\n")
+		from, to := -1, -1
+		for i, l := range lines {
+			if from < 0 && strings.HasPrefix(l, "github.com/ringwal/ringwal.") {
+				from = i
+			}
+			if from >= 0 && strings.HasPrefix(l, "github.com/ringwal/ringwal_test.") {
+				to = i
+				break
+			}
 		}
+		if to < 0 || len(quoted) == 6 {
+			continue
+		}
+		var calls []string
+		for _, l := range lines[from:to] {
+			if !strings.HasPrefix(l, "\t") {
+				calls = append(calls, l[:strings.LastIndexByte(l, '(')])
+			}
+		}
+		quoted = append(quoted, lines[0]+" "+strings.Join(calls, " < ")+" < "+lines[to][:strings.LastIndexByte(lines[to], '(')])
 	}
-	return "every goroutine's stack in " + where + "; some in the engine:\n" + strings.Join(quoted, "\n\n")
+	return "every goroutine's stack in " + where + "; the workers in the engine:\n" + strings.Join(quoted, "\n")
 }

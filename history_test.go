@@ -98,8 +98,8 @@ func historySeed(t *testing.T) uint64 {
 	return rand.Uint64()
 }
 
-// The default run's size: rounds (each a fresh engine, alternately in
-// Write and Buffered mode) of historyPhases phases in which each of
+// The default run's size: rounds (each a fresh engine: Write, Buffered
+// and memory-only in turn) of historyPhases phases in which each of
 // historyWorkers workers makes historyOpsPerPhase calls.
 const historyOpsPerPhase = 250
 
@@ -405,6 +405,13 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 	if pausing { // the phase ends with every queue delivering
 		h.pause(w, paused, false)
 	}
+	if h.dir == "" { // memory-only: no reopening ends the leases, the worker does
+		for _, d := range held {
+			c := h.now()
+			err := e.Requeue(d.ID)
+			h.record1(w, c, hIn{kind: hRequeue, id: d.ID}, hOut{err: errClass(err)})
+		}
+	}
 }
 
 // get records a Get of id.
@@ -488,7 +495,12 @@ func (h *historyRun) checkpoint() {
 	}
 }
 
+// reopen closes and opens the engine (a memory-only one stays open: its
+// workers ended their leases).
 func (h *historyRun) reopen() {
+	if h.dir == "" {
+		return
+	}
 	var err error
 	h.run("Close", func() { err = h.e.Close() })
 	require.NoError(h.t, err)
@@ -511,8 +523,12 @@ func (h *historyRun) jump() {
 }
 
 // historyRound runs one engine's life and checks its history.
-func historyRound(t *testing.T, seed uint64, mode ringwal.Durability, perOp int) {
-	h := newHistoryRun(t, t.TempDir(), seed, mode, perOp)
+func historyRound(t *testing.T, seed uint64, v historyVariant, perOp int) {
+	dir := ""
+	if !v.memory {
+		dir = t.TempDir()
+	}
+	h := newHistoryRun(t, dir, seed, v.mode, perOp)
 	defer h.close()
 	h.quiescent("at the start")
 	for p := 0; p < historyPhases; p++ {
@@ -611,9 +627,25 @@ func (h *historyRun) drain() {
 
 func TestHistoryLinearizable(t *testing.T) {
 	historyRuns(t, func(t *testing.T, seed uint64, round int) {
-		mode := []ringwal.Durability{ringwal.Write, ringwal.Buffered}[round%2]
-		t.Run(fmt.Sprintf("seed%d-%v", seed, mode), func(t *testing.T) { historyRound(t, seed, mode, historyOpsPerPhase) })
+		v := historyVariants[round%len(historyVariants)]
+		t.Run(fmt.Sprintf("seed%d-%s", seed, v), func(t *testing.T) { historyRound(t, seed, v, historyOpsPerPhase) })
 	})
+}
+
+// historyVariant is a round's engine: durable in mode, or memory-only
+// (whose phases end without a reopening).
+type historyVariant struct {
+	mode   ringwal.Durability
+	memory bool
+}
+
+var historyVariants = []historyVariant{{mode: ringwal.Write}, {mode: ringwal.Buffered}, {memory: true}}
+
+func (v historyVariant) String() string {
+	if v.memory {
+		return "memory"
+	}
+	return v.mode.String()
 }
 
 // historyRuns runs rounds of a history test, round r with seed

@@ -282,14 +282,20 @@ func describePartition(part []porcupine.Operation) string {
 }
 
 // The unique pools: "q<n>" under UniqueQueued, "l<n>" under UniqueLive,
-// small so that repeats meet firsts in every state.
+// small so that repeats meet firsts in every state; or, one time in
+// three, fresh (named after fresh, never drawn again), so that a batch
+// also meets its own first, new, with no entry before it.
 const historyUniquePool = 6
 
-func uniqueDedup(rng *rand.Rand) (string, ringwal.Unique) {
-	if rng.IntN(2) == 0 {
-		return fmt.Sprintf("q%d", rng.IntN(historyUniquePool)), ringwal.UniqueQueued
+func uniqueDedup(rng *rand.Rand, fresh string) (string, ringwal.Unique) {
+	n := fmt.Sprint(rng.IntN(historyUniquePool))
+	if rng.IntN(3) == 0 {
+		n = "-" + fresh
 	}
-	return fmt.Sprintf("l%d", rng.IntN(historyUniquePool)), ringwal.UniqueLive
+	if rng.IntN(2) == 0 {
+		return "q" + n, ringwal.UniqueQueued
+	}
+	return "l" + n, ringwal.UniqueLive
 }
 
 // uniqueMessage is m (h.message's: a payload, a priority, maybe a Delay
@@ -306,7 +312,7 @@ func entryOf(m ringwal.Message, queue string) hEntry {
 
 // uniqueEnqueue is one Enqueue of a unique DedupID into a queue.
 func (h *historyRun) uniqueEnqueue(w int, rng *rand.Rand, n int) {
-	dedup, u := uniqueDedup(rng)
+	dedup, u := uniqueDedup(rng, fmt.Sprintf("%d-%d-%d", len(h.phases), w, n))
 	m := uniqueMessage(rng, h.message(rng, w, n), dedup, u)
 	q := historyQueue(rng)
 	c := h.now()
@@ -327,7 +333,7 @@ func (h *historyRun) uniqueBatch(w int, rng *rand.Rand, n int) {
 		u     ringwal.Unique
 	}
 	for i := range pool {
-		pool[i].dedup, pool[i].u = uniqueDedup(rng)
+		pool[i].dedup, pool[i].u = uniqueDedup(rng, fmt.Sprintf("%d-%d-%d-%d", len(h.phases), w, n, i))
 	}
 	ms := make([]ringwal.Message, 2+rng.IntN(4))
 	for i := range ms {
