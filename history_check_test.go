@@ -135,7 +135,7 @@ func (h *historyRun) statOps() []statOp {
 		case hEnqueue, hEnqueueMaybe, hDequeue:
 			q, known = index[in.queue], true
 		case hEnqueueUnique: // its first message's queue, if it made one
-			q, known = index[in.entries[0].queue], true
+			q, known = index[in.entry.queue], true
 		}
 		if !known {
 			q = -1

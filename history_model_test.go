@@ -51,7 +51,7 @@ const (
 	hGet
 	hReopen        // barrier: Close then Open (leases end, their messages are pending)
 	hAdvance       // barrier: the fake clock passed every delay and backoff
-	hEnqueueUnique // the messages of one call (in order, in.entries) with one unique DedupID, answered with in.id
+	hEnqueueUnique // one message (in.entry) of a call with a unique DedupID, answered with in.id
 	hAckBatch      // one lease of an AckBatch: out.err is that lease's ("stale" by the error's indexes, else the batch's)
 	hPutBack       // the end of an ack (or AckBatch) of in.lease that the log refused: the message is pending again
 )
@@ -75,12 +75,15 @@ type hIn struct {
 	// deadline is an enqueue's Message.Deadline (Unix nanoseconds, 0:
 	// none).
 	deadline int64
-	// hEnqueueUnique: the DedupID's mode, and every message of the call
-	// with that DedupID, in the call's order; single: a lone Enqueue
-	// (whose error is its own, not a batch's).
-	unique  ringwal.Unique
-	entries []hEntry
-	single  bool
+	// hEnqueueUnique: the DedupID's mode, the message, and its place
+	// among the call's messages with that DedupID: the k-th of n of the
+	// call stamped call (they are judged in order); single: a lone
+	// Enqueue (whose error is its own, not a batch's).
+	unique ringwal.Unique
+	entry  hEntry
+	call   int64
+	k, n   int
+	single bool
 	// all: a barrier on every message of in.id's group (one operation,
 	// not one per message, so that the checker need not order them).
 	all bool
@@ -310,10 +313,9 @@ func describeHistoryOp(input, output any) string {
 		}
 		fmt.Fprintf(&b, ", queue %q, payload %q, dedup %q, delayed %v, deadline %d", in.queue, in.payload, in.dedup, in.delayed, in.deadline)
 	case hEnqueueUnique:
-		fmt.Fprintf(&b, ", %v dedup %q, single %v:", in.unique, in.dedup, in.single)
-		for _, en := range in.entries {
-			fmt.Fprintf(&b, " {queue %q payload %q delayed %v deadline %d replace %v}", en.queue, en.payload, en.delayed, en.deadline, en.replace)
-		}
+		en := in.entry
+		fmt.Fprintf(&b, ", %v dedup %q, %d of %d, single %v: queue %q payload %q delayed %v deadline %d replace %v", in.unique, in.dedup,
+			in.k+1, in.n, in.single, en.queue, en.payload, en.delayed, en.deadline, en.replace)
 	case hDequeue:
 		fmt.Fprintf(&b, ", queue %q", in.queue)
 	case hAck, hAckBatch, hPutBack, hNackPerm, hNackTrans, hExtend:

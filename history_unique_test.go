@@ -9,7 +9,11 @@ package ringwal_test
 // and which of them the DedupID's entry names: a repeat that finds it
 // Pending or Delayed (or Leased, UniqueLive) is refused with the first's
 // ID, or with Replace replaces it; otherwise it is a new message and the
-// entry names it. The entry is let go when its message leaves (ack,
+// entry names it. A batch's messages of one DedupID are judged one after
+// the other, in order, each at a moment of its own inside the call (a
+// replacement of an earlier message is visible at once: a dequeue may
+// take it before the next is judged), so each is an operation, and the
+// group keeps how far each call has got. The entry is let go when its message leaves (ack,
 // cancel, dead letter) and taken back by one that returns (Redrive, a
 // put-back ack) when nothing holds it. A reopening may find the entry
 // where replay put it (the log's last enqueue, or a snapshot's highest
@@ -51,6 +55,16 @@ type hGroup struct {
 	// holders are the messages the DedupID's entry may name (0: none),
 	// ascending; nil stands for none. More than one only after a reopening.
 	holders []ringwal.ID
+	// calls are the batches some of whose messages of this DedupID have
+	// been judged: the next to judge of each, by call stamp.
+	calls []hCallAt
+}
+
+// hCallAt is a batch's place: message next (of its messages with the
+// group's DedupID) is the next judged.
+type hCallAt struct {
+	call int64
+	next int
 }
 
 func (g hGroup) member(id ringwal.ID) hState {
@@ -79,7 +93,31 @@ func (g hGroup) with(id ringwal.ID, s hState) hGroup {
 	if !placed {
 		msgs = append(msgs, hMember{id, s})
 	}
-	return hGroup{msgs: msgs, holders: g.holders}
+	return hGroup{msgs: msgs, holders: g.holders, calls: g.calls}
+}
+
+// judged is g once the k-th of n messages of call has been judged, or
+// false if it is not that call's next.
+func (g hGroup) judged(call int64, k, n int) (hGroup, bool) {
+	i := slices.IndexFunc(g.calls, func(c hCallAt) bool { return c.call == call })
+	if (i >= 0) != (k > 0) || (i >= 0 && g.calls[i].next != k) {
+		return g, false
+	}
+	calls := slices.Clone(g.calls)
+	switch {
+	case k+1 == n && i >= 0:
+		calls = slices.Delete(calls, i, i+1)
+	case k+1 == n:
+	case i >= 0:
+		calls[i].next = k + 1
+	default:
+		calls = append(calls, hCallAt{call, 1})
+	}
+	if len(calls) == 0 {
+		calls = nil
+	}
+	g.calls = calls
+	return g, true
 }
 
 func (g hGroup) holderSet() []ringwal.ID {
@@ -114,7 +152,7 @@ func (g hGroup) moveHolder(from, to ringwal.ID) hGroup {
 }
 
 func (g hGroup) equal(o hGroup) bool {
-	return slices.Equal(g.msgs, o.msgs) && slices.Equal(g.holders, o.holders)
+	return slices.Equal(g.msgs, o.msgs) && slices.Equal(g.holders, o.holders) && slices.Equal(g.calls, o.calls)
 }
 
 func (g hGroup) String() string {
@@ -124,6 +162,9 @@ func (g hGroup) String() string {
 	}
 	if g.holders != nil || (len(g.msgs) > 0 && g.msgs[0].s.unique != ringwal.UniqueWindow) {
 		fmt.Fprintf(&b, "entry names %v", g.holderSet())
+	}
+	for _, c := range g.calls {
+		fmt.Fprintf(&b, "; call %d judged up to %d", c.call, c.next)
 	}
 	return b.String()
 }
@@ -175,38 +216,36 @@ func groupStep(g hGroup, in hIn, out hOut) (bool, hGroup) {
 	return true, ng
 }
 
-// uniqueStep is an hEnqueueUnique: the call's messages of one DedupID, in
-// order, answered with in.id. The first is new (the entry names no
-// message that blocks it) or a repeat of the message the entry names;
-// each later one repeats in.id. A repeat with Replace that finds it
+// uniqueStep is an hEnqueueUnique: one message (the k-th of n of its
+// call with this DedupID: judged after the k-1 before it), answered with
+// in.id. It is new (the entry names no message that blocks it) or a
+// repeat of the message the entry names: with Replace, one that finds it
 // Pending or Delayed replaces its payload and delay; any other repeat is
 // refused, and then the call's error wraps ErrDuplicate ("dup"). A lone
 // Enqueue's error is "dup" exactly when it was refused; a batch's may be
 // "dup" for another of its messages.
 func uniqueStep(g hGroup, in hIn, out hOut) (bool, hGroup) {
-	if len(in.entries) == 0 || in.id == 0 || (out.err != "" && out.err != "dup") {
+	if in.id == 0 || (out.err != "" && out.err != "dup") {
 		return false, g
 	}
-	x := g.member(in.id)
+	g, ok := g.judged(in.call, in.k, in.n)
+	if !ok {
+		return false, g
+	}
+	x, en := g.member(in.id), in.entry
 	for _, h := range g.holderSet() {
 		blocking := h != 0 && blocks(in.unique, g.member(h))
 		s, refused := x, false
 		switch {
 		case x.st == msAbsent && !blocking:
-			en := in.entries[0]
 			s = hState{st: msPending, queue: en.queue, payload: en.payload, dedup: in.dedup, deadline: en.deadline, unique: in.unique}
 			if en.delayed {
 				s.st = msDelayed
 			}
 		case h == in.id && blocking && x.dedup == in.dedup && x.unique == in.unique:
-			s, refused = repeatUnique(s, in.entries[0])
+			s, refused = repeatUnique(s, en)
 		default:
 			continue
-		}
-		for _, en := range in.entries[1:] {
-			var r bool
-			s, r = repeatUnique(s, en)
-			refused = refused || r
 		}
 		if (refused && out.err != "dup") || (in.single && !refused && out.err != "") {
 			continue
@@ -318,16 +357,15 @@ func (h *historyRun) uniqueEnqueue(w int, rng *rand.Rand, n int) {
 	q := historyQueue(rng)
 	c := h.now()
 	id, err := h.enqueue(rng, q, m)
-	in := hIn{kind: hEnqueueUnique, id: id, dedup: dedup, unique: u, entries: []hEntry{entryOf(m, q)}, single: true}
+	in := hIn{kind: hEnqueueUnique, id: id, dedup: dedup, unique: u, entry: entryOf(m, q), call: c, n: 1, single: true}
 	h.record1(w, c, in, hOut{err: errClass(err)})
 }
 
 // uniqueBatch is an EnqueueBatch of 2 to 5 messages, most of them under
 // one or two unique DedupIDs, the second message repeating the first's
-// (so that the batch meets its own entry), a few plain. Each DedupID's
-// messages with the ID they were answered with are one hEnqueueUnique;
-// a batch that answers one DedupID with two IDs, or a repeat of its own
-// message with another, has a history the model refuses.
+// (so that the batch meets its own entry), a few plain. Each unique
+// message is an hEnqueueUnique, numbered among its DedupID's in the
+// batch.
 func (h *historyRun) uniqueBatch(w int, rng *rand.Rand, n int) {
 	var pool [2]struct {
 		dedup string
@@ -356,19 +394,19 @@ func (h *historyRun) uniqueBatch(w int, rng *rand.Rand, n int) {
 		ids = make([]ringwal.ID, len(ms)) // an error: id 0, which the model refuses
 	}
 	var ins []hIn
-	byKey := map[string]int{} // DedupID and ID: index in ins
+	count := map[string]int{}
+	for _, m := range ms {
+		count[m.DedupID]++
+	}
+	k := map[string]int{}
 	for i, m := range ms {
 		if m.DedupID == "" {
 			ins = append(ins, enqIn(hEnqueue, ids[i], m, qs[i]))
 			continue
 		}
-		key := fmt.Sprintf("%s/%d", m.DedupID, ids[i])
-		k, ok := byKey[key]
-		if !ok {
-			k, byKey[key] = len(ins), len(ins)
-			ins = append(ins, hIn{kind: hEnqueueUnique, id: ids[i], dedup: m.DedupID, unique: m.Unique})
-		}
-		ins[k].entries = append(ins[k].entries, entryOf(m, qs[i]))
+		ins = append(ins, hIn{kind: hEnqueueUnique, id: ids[i], dedup: m.DedupID, unique: m.Unique, entry: entryOf(m, qs[i]),
+			call: c, k: k[m.DedupID], n: count[m.DedupID]})
+		k[m.DedupID]++
 	}
 	outs := make([]hOut, len(ins))
 	for i := range outs {
