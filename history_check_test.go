@@ -134,6 +134,8 @@ func (h *historyRun) statOps() []statOp {
 		switch in.kind {
 		case hEnqueue, hEnqueueMaybe, hDequeue:
 			q, known = index[in.queue], true
+		case hEnqueueUnique: // its first message's queue, if it made one
+			q, known = index[in.entry.queue], true
 		}
 		if !known {
 			q = -1
@@ -167,8 +169,8 @@ func (t *statsTally) add(op statOp, s historyStat) {
 	}
 	begun := op.call < s.ret
 	switch op.kind {
-	case hEnqueue, hEnqueueMaybe:
-		if op.ok && begun {
+	case hEnqueue, hEnqueueMaybe, hEnqueueUnique:
+		if (op.ok || op.kind == hEnqueueUnique) && begun { // a unique call's "dup" may have made one too
 			t.created++
 			if op.ret < s.call && op.kind == hEnqueue {
 				t.createdBefore++
@@ -178,11 +180,11 @@ func (t *statsTally) add(op statOp, s historyStat) {
 		if begun {
 			t.dequeued++
 		}
-	case hAck, hNackPerm, hNackTrans:
+	case hAck, hAckBatch, hNackPerm, hNackTrans:
 		if op.ok && op.ret < s.call {
 			t.settled++
 		}
-		if begun && op.kind == hAck {
+		if begun && (op.kind == hAck || op.kind == hAckBatch) {
 			t.removed++
 		}
 		if begun && op.kind != hAck {
@@ -253,8 +255,8 @@ func (h *historyRun) checkLinearizable() {
 				break
 			}
 		}
-		fmt.Fprintf(&b, "\nmessage %d has no linearization; its operations by call (client [call, return]), ==> at the first that no order explains:",
-			part[0].Input.(hIn).id)
+		fmt.Fprintf(&b, "\n%s: no linearization; the operations by call (client [call, return]), ==> at the first that no order explains:",
+			describePartition(part))
 		for i, op := range part {
 			mark := "   "
 			if i == first {
@@ -272,7 +274,7 @@ func (h *historyRun) checkLinearizable() {
 		_ = f.Close()
 	}
 	kept := "(not kept)"
-	if d, err := os.MkdirTemp("", "ringwal-history-dir-*"); err == nil && h.e.Close() == nil {
+	if d, err := os.MkdirTemp("", "ringwal-history-dir-*"); err == nil && h.dir != "" && h.e.Close() == nil {
 		if err := os.CopyFS(d, os.DirFS(h.dir)); err == nil {
 			kept = d
 		}

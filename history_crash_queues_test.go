@@ -35,12 +35,7 @@ func (c *historyChild) tryDequeue(q string) (ringwal.Delivery, bool) {
 	if !ok {
 		return d, false
 	}
-	if d.Message.Queue != q {
-		childFail("TryDequeue of queue %q returned ID %d of queue %q", q, d.ID, d.Message.Queue)
-	}
-	if strings.HasPrefix(string(d.Message.Payload), historyPublished) {
-		childEmit("L %d %s %s", d.ID, dash(q), d.Message.Payload)
-	}
+	c.took(q, d)
 	return d, true
 }
 

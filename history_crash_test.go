@@ -12,7 +12,10 @@ package ringwal_test
 // history tests' queues (history_queues_test.go) and publishes to their
 // topic: after the crash every message is back in its own queue, each
 // queue delivers only its own, and a publish has all its copies or none
-// (history_crash_queues_test.go).
+// (history_crash_queues_test.go). It also takes batches beside messages
+// with Deadlines, repeats unique DedupIDs within batches, and adds and
+// removes schedules and queues beside a checkpointer; the parent checks
+// that it kept moving until the kill (history_crash_more_test.go).
 //
 // Reporting protocol (one write(2) per line; every line about an ID but
 // E and D is written under a per-ID lock held across the call, so for
@@ -68,6 +71,7 @@ type historyChild struct {
 		dedup string
 		id    ringwal.ID
 	}
+	historyChildMore
 }
 
 func (c *historyChild) lock(id ringwal.ID) *sync.Mutex {
@@ -102,6 +106,7 @@ func (c *historyChild) message(rng *rand.Rand, name string) (m ringwal.Message, 
 	if rng.IntN(5) == 0 {
 		m.Delay = time.Duration(1+rng.IntN(60)) * time.Second
 	}
+	childDeadline(rng, &m)
 	switch rng.IntN(6) {
 	case 0, 1:
 		m.DedupID = "u" + name // fresh
@@ -170,7 +175,8 @@ func (c *historyChild) work(ctx context.Context, g int, rng *rand.Rand) {
 		return d, true
 	}
 	for n := 0; ctx.Err() == nil; n++ {
-		switch r := rng.IntN(100); {
+		c.progress[g].Add(1)
+		switch r := rng.IntN(110); {
 		case r < 22:
 			m, first := c.message(rng, fmt.Sprintf("%d-%d", g, n))
 			q := historyQueue(rng)
@@ -200,11 +206,15 @@ func (c *historyChild) work(ctx context.Context, g int, rng *rand.Rand) {
 			for i := range ms {
 				c.enqueued(ids[i], ms[i], firsts[i], err, dup)
 			}
-		case r < 58:
+		case r < 50:
 			if len(held) < 4 {
 				if d, ok := c.tryDequeue(historyQueue(rng)); ok {
 					held = append(held, d)
 				}
+			}
+		case r < 58:
+			if len(held) < 8 {
+				held = append(held, c.dequeueBatch(historyQueue(rng), 1+rng.IntN(16))...)
 			}
 		case r < 73:
 			if d, ok := pick(); ok {
@@ -236,6 +246,10 @@ func (c *historyChild) work(ctx context.Context, g int, rng *rand.Rand) {
 			c.call(id, fmt.Sprintf("R %d", id), func() error { return e.Redrive(id) })
 		case r < 99:
 			time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond)
+		case r < 104:
+			c.uniqueBatch(ctx, g, n, rng)
+		case r < 109:
+			c.adminOp(g, rng, n)
 		default:
 			if err := e.Checkpoint(); err != nil {
 				childFail("checkpoint: %v", err)
@@ -259,6 +273,8 @@ func TestHistorySurvivesCrashChild(t *testing.T) {
 	defer cancel()
 	c := &historyChild{e: e}
 	var wg sync.WaitGroup
+	go c.heartbeat(ctx)
+	c.checkpointer(ctx, &wg)
 	for g := 0; g < historyWorkers; g++ {
 		rng := rand.New(rand.NewPCG(seed, uint64(g)))
 		wg.Add(1)
@@ -325,6 +341,7 @@ type historyCrashReport struct {
 	bad    []string
 	lines  int
 	maxID  ringwal.ID
+	historyCrashMore
 }
 
 func (r *historyCrashReport) msg(id ringwal.ID) *historyCrashMsg {
@@ -342,6 +359,9 @@ func (r *historyCrashReport) parse(text string) {
 	f := strings.Fields(text)
 	if len(f) > 0 && f[0] == "X" {
 		r.bad = append(r.bad, text)
+		return
+	}
+	if r.parseMore(f) {
 		return
 	}
 	g := f
@@ -404,6 +424,7 @@ func historyCrashRound(t *testing.T, seed uint64) {
 	}
 	rng := rand.New(rand.NewPCG(seed, 7))
 	time.Sleep(time.Duration(100+rng.IntN(500)) * time.Millisecond) // a random kill moment
+	rep.awaitBeat(func(format string, args ...any) { t.Errorf("seed %d: %s", seed, fmt.Sprintf(format, args...)) })
 	child.kill()
 	<-readDone // the reader owns rep until here
 	child.wait()
@@ -467,7 +488,7 @@ func historyCrashRound(t *testing.T, seed uint64) {
 	}
 	dedups := 0
 	for id, m := range rep.msgs {
-		if m.enqueued && m.dedup != "" {
+		if m.enqueued && m.dedup != "" && childUnique(m.dedup) == ringwal.UniqueWindow {
 			dedups++
 			again, err := e.TryEnqueue(ringwal.Message{DedupID: m.dedup, Payload: []byte("again")})
 			if !errors.Is(err, ringwal.ErrDuplicate) || again != id {
@@ -476,6 +497,8 @@ func historyCrashRound(t *testing.T, seed uint64) {
 		}
 	}
 	publishes := rep.checkCopies(found, fail)
+	uniques := rep.checkUnique(e, got, fail)
+	names := rep.checkAdmin(e, fail)
 	// Drain: every live message is delivered once, by its own queue,
 	// nothing else is.
 	fake.Advance(historyJump)
@@ -498,6 +521,8 @@ func historyCrashRound(t *testing.T, seed uint64) {
 	}
 	t.Logf("seed %d: %d lines, %d IDs, %d repeats answered, %d DedupIDs checked, %d publishes with copies found, %d delivered after the crash",
 		seed, rep.lines, len(rep.msgs), len(rep.dups), dedups, publishes, delivered)
+	t.Logf("seed %d: %d heartbeats, %d unique DedupIDs live after the crash checked, %d schedule and queue names checked",
+		seed, rep.beats.Load(), uniques, names)
 }
 
 var outcomeNames = map[byte]string{'a': "absent", 'l': "live", 'd': "dead", 'x': "delivered"}

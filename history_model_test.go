@@ -4,18 +4,29 @@ package ringwal_test
 // against, partitioned by message ID: every recorded operation names the
 // one message it acted on (a Dequeue names the message it returned, an
 // enqueue the ID it was answered with), so that porcupine checks each
-// message's short history on its own. Operations that span messages
-// (Stats, a Dequeue that found nothing, Checkpoint, a queue's pause) are
-// checked outside the model (history_check_test.go). A message's queue is
-// part of its state: it is set by its enqueue (or its Publish copy) and
-// never changes, a dequeue from a queue returns only that queue's
-// messages, and Get, a redrive and a reopening keep it.
+// message's short history on its own. The messages of one unique DedupID
+// (UniqueQueued, UniqueLive) are one partition, since a repeat is judged
+// against the last of them accepted (history_unique_test.go). Operations
+// that span messages (Stats, a Dequeue that found nothing, Checkpoint, a
+// queue's pause, schedules and declarations) are checked outside the
+// model (history_check_test.go, history_admin_test.go). A message's queue
+// is part of its state: it is set by its enqueue (or its Publish copy)
+// and never changes, a dequeue from a queue returns only that queue's
+// messages, and Get, a redrive and a reopening keep it. So is its
+// Deadline, which a dequeue and Get return.
+//
+// An ack the log refuses (history_failing_test.go) is no ack: the message
+// is pending again with its attempts. The engine makes an ack visible
+// before the log answers (log, then make visible, then wait), so a reader
+// during a failing ack may miss the message for that moment: such an ack
+// is two steps inside its call, the ack (leased to "acking") and its
+// put-back (to pending).
 
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/anishathalye/porcupine"
 
@@ -38,12 +49,15 @@ const (
 	hRequeue
 	hRedrive
 	hGet
-	hReopen  // barrier: Close then Open (leases end, their messages are pending)
-	hAdvance // barrier: the fake clock passed every delay and backoff
+	hReopen        // barrier: Close then Open (leases end, their messages are pending)
+	hAdvance       // barrier: the fake clock passed every delay and backoff
+	hEnqueueUnique // one message (in.entry) of a call with a unique DedupID, answered with in.id
+	hAckBatch      // one lease of an AckBatch: out.err is that lease's ("stale" by the error's indexes, else the batch's)
+	hPutBack       // the end of an ack (or AckBatch) of in.lease that the log refused: the message is pending again
 )
 
 var hKindNames = [...]string{"enqueue", "enqueue?", "dequeue", "ack", "nack(permanent)", "nack(transient)",
-	"extend", "cancel", "requeue", "redrive", "get", "reopen", "advance"}
+	"extend", "cancel", "requeue", "redrive", "get", "reopen", "advance", "enqueue-unique", "ack(batch)", "put-back"}
 
 func (k hKind) String() string { return hKindNames[k] }
 
@@ -58,10 +72,26 @@ type hIn struct {
 	dedup   string // enqueue
 	delayed bool   // enqueue with a Delay
 	lease   ringwal.Lease
+	// deadline is an enqueue's Message.Deadline (Unix nanoseconds, 0:
+	// none).
+	deadline int64
+	// hEnqueueUnique: the DedupID's mode, the message, and its place
+	// among the call's messages with that DedupID: the k-th of n of the
+	// call stamped call (they are judged in order); single: a lone
+	// Enqueue (whose error is its own, not a batch's).
+	unique ringwal.Unique
+	entry  hEntry
+	call   int64
+	k, n   int
+	single bool
+	// all: a barrier on every message of in.id's group (one operation,
+	// not one per message, so that the checker need not order them).
+	all bool
 }
 
 // hOut is what the call returned. err is a class: "" (nil), "dup",
-// "stale", "notfound", "invalid", or "other: <text>" (never allowed).
+// "stale", "notfound", "invalid", "io" (a write the disk refused), or
+// "other: <text>" (never allowed).
 type hOut struct {
 	err      string
 	lease    ringwal.Lease // dequeue
@@ -71,6 +101,8 @@ type hOut struct {
 	queue    string        // dequeue, get: the message's Queue
 	state    ringwal.State // get
 	category classify.Category
+	deadline int64          // dequeue, get
+	unique   ringwal.Unique // dequeue, get
 }
 
 // errClass maps an error to hOut.err.
@@ -78,6 +110,8 @@ func errClass(err error) string {
 	switch {
 	case err == nil:
 		return ""
+	case errors.Is(err, syscall.EFBIG):
+		return "io" // the log's write failed: a full disk (history_failing_test.go)
 	case errors.Is(err, ringwal.ErrDuplicate):
 		return "dup"
 	case errors.Is(err, ringwal.ErrStaleLease):
@@ -97,10 +131,11 @@ const (
 	msDelayed        // Delayed (a Delay, or a retry's backoff)
 	msLeased
 	msDead
-	msGone // acked or cancelled
+	msGone   // acked or cancelled
+	msAcking // an ack the log refuses is on its way: not found until it is put back
 )
 
-var msNames = [...]string{"absent", "pending", "delayed", "leased", "dead", "gone"}
+var msNames = [...]string{"absent", "pending", "delayed", "leased", "dead", "gone", "acking"}
 
 // hState is one message's state in the model (comparable: == is Equal).
 type hState struct {
@@ -111,6 +146,8 @@ type hState struct {
 	payload  string
 	dedup    string
 	cat      classify.Category
+	deadline int64
+	unique   ringwal.Unique
 }
 
 func (s hState) String() string {
@@ -120,8 +157,13 @@ func (s hState) String() string {
 	case msDead:
 		return fmt.Sprintf("dead(%v) queue=%q attempts=%d payload=%q", s.cat, s.queue, s.attempts, s.payload)
 	}
-	return fmt.Sprintf("%s queue=%q attempts=%d payload=%q dedup=%q", msNames[s.st], s.queue, s.attempts, s.payload, s.dedup)
+	return fmt.Sprintf("%s queue=%q attempts=%d payload=%q dedup=%q deadline=%d", msNames[s.st], s.queue, s.attempts, s.payload,
+		s.dedup, s.deadline)
 }
+
+// alive: the engine holds s as a live message (what a unique DedupID's
+// entry may name).
+func (s hState) alive() bool { return s.st == msPending || s.st == msDelayed || s.st == msLeased }
 
 // gone is s acked or cancelled: only its DedupID is still remembered.
 func gone(s hState) hState { return hState{st: msGone, dedup: s.dedup} }
@@ -143,6 +185,19 @@ func staleOr(s hState, in hIn, out hOut, next func(hState) hState) (bool, hState
 	return false, s
 }
 
+// ackStep is an Ack's (or an AckBatch lease's): staleOr, and a current
+// lease whose record the log refused ("io") is acking until its put-back.
+func ackStep(s hState, in hIn, out hOut) (bool, hState) {
+	if out.err == "io" {
+		if s.st != msLeased || s.lease != in.lease {
+			return false, s
+		}
+		s.st = msAcking
+		return true, s
+	}
+	return staleOr(s, in, out, gone)
+}
+
 // historyStep is the model's step.
 func historyStep(s hState, in hIn, out hOut) (bool, hState) {
 	live := s.st == msPending || s.st == msDelayed || s.st == msLeased
@@ -150,7 +205,7 @@ func historyStep(s hState, in hIn, out hOut) (bool, hState) {
 	case hEnqueue, hEnqueueMaybe:
 		created := s.st == msAbsent && (out.err == "" || in.kind == hEnqueueMaybe)
 		if created {
-			n := hState{st: msPending, queue: in.queue, payload: in.payload, dedup: in.dedup}
+			n := hState{st: msPending, queue: in.queue, payload: in.payload, dedup: in.dedup, deadline: in.deadline}
 			if in.delayed {
 				n.st = msDelayed
 			}
@@ -163,14 +218,21 @@ func historyStep(s hState, in hIn, out hOut) (bool, hState) {
 		repeat := out.err == "dup" || in.kind == hEnqueueMaybe
 		return repeat && s.st != msAbsent && in.dedup != "" && s.dedup == in.dedup, s
 	case hDequeue:
-		if s.st != msPending || in.queue != s.queue || out.queue != s.queue ||
-			out.payload != s.payload || out.dedup != s.dedup || out.attempt != s.attempts+1 {
+		if s.st != msPending || in.queue != s.queue || out.queue != s.queue || out.payload != s.payload ||
+			out.dedup != s.dedup || out.attempt != s.attempts+1 || out.deadline != s.deadline || out.unique != s.unique {
 			return false, s
 		}
 		s.st, s.attempts, s.lease = msLeased, out.attempt, out.lease
 		return true, s
-	case hAck:
-		return staleOr(s, in, out, gone)
+	case hAck, hAckBatch:
+		return ackStep(s, in, out)
+	case hPutBack:
+		// As a requeue: pending, its attempt counted.
+		if s.st != msAcking || s.lease != in.lease {
+			return false, s
+		}
+		s.st, s.lease = msPending, ringwal.Lease{}
+		return true, s
 	case hNackPerm:
 		return staleOr(s, in, out, func(s hState) hState {
 			s.st, s.cat, s.lease = msDead, classify.Permanent, ringwal.Lease{}
@@ -191,7 +253,7 @@ func historyStep(s hState, in hIn, out hOut) (bool, hState) {
 		case out.err == "" && live:
 			return true, gone(s)
 		case out.err == "invalid" && s.st == msDead,
-			out.err == "notfound" && (s.st == msAbsent || s.st == msGone):
+			out.err == "notfound" && (s.st == msAbsent || s.st == msGone || s.st == msAcking):
 			return true, s
 		}
 		return false, s
@@ -201,7 +263,7 @@ func historyStep(s hState, in hIn, out hOut) (bool, hState) {
 			s.st, s.lease = msPending, ringwal.Lease{}
 			return true, s
 		case out.err == "invalid" && s.st == msDead,
-			out.err == "notfound" && (s.st == msAbsent || s.st == msGone):
+			out.err == "notfound" && (s.st == msAbsent || s.st == msGone || s.st == msAcking):
 			return true, s
 		}
 		return false, s
@@ -216,15 +278,15 @@ func historyStep(s hState, in hIn, out hOut) (bool, hState) {
 		return false, s
 	case hGet:
 		if out.err == "notfound" {
-			return s.st == msAbsent || s.st == msGone, s
+			return s.st == msAbsent || s.st == msGone || s.st == msAcking, s
 		}
-		if out.err != "" || s.st == msAbsent || s.st == msGone {
+		if out.err != "" || s.st == msAbsent || s.st == msGone || s.st == msAcking {
 			return false, s
 		}
 		want := [...]ringwal.State{msPending: ringwal.Pending, msDelayed: ringwal.Delayed,
 			msLeased: ringwal.Leased, msDead: ringwal.Dead}[s.st]
 		ok := out.state == want && out.queue == s.queue && out.attempt == s.attempts && out.payload == s.payload &&
-			out.dedup == s.dedup && (s.st != msDead || out.category == s.cat)
+			out.dedup == s.dedup && (s.st != msDead || out.category == s.cat) && out.deadline == s.deadline && out.unique == s.unique
 		return ok, s
 	case hReopen:
 		if s.st == msLeased {
@@ -249,10 +311,14 @@ func describeHistoryOp(input, output any) string {
 		if in.publish {
 			b.WriteString(", published")
 		}
-		fmt.Fprintf(&b, ", queue %q, payload %q, dedup %q, delayed %v", in.queue, in.payload, in.dedup, in.delayed)
+		fmt.Fprintf(&b, ", queue %q, payload %q, dedup %q, delayed %v, deadline %d", in.queue, in.payload, in.dedup, in.delayed, in.deadline)
+	case hEnqueueUnique:
+		en := in.entry
+		fmt.Fprintf(&b, ", %v dedup %q, %d of %d, single %v: queue %q payload %q delayed %v deadline %d replace %v", in.unique, in.dedup,
+			in.k+1, in.n, in.single, en.queue, en.payload, en.delayed, en.deadline, en.replace)
 	case hDequeue:
 		fmt.Fprintf(&b, ", queue %q", in.queue)
-	case hAck, hNackPerm, hNackTrans, hExtend:
+	case hAck, hAckBatch, hPutBack, hNackPerm, hNackTrans, hExtend:
 		fmt.Fprintf(&b, ", lease %v", in.lease)
 	}
 	b.WriteString(") -> ")
@@ -260,40 +326,28 @@ func describeHistoryOp(input, output any) string {
 	case out.err != "":
 		b.WriteString(out.err)
 	case in.kind == hDequeue:
-		fmt.Fprintf(&b, "lease %v attempt %d queue %q payload %q", out.lease, out.attempt, out.queue, out.payload)
+		fmt.Fprintf(&b, "lease %v attempt %d queue %q payload %q dedup %q deadline %d", out.lease, out.attempt, out.queue, out.payload,
+			out.dedup, out.deadline)
 	case in.kind == hGet:
-		fmt.Fprintf(&b, "%v queue %q attempts %d payload %q dedup %q cat %v", out.state, out.queue, out.attempt, out.payload, out.dedup, out.category)
+		fmt.Fprintf(&b, "%v queue %q attempts %d payload %q dedup %q cat %v deadline %d", out.state, out.queue, out.attempt, out.payload,
+			out.dedup, out.category, out.deadline)
 	default:
 		b.WriteString("ok")
 	}
 	return b.String()
 }
 
-// historyModel is the model, partitioned by message ID.
+// historyModel is the model, partitioned by message ID, the messages of
+// a unique DedupID together (historyPartition).
 func historyModel() porcupine.Model {
 	return porcupine.Model{
-		Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-			by := map[ringwal.ID][]porcupine.Operation{}
-			for _, op := range h {
-				id := op.Input.(hIn).id
-				by[id] = append(by[id], op)
-			}
-			ids := make([]ringwal.ID, 0, len(by))
-			for id := range by {
-				ids = append(ids, id)
-			}
-			sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-			out := make([][]porcupine.Operation, len(ids))
-			for i, id := range ids {
-				out[i] = by[id]
-			}
-			return out
-		},
-		Init: func() any { return hState{} },
+		Partition: historyPartition,
+		Init:      func() any { return hGroup{} },
 		Step: func(state, input, output any) (bool, any) {
-			return historyStep(state.(hState), input.(hIn), output.(hOut))
+			return groupStep(state.(hGroup), input.(hIn), output.(hOut))
 		},
+		Equal:             func(a, b any) bool { return a.(hGroup).equal(b.(hGroup)) },
 		DescribeOperation: describeHistoryOp,
-		DescribeState:     func(state any) string { return state.(hState).String() },
+		DescribeState:     func(state any) string { return state.(hGroup).String() },
 	}
 }

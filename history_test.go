@@ -6,9 +6,15 @@ package ringwal_test
 // bounds that hold under concurrency and exactly when quiescent.
 //
 // Workers enqueue (single and batched, with DedupIDs drawn from a small
-// shared pool so that repeats race), publish, dequeue, ack, nack, extend,
-// cancel, requeue, redrive, get, pause and resume a queue and read Stats
-// at random; every call and its return are stamped from one counter. The
+// shared pool so that repeats race, and batches repeating a unique
+// DedupID of their own: history_unique_test.go), publish, dequeue (one,
+// or batches of up to 16 that meet messages with Deadlines inside
+// Options.DeadlineSlack, leased earliest-deadline-first), ack (one, or a
+// batch), nack, extend, cancel, requeue, redrive, get, pause and resume a
+// queue, add and remove schedules and declare and delete queues while a
+// checkpointer runs (history_admin_test.go), and read Stats at random;
+// every call and its return are stamped from one counter. A round whose
+// calls stop moving fails as stalled (history_stall_test.go). The
 // engine has named queues besides the default one (historyQueues), two of
 // them bound to a topic: each enqueue, dequeue and pause picks a queue
 // (history_queues_test.go). Between phases the engine is
@@ -66,8 +72,12 @@ func historyOptions(mode ringwal.Durability) ringwal.Options {
 			Jitter: classify.NoJitter}
 	}
 	return ringwal.Options{
-		Queues:         historyQueueOptions(),
-		Durability:     mode,
+		Queues:     historyQueueOptions(),
+		Durability: mode,
+		// A message's Deadline (within 90 s) is inside the slack at once
+		// or after a clock jump: a batch leases some by their deadlines
+		// and then meets their entries in the tier rings.
+		DeadlineSlack:  time.Minute,
 		LeaseTimeout:   time.Hour,
 		DedupWindow:    100000 * time.Hour,
 		CrashLoopLimit: 1000,
@@ -88,8 +98,8 @@ func historySeed(t *testing.T) uint64 {
 	return rand.Uint64()
 }
 
-// The default run's size: rounds (each a fresh engine, alternately in
-// Write and Buffered mode) of historyPhases phases in which each of
+// The default run's size: rounds (each a fresh engine: Write, Buffered
+// and memory-only in turn) of historyPhases phases in which each of
 // historyWorkers workers makes historyOpsPerPhase calls.
 const historyOpsPerPhase = 250
 
@@ -151,6 +161,14 @@ type historyRun struct {
 	phases []historyPhase
 	ids    []ringwal.ID // every ID enqueued, once
 	known  map[ringwal.ID]bool
+	// group is the unique DedupID of each message an hEnqueueUnique
+	// answered with (the first, as historyPartition takes it).
+	group map[ringwal.ID]string
+	// admin is what the acknowledged schedule and queue calls left, by
+	// name.
+	admin   map[string]historyAdmin
+	stalled bool // a wait gave up: the engine is left open
+	historyFailing
 }
 
 func (h *historyRun) now() int64 { return h.clock.Add(1) }
@@ -163,9 +181,17 @@ func (h *historyRun) record(client int, call int64, ins []hIn, outs []hOut) {
 	defer h.mu.Unlock()
 	for i := range ins {
 		h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: ins[i], Output: outs[i], Call: call, Return: ret})
-		if id := ins[i].id; (ins[i].kind == hEnqueue || ins[i].kind == hEnqueueMaybe) && outs[i].err == "" && !h.known[id] {
-			h.known[id] = true
-			h.ids = append(h.ids, id)
+		in := ins[i]
+		if in.kind == hEnqueueUnique && in.id != 0 && (outs[i].err == "" || outs[i].err == "dup") {
+			if _, ok := h.group[in.id]; !ok {
+				h.group[in.id] = in.dedup
+			}
+		} else if (in.kind != hEnqueue && in.kind != hEnqueueMaybe) || outs[i].err != "" {
+			continue
+		}
+		if !h.known[in.id] {
+			h.known[in.id] = true
+			h.ids = append(h.ids, in.id)
 		}
 	}
 }
@@ -194,18 +220,23 @@ func (h *historyRun) message(rng *rand.Rand, w, n int) ringwal.Message {
 	if rng.IntN(5) == 0 {
 		m.Delay = time.Duration(1+rng.IntN(60)) * time.Second
 	}
+	if rng.IntN(3) == 0 {
+		m.Deadline = h.fake.Now().Add(time.Duration(1+rng.IntN(90)) * time.Second)
+	}
 	return m
 }
 
 // enqIn is the input of an enqueue of m into queue.
 func enqIn(kind hKind, id ringwal.ID, m ringwal.Message, queue string) hIn {
-	return hIn{kind: kind, id: id, queue: queue, payload: string(m.Payload), dedup: m.DedupID, delayed: m.Delay > 0}
+	return hIn{kind: kind, id: id, queue: queue, payload: string(m.Payload), dedup: m.DedupID, delayed: m.Delay > 0,
+		deadline: unixOrZero(m.Deadline)}
 }
 
 // delivered is a dequeue from queue that returned d.
 func delivered(d ringwal.Delivery, queue string) (hIn, hOut) {
 	return hIn{kind: hDequeue, id: d.ID, queue: queue}, hOut{lease: d.Lease, attempt: d.Attempt,
-		payload: string(d.Message.Payload), dedup: d.Message.DedupID, queue: d.Message.Queue}
+		payload: string(d.Message.Payload), dedup: d.Message.DedupID, queue: d.Message.Queue,
+		deadline: unixOrZero(d.Message.Deadline), unique: d.Message.Unique}
 }
 
 // worker runs perOp random operations. It keeps the leases it holds (up
@@ -217,7 +248,7 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 	settle := func(kind hKind, d ringwal.Delivery, call func(ringwal.Lease) error) {
 		c := h.now()
 		err := call(d.Lease)
-		h.record1(w, c, hIn{kind: kind, id: d.ID, lease: d.Lease}, hOut{err: errClass(err)})
+		h.recordSettle(w, c, kind, d, err)
 		if kind != hExtend {
 			spent = append(spent, d)
 		}
@@ -238,7 +269,7 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 			h.pause(w, paused, false)
 			pausing = false
 		}
-		switch r := rng.IntN(100); {
+		switch r := rng.IntN(112); {
 		case r < 16:
 			m := h.message(rng, w, n)
 			q := historyQueue(rng)
@@ -273,7 +304,7 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 		case r < 27:
 			h.publish(w, rng, h.message(rng, w, n))
 		case r < 45:
-			if len(held) >= 4 {
+			if len(held) >= 8 {
 				continue
 			}
 			q := historyQueue(rng)
@@ -285,7 +316,7 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 				}
 			} else {
 				ctx, cancel := context.WithTimeout(ctxBG, 2*time.Millisecond)
-				ds = h.dequeueBatch(ctx, q, 1+rng.IntN(3))
+				ds = h.dequeueBatch(ctx, q, 1+rng.IntN(16))
 				cancel()
 			}
 			if len(ds) == 0 {
@@ -357,12 +388,29 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 				paused, pausing = historyQueue(rng), true
 				h.pause(w, paused, true)
 			}
+		case r < 103:
+			h.uniqueBatch(w, rng, n)
+		case r < 105:
+			h.uniqueEnqueue(w, rng, n)
+		case r < 108:
+			if len(held) > 0 {
+				held, spent = h.ackBatch(w, rng, held, spent)
+			}
+		case r < 111:
+			h.adminOp(w, rng, n)
 		default:
 			h.checkpoint()
 		}
 	}
 	if pausing { // the phase ends with every queue delivering
 		h.pause(w, paused, false)
+	}
+	if h.dir == "" { // memory-only: no reopening ends the leases, the worker does
+		for _, d := range held {
+			c := h.now()
+			err := e.Requeue(d.ID)
+			h.record1(w, c, hIn{kind: hRequeue, id: d.ID}, hOut{err: errClass(err)})
+		}
 	}
 }
 
@@ -374,17 +422,27 @@ func (h *historyRun) get(client int, id ringwal.ID) ringwal.Info {
 	if err == nil {
 		out.state, out.attempt, out.payload = info.State, info.Attempts, string(info.Message.Payload)
 		out.dedup, out.category, out.queue = info.Message.DedupID, info.LastCategory, info.Message.Queue
+		out.deadline, out.unique = unixOrZero(info.Message.Deadline), info.Message.Unique
 	}
 	h.record1(client, c, hIn{kind: hGet, id: id}, out)
 	return info
 }
 
-// barrier steps every known message through kind at one instant.
+// barrier steps every known message through kind at one instant: one
+// operation per message, one per group of a unique DedupID.
 func (h *historyRun) barrier(kind hKind) {
 	c := h.now()
-	ins := make([]hIn, len(h.ids))
-	for i, id := range h.ids {
-		ins[i] = hIn{kind: kind, id: id}
+	var ins []hIn
+	groups := map[string]bool{}
+	for _, id := range h.ids {
+		if d, ok := h.group[id]; ok {
+			if !groups[d] {
+				groups[d] = true
+				ins = append(ins, hIn{kind: kind, id: id, all: true})
+			}
+			continue
+		}
+		ins = append(ins, hIn{kind: kind, id: id})
 	}
 	h.record(historyWorkers, c, ins, make([]hOut, len(ins)))
 }
@@ -421,6 +479,7 @@ func (h *historyRun) quiescent(when string) {
 		if bad != "" {
 			h.t.Errorf("seed %d, %s: quiescent queue counts: %s", h.seed, when, bad)
 		}
+		h.checkAdmin(when)
 		ph := historyPhase{from: h.now(), historyBase: want.base(), queues: map[string]historyBase{}}
 		for _, q := range historyQueues {
 			ph.queues[q] = wantQ[q].base()
@@ -436,8 +495,15 @@ func (h *historyRun) checkpoint() {
 	}
 }
 
+// reopen closes and opens the engine (a memory-only one stays open: its
+// workers ended their leases).
 func (h *historyRun) reopen() {
-	require.NoError(h.t, h.e.Close())
+	if h.dir == "" {
+		return
+	}
+	var err error
+	h.run("Close", func() { err = h.e.Close() })
+	require.NoError(h.t, err)
 	e, err := ringwal.Open(h.dir, h.opts)
 	require.NoError(h.t, err, "seed %d: reopen", h.seed)
 	h.e = e
@@ -457,24 +523,16 @@ func (h *historyRun) jump() {
 }
 
 // historyRound runs one engine's life and checks its history.
-func historyRound(t *testing.T, seed uint64, mode ringwal.Durability, perOp int) {
-	h := &historyRun{t: t, seed: seed, dir: t.TempDir(), fake: clock.NewFake(time.Unix(1_700_000_000, 0)), perOp: perOp,
-		known: map[ringwal.ID]bool{}}
-	h.opts = historyOptions(mode)
-	h.opts.Clock = h.fake
-	e, err := ringwal.Open(h.dir, h.opts)
-	require.NoError(t, err)
-	h.e = e
-	defer func() { _ = h.e.Close() }()
+func historyRound(t *testing.T, seed uint64, v historyVariant, perOp int) {
+	dir := ""
+	if !v.memory {
+		dir = t.TempDir()
+	}
+	h := newHistoryRun(t, dir, seed, v.mode, perOp)
+	defer h.close()
 	h.quiescent("at the start")
 	for p := 0; p < historyPhases; p++ {
-		var wg sync.WaitGroup
-		for w := 0; w < historyWorkers; w++ {
-			rng := rand.New(rand.NewPCG(seed, uint64(p*100+w)))
-			wg.Add(1)
-			go func() { defer wg.Done(); h.worker(w, rng) }()
-		}
-		wg.Wait()
+		h.phase(p, h.worker)
 		h.phases[len(h.phases)-1].to = h.now()
 		h.quiescent(fmt.Sprintf("after phase %d", p))
 		if p%2 == 0 {
@@ -532,26 +590,7 @@ func (h *historyRun) drain() {
 
 func TestHistoryLinearizable(t *testing.T) {
 	historyRuns(t, func(t *testing.T, seed uint64, round int) {
-		mode := []ringwal.Durability{ringwal.Write, ringwal.Buffered}[round%2]
-		t.Run(fmt.Sprintf("seed%d-%v", seed, mode), func(t *testing.T) { historyRound(t, seed, mode, historyOpsPerPhase) })
+		v := historyVariants[round%len(historyVariants)]
+		t.Run(fmt.Sprintf("seed%d-%s", seed, v), func(t *testing.T) { historyRound(t, seed, v, historyOpsPerPhase) })
 	})
-}
-
-// historyRuns runs rounds of a history test, round r with seed
-// historySeed+r, until one fails or, with RINGWAL_HISTORY, its budget is
-// spent (else historyRounds of them). It skips in a crash child, where
-// only the child half runs. round runs one round as a subtest.
-func historyRuns(t *testing.T, round func(t *testing.T, seed uint64, round int)) {
-	if os.Getenv(historyCrashDirEnv) != "" {
-		t.Skip("in the crash child")
-	}
-	seed := historySeed(t)
-	budget := historyBudget(t)
-	end := time.Now().Add(budget)
-	for r := 0; ; r++ {
-		round(t, seed+uint64(r), r)
-		if t.Failed() || (budget == 0 && r+1 >= historyRounds(t)) || (budget > 0 && time.Now().After(end)) {
-			return
-		}
-	}
 }
