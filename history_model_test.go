@@ -68,6 +68,7 @@ type hIn struct {
 	id      ringwal.ID
 	queue   string // enqueue: the queue it went to; dequeue: the queue asked
 	publish bool   // enqueue: a Publish copy (for the description only)
+	batch   bool   // dequeue: by DequeueBatch (for the description only)
 	payload string // enqueue
 	dedup   string // enqueue
 	delayed bool   // enqueue with a Delay
@@ -317,7 +318,7 @@ func describeHistoryOp(input, output any) string {
 		fmt.Fprintf(&b, ", %v dedup %q, %d of %d, single %v: queue %q payload %q delayed %v deadline %d replace %v", in.unique, in.dedup,
 			in.k+1, in.n, in.single, en.queue, en.payload, en.delayed, en.deadline, en.replace)
 	case hDequeue:
-		fmt.Fprintf(&b, ", queue %q", in.queue)
+		fmt.Fprintf(&b, ", queue %q, batch %v", in.queue, in.batch)
 	case hAck, hAckBatch, hPutBack, hNackPerm, hNackTrans, hExtend:
 		fmt.Fprintf(&b, ", lease %v", in.lease)
 	}

@@ -254,8 +254,9 @@ func (c stateCounts) base() historyBase { return historyBase{total: c.total(), d
 
 // queuesDiffer says how quiescent Stats s's queues (got) differ from
 // what Get found in each queue (want), or "": Stats.Queues lists exactly
-// the declared queues, each queue's counts and Queue.Stats' equal Get's,
-// and they sum to the engine's.
+// the history's queues (and the workers' own, empty:
+// history_admin_test.go), each queue's counts and Queue.Stats' equal
+// Get's, and they sum to the engine's.
 func (h *historyRun) queuesDiffer(s ringwal.Stats, got, want map[string]stateCounts) string {
 	var bad []string
 	if tmp := tmpQueuesDiffer(got); tmp != "" {

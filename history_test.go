@@ -239,8 +239,9 @@ func delivered(d ringwal.Delivery, queue string) (hIn, hOut) {
 		deadline: unixOrZero(d.Message.Deadline), unique: d.Message.Unique}
 }
 
-// worker runs perOp random operations. It keeps the leases it holds (up
-// to 4) and some it has settled, to settle them again (stale).
+// worker runs perOp random operations. It keeps the leases it holds (it
+// dequeues while it holds fewer than 8) and some it has settled, to
+// settle them again (stale).
 func (h *historyRun) worker(w int, rng *rand.Rand) {
 	e := h.e
 	var held []ringwal.Delivery
@@ -310,7 +311,8 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 			q := historyQueue(rng)
 			c := h.now()
 			var ds []ringwal.Delivery
-			if rng.IntN(2) == 0 {
+			batch := rng.IntN(2) != 0
+			if !batch {
 				if d, ok := h.tryDequeue(q); ok {
 					ds = append(ds, d)
 				}
@@ -329,6 +331,7 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 			ins, outs := make([]hIn, len(ds)), make([]hOut, len(ds))
 			for i, d := range ds {
 				ins[i], outs[i] = delivered(d, q)
+				ins[i].batch = batch
 			}
 			h.record(w, c, ins, outs)
 			held = append(held, ds...)
