@@ -181,7 +181,8 @@ func (r *rec) message() Message {
 // own moves of a message (logging it, rebuilding its record), which never
 // write to them.
 func (r *rec) sharedMessage() Message {
-	m := r.message0()
+	var m Message
+	r.fieldsInto(&m)
 	if x := r.more; x != nil {
 		m.Headers = x.headers
 	}
@@ -194,20 +195,14 @@ func (r *rec) sharedMessage() Message {
 // the console or another queue's copy of a published message reads the
 // record's.
 func (r *rec) messageInto(m *Message) {
-	r.withoutHeadersInto(m)
+	r.fieldsInto(m)
 	if x := r.more; x != nil {
 		m.Headers = maps.Clone(x.headers)
 	}
 }
 
-// message0 is the record's Message without its Headers.
-func (r *rec) message0() Message {
-	var m Message
-	r.withoutHeadersInto(&m)
-	return m
-}
-
-func (r *rec) withoutHeadersInto(m *Message) {
+// fieldsInto writes every field of the record's Message but Headers.
+func (r *rec) fieldsInto(m *Message) {
 	m.Key, m.Payload, m.Priority = r.key, unsafe.Slice(r.payPtr, int(r.payLen)), r.priority()
 	if x := r.more; x != nil {
 		m.DedupID, m.Delay, m.TTL, m.Deadline, m.MaxAttempts = x.dedupID, x.delay, x.ttl, x.deadline, x.maxAttempts
