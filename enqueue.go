@@ -24,11 +24,29 @@ const claimAttempts = 24
 var errNoSlot = fmt.Errorf("%w: no free slot", ErrFull)
 
 func (e *Engine) validate(m *Message) error {
+	if len(m.Payload) > e.opts.MaxPayload {
+		return invalidf("payload of %d bytes exceeds MaxPayload %d", len(m.Payload), e.opts.MaxPayload)
+	}
+	if err := validFields(m); err != nil {
+		return err
+	}
+	if len(m.Headers) != 0 {
+		if err := validHeaders(m.Headers); err != nil {
+			return err
+		}
+	}
+	return e.checkTimes(m)
+}
+
+// validFields is validate's part that holds whatever the engine's
+// options and clock: what a message read back from the log (a
+// schedule's) must hold too. Its payload size and headers' bounds may
+// have changed since it was logged, and its spans count from a now to
+// come.
+func validFields(m *Message) error {
 	switch {
 	case m.Priority < Background || m.Priority > Critical:
 		return invalidf("priority %d out of range [%d, %d]", m.Priority, Background, Critical)
-	case len(m.Payload) > e.opts.MaxPayload:
-		return invalidf("payload of %d bytes exceeds MaxPayload %d", len(m.Payload), e.opts.MaxPayload)
 	case m.Delay < 0:
 		return invalidf("negative Delay %v", m.Delay)
 	case m.TTL < 0:
@@ -44,12 +62,7 @@ func (e *Engine) validate(m *Message) error {
 			return err
 		}
 	}
-	if len(m.Headers) != 0 {
-		if err := validHeaders(m.Headers); err != nil {
-			return err
-		}
-	}
-	return e.checkTimes(m)
+	return checkDeadline(m)
 }
 
 // Enqueue adds m and returns its ID. It waits while m's tier or the engine

@@ -112,54 +112,57 @@ func (e *Engine) logSkip(name string, tick int64, n uint64) error {
 	return nil
 }
 
-// applySchedule replays a schedule's record: it replaces any of its name.
-// Every field is checked as AddSchedule checks it (checkSchedule; the
-// message's payload against no MaxPayload, an option that may have
-// changed since), and the state's instants are the engine's (after 1970):
-// a bad one is ErrCorrupt naming the record. A spec this machine cannot
-// use (a zone it lacks, an @every period an older build allowed) keeps
-// the schedule, which never ticks and says why.
-func (e *Engine) applySchedule(rs *replayState, r *wal.Record) {
-	corrupt := func(format string, args ...any) {
-		if rs.err == nil {
-			rs.err = fmt.Errorf("%w: schedule record %q: %s", wal.ErrCorrupt, r.Key, fmt.Sprintf(format, args...))
-		}
+// decodeScheduleRecord reads a schedule record back. Every field is
+// checked as AddSchedule checks it (checkSchedule; the message with
+// validFields: its payload against no MaxPayload and its headers against
+// no bound, options that may have changed since), and the state's
+// instants are the engine's (after 1970): a bad one is an error wrapping
+// ErrCorrupt naming the record. A spec this machine cannot use (a zone
+// it lacks, an @every period an older build allowed) is no corruption:
+// broken says why, and the schedule is kept, never to tick. It needs no
+// engine: checkRecord runs it for Restore and VerifyBackup too.
+func decodeScheduleRecord(r *wal.Record) (s *schedule, broken, err error) {
+	corrupt := func(format string, args ...any) error {
+		return fmt.Errorf("%w: schedule record %q: %s", wal.ErrCorrupt, r.Key, fmt.Sprintf(format, args...))
 	}
 	var j scheduleJSON
 	if err := json.Unmarshal([]byte(r.Text), &j); err != nil {
-		corrupt("%v", err)
-		return
+		return nil, nil, corrupt("%v", err)
 	}
-	s := &schedule{
+	s = &schedule{
 		s: Schedule{Name: r.Key, Spec: j.Spec, Message: cloneMessage(j.Message), Overlap: j.Overlap, CatchUp: j.CatchUp,
 			MaxCatchUp: j.MaxCatchUp, Jitter: j.Jitter, Paused: j.Paused},
 		anchor: j.Anchor, from: j.From, last: j.Last, lastID: j.LastID, runs: j.Runs, skipped: j.Skipped, lastErr: j.LastError,
 	}
-	sp, err := checkSchedule(&s.s, e.validReplayedMessage)
+	sp, err := checkSchedule(&s.s, validFields)
 	switch {
 	case err != nil && !refusedHere(err):
-		corrupt("%v", err)
-		return
+		return nil, nil, corrupt("%v", err)
 	case j.Anchor < 0 || j.From < 0 || j.Last < 0:
-		corrupt("anchor %d, from %d, last %d: an instant before 1970", j.Anchor, j.From, j.Last)
-		return
-	case err != nil:
-		s.broken, s.lastErr = true, err.Error()
-		e.opts.Logger.Warn("ringwal: schedule kept but never ticks", "schedule", r.Key, "err", err)
+		return nil, nil, corrupt("anchor %d, from %d, last %d: an instant before 1970", j.Anchor, j.From, j.Last)
 	}
 	s.sp = sp
+	return s, err, nil
+}
+
+// applySchedule replays a schedule's record (decodeScheduleRecord): it
+// replaces any of its name.
+func (e *Engine) applySchedule(rs *replayState, r *wal.Record) {
+	s, broken, err := decodeScheduleRecord(r)
+	if err != nil {
+		if rs.err == nil {
+			rs.err = err
+		}
+		return
+	}
+	if broken != nil {
+		s.broken, s.lastErr = true, broken.Error()
+		e.opts.Logger.Warn("ringwal: schedule kept but never ticks", "schedule", r.Key, "err", broken)
+	}
 	if old := e.scheds.lookup(r.Key); old != nil {
 		old.removed = true
 	}
 	e.scheds.put(s)
-}
-
-// validReplayedMessage is validate for a schedule's message read back
-// from the log: its payload may exceed today's MaxPayload.
-func (e *Engine) validReplayedMessage(m *Message) error {
-	c := *m
-	c.Payload = nil
-	return e.validate(&c)
 }
 
 func (e *Engine) applyScheduleRemove(r *wal.Record) {
@@ -183,12 +186,6 @@ func (e *Engine) applyScheduleRemove(r *wal.Record) {
 // run's, or a tick at most its last tick. Applying a record twice thus
 // counts it once.
 func (e *Engine) applyScheduleTick(rs *replayState, r *wal.Record) {
-	if r.ID == 0 && r.Attempt < 0 {
-		if rs.err == nil {
-			rs.err = fmt.Errorf("%w: schedule record %q: a tick record of %d skipped ticks", wal.ErrCorrupt, r.Text, r.Attempt)
-		}
-		return
-	}
 	if r.ID != 0 {
 		one := *r
 		one.Kind, one.Text, one.Until = wal.KindEnqueue, "", 0

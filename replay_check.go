@@ -56,7 +56,13 @@ func checkRecord(r *wal.Record) error {
 		return badRecord(r, "ID %d outside [1, %d]", r.ID, uint64(maxRecordID))
 	}
 	switch r.Kind {
+	case wal.KindSchedule:
+		_, _, err := decodeScheduleRecord(r)
+		return err
 	case wal.KindEnqueue, wal.KindPublish, wal.KindScheduleTick:
+		if r.Kind == wal.KindScheduleTick && r.ID == 0 && r.Attempt < 0 { // Attempt: the ticks skipped
+			return fmt.Errorf("%w: schedule record %q: a tick record of %d skipped ticks", wal.ErrCorrupt, r.Text, r.Attempt)
+		}
 		if r.ID != 0 {
 			if err := checkMessageFields(r); err != nil {
 				return err

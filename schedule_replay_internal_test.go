@@ -2,6 +2,7 @@ package ringwal
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -154,16 +155,21 @@ func TestReplayRefusesScheduleRecordsOutOfRange(t *testing.T) {
 			j := goodSchedule(at)
 			tc.change(&j)
 			var err error
-			require.NotPanics(t, func() { _, err = withRecord(t, fake, scheduleJSONRecord(t, tc.key, j, at)) })
+			rec := scheduleJSONRecord(t, tc.key, j, at)
+			require.NotPanics(t, func() { _, err = withRecord(t, fake, rec) })
 			require.ErrorIs(t, err, wal.ErrCorrupt)
 			assert.Contains(t, err.Error(), "schedule record", "the error names the record")
 			assert.Contains(t, err.Error(), tc.words)
+			// Restore and VerifyBackup check a backup's records alike.
+			assert.ErrorIs(t, checkRecord(&rec), wal.ErrCorrupt, "checkRecord")
 		})
 	}
 	t.Run("negative skip count", func(t *testing.T) {
-		_, err := withRecord(t, fake, skipRecord("ok", at+int64(time.Hour), -3))
+		rec := skipRecord("ok", at+int64(time.Hour), -3)
+		_, err := withRecord(t, fake, rec)
 		require.ErrorIs(t, err, wal.ErrCorrupt)
 		assert.Contains(t, err.Error(), "schedule record")
+		assert.ErrorIs(t, checkRecord(&rec), wal.ErrCorrupt, "checkRecord")
 	})
 }
 
@@ -232,4 +238,22 @@ func TestAddScheduleSurvivesACheckpointTakenAsItIsLogged(t *testing.T) {
 		names = append(names, s.Name)
 	}
 	assert.Equal(t, []string{"nightly"}, names, "the schedule survives the checkpoint and a restart")
+}
+
+// A schedule logged before headers were bounded (its message with more
+// headers than Enqueue now takes) still opens, as an enqueue record of
+// such a message does: the bounds are Enqueue's, not the log's.
+func TestReplayKeepsASchedulesHeadersPastTodaysBounds(t *testing.T) {
+	fake := clock.NewFake(time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC))
+	at := fake.Now().UnixNano()
+	j := goodSchedule(at)
+	j.Message.Headers = map[string]string{}
+	for i := range maxHeaders + 44 {
+		j.Message.Headers[fmt.Sprint("h", i)] = "v"
+	}
+	rec := scheduleJSONRecord(t, "many-headers", j, at)
+	e, err := withRecord(t, fake, rec)
+	require.NoError(t, err)
+	assert.Len(t, e.Schedules(), 2, "the one withRecord adds, and this one")
+	assert.NoError(t, checkRecord(&rec))
 }

@@ -37,18 +37,26 @@ func checkSpan(what string, now int64, d time.Duration) error {
 	return nil
 }
 
-// checkTimes is validate's part for a message's times: off the hot path
-// unless the message sets one.
-func (e *Engine) checkTimes(m *Message) error {
-	if m.Deadline.IsZero() && m.Delay == 0 && m.TTL == 0 {
+// checkDeadline refuses a Deadline the log cannot hold (validFields).
+func checkDeadline(m *Message) error {
+	if m.Deadline.IsZero() {
 		return nil
 	}
 	if err := checkInstant("Deadline", m.Deadline); err != nil {
 		return err
 	}
-	if !m.Deadline.IsZero() && m.Deadline.UnixNano() == 0 {
+	if m.Deadline.UnixNano() == 0 {
 		// The engine and its log store "no deadline" as 0.
 		return invalidf("Deadline %v: the Unix epoch itself means no deadline; use the zero time.Time", m.Deadline.UTC())
+	}
+	return nil
+}
+
+// checkTimes is validate's part for a message's times: off the hot path
+// unless the message sets one.
+func (e *Engine) checkTimes(m *Message) error {
+	if m.Delay == 0 && m.TTL == 0 {
+		return nil
 	}
 	now := e.now()
 	if err := checkSpan("Delay", now, m.Delay); err != nil {
