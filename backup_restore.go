@@ -26,7 +26,13 @@ import (
 // a data directory does not hold, or holds a file whose size or SHA-256
 // differs from the manifest's is refused with an error wrapping
 // ErrDamagedBackup, and what was written is removed (dir too, if Restore
-// created it). Files are written owner-only and fsynced, then their
+// created it). So is a stream holding an entry that is not a regular file
+// (a link, a directory, a GNU sparse file, whose holes would expand on
+// disk to whatever size it claims), and a log or snapshot file holding a
+// record Open would refuse: torn framing, or a value out of range (a
+// priority, a count, an ID, a schedule's spec or instants; the error also
+// wraps wal.ErrCorrupt and names the file and the record). Files are
+// written owner-only and fsynced, then their
 // directories, before Restore returns. It reads r to its end; nothing else
 // uses dir meanwhile (it takes no lock: Open's comes after).
 func Restore(r io.Reader, dir string) (BackupInfo, error) {
@@ -54,7 +60,9 @@ func Restore(r io.Reader, dir string) (BackupInfo, error) {
 
 // VerifyBackup reads a Backup stream to its end and checks it as Restore
 // would (every file a data directory holds, its size and SHA-256 as its
-// manifest says, the manifest last), writing nothing. It returns the
+// manifest says, the manifest last; only regular, non-sparse entries; every
+// record of the log and snapshot decoded and its values checked as Open
+// checks them), writing nothing. It returns the
 // manifest's description, or an error wrapping ErrDamagedBackup (or
 // ErrVersion for a newer backup format).
 func VerifyBackup(r io.Reader) (BackupInfo, error) {
