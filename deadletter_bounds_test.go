@@ -120,41 +120,42 @@ func TestPauseKeyPastMaxPausedKeysIsErrFull(t *testing.T) {
 }
 
 // The reads an operator's console makes cost what they return, not the
-// size of the store: with 300k dead letters, finding one by ID, counting
+// size of the store: with 100k dead letters (a scan would allocate per entry), finding one by ID, counting
 // a key's and counting what a purge would take allocate a constant.
 func TestDeadLetterReadsDoNotGrowWithTheStore(t *testing.T) {
 	if testing.Short() {
-		t.Skip("fills 300k dead letters")
+		t.Skip("fills 100k dead letters")
 	}
+	const dead = 100_000
 	e, _ := memEngine(t, ringwal.Options{MaxMessages: 1 << 12})
-	ids := enginetest.DeadLetterN(t, e, "k", 300_000)
+	ids := enginetest.DeadLetterN(t, e, "k", dead)
 	allocs := testing.AllocsPerRun(20, func() {
-		if _, err := e.DeadLetter(ids[150_000]); err != nil {
+		if _, err := e.DeadLetter(ids[dead/2]); err != nil {
 			t.Fatal(err)
 		}
 	})
 	assert.LessOrEqual(t, allocs, 4.0, "DeadLetter by ID")
-	bytes := enginetest.BytesPerRun(20, func() { _, _ = e.DeadLetter(ids[150_000]) })
+	bytes := enginetest.BytesPerRun(20, func() { _, _ = e.DeadLetter(ids[dead/2]) })
 	assert.Less(t, bytes, uint64(4<<10), "DeadLetter by ID: bytes allocated")
 	allocs = testing.AllocsPerRun(20, func() {
-		if n, _, err := e.CountDeadLetters(dlq.Query{Key: "k"}); err != nil || n != 300_000 {
+		if n, _, err := e.CountDeadLetters(dlq.Query{Key: "k"}); err != nil || n != dead {
 			t.Fatal(n, err)
 		}
-		if m, err := e.DeadLetterKeys(); err != nil || m["k"] != 300_000 {
+		if m, err := e.DeadLetterKeys(); err != nil || m["k"] != dead {
 			t.Fatal(m, err)
 		}
 	})
 	assert.LessOrEqual(t, allocs, 4.0, "counts")
 }
 
-// Peek(n) reads the queues' fronts: with 500k pending, Peek(1) allocates
+// Peek(n) reads the queues' fronts: with 200k pending, Peek(1) allocates
 // a constant, and what it shows is what Dequeue hands out.
 func TestPeekCostsWhatItReturns(t *testing.T) {
 	if testing.Short() {
-		t.Skip("fills 500k pending")
+		t.Skip("fills 200k pending")
 	}
-	const n = 500_000
-	e, _ := memEngine(t, ringwal.Options{MaxMessages: 1 << 19, TierCapacity: 1 << 16})
+	const n = 200_000
+	e, _ := memEngine(t, ringwal.Options{MaxMessages: 1 << 18, TierCapacity: 1 << 16})
 	batch := make([]ringwal.Message, 1000)
 	for i := range batch {
 		batch[i] = ringwal.Message{Payload: []byte("p")}
