@@ -29,6 +29,8 @@ type dedupEntry struct {
 	// repeat must not be answered before then: if the first's append
 	// fails, or the process dies before it is written, neither message
 	// exists, yet the repeat's caller would have been told it was stored.
+	// A unique entry's is set too while its message's ack is on its way
+	// (uniqueLeaving): an ack that fails leaves the message live.
 	logging *dedupLogging
 }
 

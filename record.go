@@ -571,6 +571,10 @@ type unacked struct {
 	attempts   uint32
 	crashes    int32
 	hist       *history
+	// leaving, when not nil, marks the message's unique DedupID entry as
+	// on its way out with the ack (uniqueLeaving): the log's answer ends
+	// it (ackDurable, unack).
+	leaving *dedupLogging
 }
 
 // keepFor copies into u what putting the message back takes; the caller

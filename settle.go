@@ -121,7 +121,8 @@ func (e *Engine) settleDone(r *rec, back *unacked) (uint64, *keyState) {
 	e.observeHandling(r)
 	if back != nil {
 		r.keepFor(back)
-		e.free(r)
+		back.leaving = e.uniqueLeaving(r, id)
+		e.freeRecord(r)
 	} else {
 		e.release(r)
 	}
@@ -129,10 +130,13 @@ func (e *Engine) settleDone(r *rec, back *unacked) (uint64, *keyState) {
 }
 
 // ackDurable ends the queue count of a message whose ack the log took
-// (settleDone kept it).
+// (settleDone kept it), and its unique DedupID's entry.
 func (e *Engine) ackDurable(back *unacked) {
 	if back.queue != 0 {
 		e.queues.at(back.queue).leave()
+	}
+	if back.leaving != nil {
+		e.dedup.left(back.more.dedupID, back.leaving)
 	}
 }
 
@@ -148,6 +152,9 @@ func (e *Engine) unack(id uint64, u *unacked, ks *keyState) {
 	if !ok {
 		// The log still holds it: a restart brings it back.
 		e.opts.Logger.Error("ringwal: no slot to put back a message whose ack failed; it returns at the next Open", "id", id)
+		if u.leaving != nil {
+			e.dedup.left(u.more.dedupID, u.leaving)
+		}
 		return
 	}
 	r := e.slab.at(slot)
@@ -163,6 +170,11 @@ func (e *Engine) unack(id uint64, u *unacked, ks *keyState) {
 	_ = lr.emit(func(rec *wal.Record) error { recs = append(recs, *rec); return nil })
 	c, err := e.log.AppendBatchCommit(recs)
 	e.makeReady(slot, r, now)
+	if u.leaving != nil {
+		// Pending again, its DedupID's entry its own: a repeat waiting
+		// on the ack judges it now.
+		e.dedup.stayed(u.more.dedupID, u.leaving)
+	}
 	if err == nil {
 		err = c.Wait()
 	}
@@ -347,6 +359,12 @@ func (e *Engine) release(r *rec) {
 // free is release but for the queue's count, which the caller ends.
 func (e *Engine) free(r *rec) {
 	e.uniqueGone(r, r.id.Load())
+	e.freeRecord(r)
+}
+
+// freeRecord is free but for a unique DedupID's entry, which the caller
+// ends (uniqueGone, or uniqueLeaving and the log's answer).
+func (e *Engine) freeRecord(r *rec) {
 	r.free(e.counts)
 	e.ctr.freed.Add(1)
 	e.space.signal() // after freed: a woken WaitIdle's Stats count it (waitidle.go)

@@ -17,7 +17,9 @@ import (
 // end a message's life remove its entry: every one of them (ack and
 // AckBatch, Cancel, dead-lettering, TTL expiry, MaxHold) frees the record
 // through Engine.release; a message that comes back (Redrive, an ack that
-// could not be logged) takes its entry back (uniqueBack). Replay rebuilds
+// could not be logged) takes its entry back (uniqueBack). A logged ack's
+// entry stays, marked, until the log answers (uniqueLeaving), so that no
+// repeat is let in by an ack that then fails. Replay rebuilds
 // the entries from enqueue records, which carry the mode
 // (wal.Record.Unique), and forgets them at the ack, cancel and
 // dead-letter records; a checkpoint carries them in its live messages'
@@ -210,6 +212,27 @@ func (e *Engine) uniqueGone(r *rec, id uint64) {
 	}
 }
 
+// uniqueLeaving is uniqueGone for a message whose ack is on its way to
+// the log (the caller owns r, then frees it): its entry stays, marked as
+// being logged, so that a repeat waits for the log's answer rather than
+// be let in by an ack that may yet fail, leaving two live messages of one
+// DedupID. It returns the mark, which the answer ends (dedupIndex.left
+// once the ack is durable, stayed once the message is put back); nil if
+// there is nothing to wait for: no unique entry of r's, or one whose
+// enqueue is still being logged (then it goes at once, as before: its
+// ack cannot be durable before its enqueue).
+func (e *Engine) uniqueLeaving(r *rec, id uint64) *dedupLogging {
+	x := r.more
+	if x == nil || x.unique == UniqueWindow {
+		return nil
+	}
+	if l := e.dedup.leaving(x.dedupID, id); l != nil {
+		return l
+	}
+	e.dedup.forgetUnique(x.dedupID, id)
+	return nil
+}
+
 // uniqueBack gives the message of r (id), live again (Redrive, an ack
 // put back), its DedupID's entry, unless another message took it
 // meanwhile; the caller owns r.
@@ -236,6 +259,43 @@ func (d *dedupIndex) forgetUnique(dedupID string, id uint64) {
 	if old, ok := d.entries[dedupID]; ok && old.id == id && old.mode != UniqueWindow {
 		delete(d.entries, dedupID)
 	}
+}
+
+// leaving marks dedupID's unique entry, if it names id and is durable,
+// as being logged (uniqueLeaving) and returns the mark; nil otherwise.
+func (d *dedupIndex) leaving(dedupID string, id uint64) *dedupLogging {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old, ok := d.entries[dedupID]
+	if !ok || old.id != id || old.mode == UniqueWindow || old.logging != nil {
+		return nil
+	}
+	old.logging = newDedupLogging()
+	d.entries[dedupID] = old
+	return old.logging
+}
+
+// left ends a leaving mark l: the ack is durable, dedupID's entry goes.
+// Repeats waiting on l judge again.
+func (d *dedupIndex) left(dedupID string, l *dedupLogging) {
+	d.mu.Lock()
+	if old, ok := d.entries[dedupID]; ok && old.logging == l {
+		delete(d.entries, dedupID)
+	}
+	d.mu.Unlock()
+	close(l.done)
+}
+
+// stayed ends a leaving mark l: the ack failed and its message is back,
+// holding dedupID's entry as before. Repeats waiting on l judge again.
+func (d *dedupIndex) stayed(dedupID string, l *dedupLogging) {
+	d.mu.Lock()
+	if old, ok := d.entries[dedupID]; ok && old.logging == l {
+		old.logging = nil
+		d.entries[dedupID] = old
+	}
+	d.mu.Unlock()
+	close(l.done)
 }
 
 // back sets dedupID's entry to id, live again, if no entry holds it.
