@@ -56,6 +56,16 @@ func (e *Engine) dequeue(ctx context.Context, rt *qrun) (Delivery, error) {
 	defer timerPool.Put(timer)
 	for {
 		rt.ready.n.Add(1)
+		// Looked at once counted among the sleepers: a DeleteQueue that
+		// marks the queue deleted after this sees the count and signals
+		// (forget); one before it is seen here. Looked at only after a
+		// wake-up, a deletion while this consumer was on its way to
+		// sleep would be seen at the fallback wake only.
+		if rt.q.state.Load() == queueDeleted {
+			rt.ready.n.Add(-1)
+			rt.ready.signal() // the next sleeper finds it too
+			return Delivery{}, notFoundQueue(rt.q.name)
+		}
 		d, ok := e.tryDequeue(rt)
 		if ok {
 			rt.ready.n.Add(-1)
@@ -69,10 +79,6 @@ func (e *Engine) dequeue(ctx context.Context, rt *qrun) (Delivery, error) {
 		}
 		if err := e.intake(); err != nil {
 			return Delivery{}, err
-		}
-		if rt.q.state.Load() == queueDeleted {
-			rt.ready.signal() // the next sleeper finds it too
-			return Delivery{}, notFoundQueue(rt.q.name)
 		}
 		if d, ok := e.tryDequeue(rt); ok {
 			rt.passBaton()

@@ -473,7 +473,9 @@ func TestDequeueOnADeletedQueueReturnsNotFound(t *testing.T) {
 		_, err := q.Dequeue(ctxBG)
 		errc <- err
 	}()
-	time.Sleep(10 * time.Millisecond) // let it park (the error holds either way)
+	// Parked first: a Dequeue that comes to the handle after the deletion
+	// declares the queue again (a handle's first use declares) and waits.
+	require.Eventually(t, func() bool { return anyGoroutine("(*Queue).Dequeue(", "ringwal.sleep(") }, waitFor, tick)
 	require.NoError(t, e.DeleteQueue("q"))
 	select {
 	case err := <-errc:
