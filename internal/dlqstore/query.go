@@ -275,8 +275,12 @@ type sources[M any] struct {
 }
 
 // find sets src to q's sources. The first time (src empty) it makes the
-// cursors, each at its index's start: one per category of catMask, or the
-// one of a key or queue. Again, when a walk resumes, it keeps each
+// cursors, each at its index's start: one per category of catMask that
+// holds a live entry (an empty one costs a walk nothing, a checkpoint's
+// many walks included), or the one of a key or queue. A category empty
+// then and filled while a text search pauses needs no cursor: the walk
+// visits only records there when it started (Through). Again, when a
+// walk resumes, it keeps each
 // cursor's place (from, after): the category indexes are where they were;
 // a key's or queue's may have been dropped and made again meanwhile, or
 // the smaller of the two changed, so that one is looked up again (and
@@ -286,7 +290,7 @@ func (s *Store[M]) find(q Query, catMask uint64, src *sources[M], first bool) {
 	if q.Key == "" && q.Queue == "" {
 		if first {
 			for c := range s.byCat {
-				if catMask&(1<<c) != 0 {
+				if catMask&(1<<c) != 0 && s.byCat[c].live() > 0 {
 					src.curs = append(src.curs, cursor[M]{x: &s.byCat[c]})
 				}
 			}
