@@ -102,15 +102,22 @@ func (e *Engine) eachDead(q dlq.Query, op func(ID) (pendingOp, error)) (int, err
 		return 0, err
 	}
 	done := 0
-	var last *DeadLetter // the previous page's last
+	// The previous page's last place, and only that: a pointer into the
+	// page would keep the whole page (up to bulkPage copies, failures and
+	// payloads) alive while the next one is read.
+	var (
+		resume bool
+		lastAt time.Time
+		lastID ID
+	)
 	for q.Limit == 0 || done < q.Limit {
 		page := q
 		page.Limit = bulkLimit(q.Limit, done)
 		var ds []DeadLetter
-		if last == nil {
+		if !resume {
 			ds, err = e.DeadLetters(page)
 		} else {
-			ds, err = e.deadLettersAfter(page, last.DeadAt, last.ID)
+			ds, err = e.deadLettersAfter(page, lastAt, lastID)
 		}
 		if err != nil {
 			return done, err
@@ -129,7 +136,7 @@ func (e *Engine) eachDead(q dlq.Query, op func(ID) (pendingOp, error)) (int, err
 		if err != nil {
 			return done, err
 		}
-		last = &ds[len(ds)-1]
+		resume, lastAt, lastID = true, ds[len(ds)-1].DeadAt, ds[len(ds)-1].ID
 	}
 	return done, nil
 }
