@@ -3,8 +3,6 @@ package ringwal
 import (
 	"cmp"
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/ringwal/ringwal/dlq"
 )
@@ -102,16 +100,14 @@ func (e *Engine) eachDead(q dlq.Query, op func(ID) (pendingOp, error)) (int, err
 		return 0, err
 	}
 	done := 0
-	var last *DeadLetter // the previous page's last
+	// The previous page's last place, and only that: a pointer into the
+	// page would keep the whole page (up to bulkPage copies, failures and
+	// payloads) alive while the next one is read.
+	var after deadPlace
 	for q.Limit == 0 || done < q.Limit {
 		page := q
 		page.Limit = bulkLimit(q.Limit, done)
-		var ds []DeadLetter
-		if last == nil {
-			ds, err = e.DeadLetters(page)
-		} else {
-			ds, err = e.deadLettersAfter(page, last.DeadAt, last.ID)
-		}
+		ds, err := e.deadLettersAfter(page, after)
 		if err != nil {
 			return done, err
 		}
@@ -129,22 +125,9 @@ func (e *Engine) eachDead(q dlq.Query, op func(ID) (pendingOp, error)) (int, err
 		if err != nil {
 			return done, err
 		}
-		last = &ds[len(ds)-1]
+		after = deadPlace{at: ds[len(ds)-1].DeadAt, id: ds[len(ds)-1].ID}
 	}
 	return done, nil
-}
-
-// deadLettersAfter is DeadLetters(q) resumed just after the place (deadAt,
-// id) in its order, whatever is there now (dlqstore.Store.QueryAfter).
-func (e *Engine) deadLettersAfter(q dlq.Query, deadAt time.Time, id ID) ([]DeadLetter, error) {
-	if err := e.usable(); err != nil {
-		return nil, err
-	}
-	out, err := e.dead.QueryAfter(q, deadAt, id)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	return out, nil
 }
 
 // CountMessages returns how many live messages f matches (as many as

@@ -124,9 +124,18 @@ func fileSizeLimit(t *testing.T) (set func(n uint64), unlimited uint64) {
 	signal.Ignore(syscall.SIGXFSZ)
 	var old syscall.Rlimit
 	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old))
-	return func(n uint64) {
-		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: n, Max: old.Max}))
-	}, old.Cur
+	return func(n uint64) { require.NoError(t, setFileSize(n)) }, old.Cur
+}
+
+// setFileSize sets RLIMIT_FSIZE to n bytes (the hard limit as it is), the
+// setter of fileSizeLimit: it returns its error rather than failing the
+// test, so that a goroutine other than the test's may call it.
+func setFileSize(n uint64) error {
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		return err
+	}
+	return syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: n, Max: old.Max})
 }
 
 // largestFile is the size of the largest file under dir.

@@ -24,7 +24,6 @@ package ringwal_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -34,7 +33,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -147,34 +145,9 @@ func (h *historyRun) failWorker(w int, rng *rand.Rand) {
 	for n := 0; n < h.perOp; n++ {
 		switch r := rng.IntN(100); {
 		case r < 35:
-			if len(held) >= 8 {
-				continue
+			if len(held) < 8 {
+				held = append(held, h.dequeueSome(w, rng, 8)...)
 			}
-			q := historyQueue(rng)
-			c := h.now()
-			var ds []ringwal.Delivery
-			if rng.IntN(2) == 0 {
-				if d, ok := h.tryDequeue(q); ok {
-					ds = append(ds, d)
-				}
-			} else {
-				ctx, cancel := context.WithTimeout(ctxBG, 2*time.Millisecond)
-				ds = h.dequeueBatch(ctx, q, 1+rng.IntN(8))
-				cancel()
-			}
-			if len(ds) == 0 {
-				ret := h.now()
-				h.mu.Lock()
-				h.empty = append(h.empty, historyEmpty{queue: q, call: c, ret: ret})
-				h.mu.Unlock()
-				continue
-			}
-			ins, outs := make([]hIn, len(ds)), make([]hOut, len(ds))
-			for i, d := range ds {
-				ins[i], outs[i] = delivered(d, q)
-			}
-			h.record(w, c, ins, outs)
-			held = append(held, ds...)
 		case r < 75:
 			if len(held) == 0 {
 				continue
@@ -186,9 +159,7 @@ func (h *historyRun) failWorker(w int, rng *rand.Rand) {
 			h.mu.Unlock()
 			if keep {
 				held = append(held[:i], held[i+1:]...)
-				c := h.now()
-				err := h.e.Requeue(d.ID)
-				h.record1(w, c, hIn{kind: hRequeue, id: d.ID}, hOut{err: errClass(err)})
+				h.requeue(w, d.ID)
 				continue
 			}
 			if r < 60 {
@@ -203,29 +174,12 @@ func (h *historyRun) failWorker(w int, rng *rand.Rand) {
 		case r < 90:
 			h.get(w, h.anyID(rng))
 		default:
-			c := h.now()
-			s := h.e.Stats()
-			ret := h.now()
-			h.mu.Lock()
-			h.stats = append(h.stats, historyStat{call: c, ret: ret, phase: len(h.phases) - 1, c: counts(s), queues: queueCounts(s)})
-			h.mu.Unlock()
+			h.readStats()
 		}
 	}
 	for _, d := range held { // the phase ends with no lease: requeued
-		c := h.now()
-		err := h.e.Requeue(d.ID)
-		h.record1(w, c, hIn{kind: hRequeue, id: d.ID}, hOut{err: errClass(err)})
+		h.requeue(w, d.ID)
 	}
-}
-
-// setFileSize sets RLIMIT_FSIZE (the hard limit as it was) from any
-// goroutine.
-func setFileSize(n uint64) error {
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		return err
-	}
-	return syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: n, Max: old.Max})
 }
 
 // deleteRefused: DeleteQueue of each named queue that holds messages (by

@@ -149,6 +149,40 @@ func (h *historyRun) dequeueBatch(ctx context.Context, q string, max int) []ring
 	return ds
 }
 
+// dequeueSome dequeues from a random queue one message (TryDequeue) or a
+// batch of up to most (DequeueBatch, waiting briefly), records the
+// deliveries as one operation each, saying which came in a batch (or the
+// queue found empty), and returns them.
+func (h *historyRun) dequeueSome(w int, rng *rand.Rand, most int) []ringwal.Delivery {
+	q := historyQueue(rng)
+	c := h.now()
+	var ds []ringwal.Delivery
+	batch := rng.IntN(2) != 0
+	if !batch {
+		if d, ok := h.tryDequeue(q); ok {
+			ds = append(ds, d)
+		}
+	} else {
+		ctx, cancel := context.WithTimeout(ctxBG, 2*time.Millisecond)
+		ds = h.dequeueBatch(ctx, q, 1+rng.IntN(most))
+		cancel()
+	}
+	if len(ds) == 0 {
+		ret := h.now()
+		h.mu.Lock()
+		h.empty = append(h.empty, historyEmpty{queue: q, call: c, ret: ret})
+		h.mu.Unlock()
+		return nil
+	}
+	ins, outs := make([]hIn, len(ds)), make([]hOut, len(ds))
+	for i, d := range ds {
+		ins[i], outs[i] = delivered(d, q)
+		ins[i].batch = batch
+	}
+	h.record(w, c, ins, outs)
+	return ds
+}
+
 // pause pauses queue q until Resume, or resumes it, and records the call.
 func (h *historyRun) pause(w int, q string, pause bool) {
 	c := h.now()

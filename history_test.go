@@ -30,7 +30,6 @@ package ringwal_test
 //	RINGWAL_HISTORY_SEED=<n>      replay a seed (each worker's operations; not the interleaving)
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -305,36 +304,9 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 		case r < 27:
 			h.publish(w, rng, h.message(rng, w, n))
 		case r < 45:
-			if len(held) >= 8 {
-				continue
+			if len(held) < 8 {
+				held = append(held, h.dequeueSome(w, rng, 16)...)
 			}
-			q := historyQueue(rng)
-			c := h.now()
-			var ds []ringwal.Delivery
-			batch := rng.IntN(2) != 0
-			if !batch {
-				if d, ok := h.tryDequeue(q); ok {
-					ds = append(ds, d)
-				}
-			} else {
-				ctx, cancel := context.WithTimeout(ctxBG, 2*time.Millisecond)
-				ds = h.dequeueBatch(ctx, q, 1+rng.IntN(16))
-				cancel()
-			}
-			if len(ds) == 0 {
-				ret := h.now()
-				h.mu.Lock()
-				h.empty = append(h.empty, historyEmpty{queue: q, call: c, ret: ret})
-				h.mu.Unlock()
-				continue
-			}
-			ins, outs := make([]hIn, len(ds)), make([]hOut, len(ds))
-			for i, d := range ds {
-				ins[i], outs[i] = delivered(d, q)
-				ins[i].batch = batch
-			}
-			h.record(w, c, ins, outs)
-			held = append(held, ds...)
 		case r < 58:
 			if d, ok := pick(); ok {
 				settle(hAck, d, e.Ack)
@@ -365,10 +337,7 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 			err := e.Cancel(id)
 			h.record1(w, c, hIn{kind: hCancel, id: id}, hOut{err: errClass(err)})
 		case r < 81:
-			id := h.anyID(rng)
-			c := h.now()
-			err := e.Requeue(id)
-			h.record1(w, c, hIn{kind: hRequeue, id: id}, hOut{err: errClass(err)})
+			h.requeue(w, h.anyID(rng))
 		case r < 85:
 			id := h.anyID(rng)
 			if dls, err := e.DeadLetters(dlq.Query{Limit: 8}); err == nil && len(dls) > 0 && rng.IntN(4) != 0 {
@@ -380,12 +349,7 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 		case r < 93:
 			h.get(w, h.anyID(rng))
 		case r < 97:
-			c := h.now()
-			s := e.Stats()
-			ret := h.now()
-			h.mu.Lock()
-			h.stats = append(h.stats, historyStat{call: c, ret: ret, phase: len(h.phases) - 1, c: counts(s), queues: queueCounts(s)})
-			h.mu.Unlock()
+			h.readStats()
 		case r < 99:
 			if !pausing {
 				paused, pausing = historyQueue(rng), true
@@ -410,11 +374,26 @@ func (h *historyRun) worker(w int, rng *rand.Rand) {
 	}
 	if h.dir == "" { // memory-only: no reopening ends the leases, the worker does
 		for _, d := range held {
-			c := h.now()
-			err := e.Requeue(d.ID)
-			h.record1(w, c, hIn{kind: hRequeue, id: d.ID}, hOut{err: errClass(err)})
+			h.requeue(w, d.ID)
 		}
 	}
+}
+
+// requeue records a Requeue of id.
+func (h *historyRun) requeue(w int, id ringwal.ID) {
+	c := h.now()
+	err := h.e.Requeue(id)
+	h.record1(w, c, hIn{kind: hRequeue, id: id}, hOut{err: errClass(err)})
+}
+
+// readStats records a Stats read, with the phase it fell in.
+func (h *historyRun) readStats() {
+	c := h.now()
+	s := h.e.Stats()
+	ret := h.now()
+	h.mu.Lock()
+	h.stats = append(h.stats, historyStat{call: c, ret: ret, phase: len(h.phases) - 1, c: counts(s), queues: queueCounts(s)})
+	h.mu.Unlock()
 }
 
 // get records a Get of id.

@@ -138,10 +138,31 @@ func (e *Engine) Requeue(id ID) error {
 // one by ID use DeadLetter, to count CountDeadLetters. Safe for
 // concurrent use.
 func (e *Engine) DeadLetters(q dlq.Query) ([]DeadLetter, error) {
+	return e.deadLettersAfter(q, deadPlace{})
+}
+
+// deadPlace is a place (DeadAt, ID) in the dead letters' order, where a
+// bulk verb's next page starts; the zero deadPlace is before them all (no
+// dead letter has a zero DeadAt).
+type deadPlace struct {
+	at time.Time
+	id ID
+}
+
+// deadLettersAfter is DeadLetters(q) resumed just after the place after
+// in its order, whatever is there now (dlqstore.Store.QueryAfter); from
+// q's start for the zero place.
+func (e *Engine) deadLettersAfter(q dlq.Query, after deadPlace) ([]DeadLetter, error) {
 	if err := e.usable(); err != nil {
 		return nil, err
 	}
-	out, err := e.dead.Query(q)
+	var out []DeadLetter
+	var err error
+	if after.at.IsZero() {
+		out, err = e.dead.Query(q)
+	} else {
+		out, err = e.dead.QueryAfter(q, after.at, after.id)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}

@@ -107,3 +107,34 @@ func checkShown(t *testing.T, path, body string) {
 	}
 	assert.Regexp(t, `\\u(202e|2066|200b)`, text, "%s shows the escape", path)
 }
+
+var (
+	noteShown = regexp.MustCompile(`(?s)<dd class="note" id="note-text">(.*?)</dd>`)
+	noteEdit  = regexp.MustCompile(`(?s)<textarea id="note"[^>]*>(.*?)</textarea>`)
+	noteTitle = regexp.MustCompile(`<span class="yes" title="([^"]*)">`)
+)
+
+// A review note is operator text shown to other operators: the dead
+// letter's page and the list's tooltip show it with the characters that do
+// not show as themselves escaped, its lines kept, while the note's editor
+// holds it exactly, so that updating a review does not save the escapes.
+func TestConsoleShowsReviewNotesEscaped(t *testing.T) {
+	e := oddEngine(t)
+	const note = "refund \u202eevil\u200b\nsecond line"
+	const shown = `refund \u202eevil\u200b` + "\nsecond line"
+	require.NoError(t, e.MarkReviewed(1, note))
+	b := newBrowser(t, e, admin.Options{})
+
+	p := b.get("dead-letters/1").html(t, http.StatusOK, "dead letter")
+	m := noteShown.FindStringSubmatch(p.body)
+	require.NotNil(t, m, "no note shown in %s", p.body)
+	assert.Equal(t, shown, html.UnescapeString(m[1]), "the note as shown")
+	m = noteEdit.FindStringSubmatch(p.body)
+	require.NotNil(t, m, "no note editor in %s", p.body)
+	assert.Equal(t, note, html.UnescapeString(m[1]), "the editor holds the note as it is")
+
+	p = b.get("dead-letters").html(t, http.StatusOK, "dead letters")
+	m = noteTitle.FindStringSubmatch(p.body)
+	require.NotNil(t, m, "no reviewed mark in %s", p.body)
+	assert.Equal(t, shown, html.UnescapeString(m[1]), "the note as the tooltip shows it")
+}

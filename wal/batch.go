@@ -232,17 +232,26 @@ func batchBody(e []byte, h batchHeader, scratch []byte) (body, keep []byte, err 
 }
 
 // forEachRecord decodes the count records of body into r, calling fn for
-// each. body must hold exactly count records.
-func forEachRecord(body []byte, count uint32, r *Record, fn func(*Record) error) error {
+// each. body must hold exactly count records. An error, fn's included,
+// names the record: "record i of count" of a batch (first 0), or, for a
+// chunk of a snapshot, numbered from the snapshot's first as replay
+// numbers them (first is the chunk's first record's number).
+func forEachRecord(body []byte, count uint32, first uint64, r *Record, fn func(*Record) error) error {
+	name := func(i uint32) string {
+		if first > 0 {
+			return fmt.Sprintf("record %d", first+uint64(i))
+		}
+		return fmt.Sprintf("record %d of %d", i+1, count)
+	}
 	for i := uint32(0); i < count; i++ {
 		n, err := DecodeRecord(body, r)
 		if err != nil {
-			return fmt.Errorf("record %d of %d: %w", i+1, count, err)
+			return fmt.Errorf("%s: %w", name(i), err)
 		}
 		body = body[n:]
 		if fn != nil {
 			if err := fn(r); err != nil {
-				return err
+				return fmt.Errorf("%s: %w", name(i), err)
 			}
 		}
 	}
@@ -253,7 +262,7 @@ func forEachRecord(body []byte, count uint32, r *Record, fn func(*Record) error)
 }
 
 // decodeBatch checks one entry and calls fn for each of its records; it is
-// what replay does per batch, packaged for tests and fuzzing.
+// what replay does per batch, packaged for FileRecords, tests and fuzzing.
 func decodeBatch(e []byte, scratch []byte, r *Record, fn func(*Record) error) (keep []byte, err error) {
 	h, err := checkBatch(e)
 	if err != nil {
@@ -263,5 +272,5 @@ func decodeBatch(e []byte, scratch []byte, r *Record, fn func(*Record) error) (k
 	if err != nil {
 		return scratch, err
 	}
-	return scratch, forEachRecord(body, h.count, r, fn)
+	return scratch, forEachRecord(body, h.count, 0, r, fn)
 }

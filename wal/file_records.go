@@ -3,6 +3,7 @@ package wal
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -49,15 +50,8 @@ func snapshotRecords(name string, r io.Reader, fn func(*Record) error) error {
 			return nil
 		}
 		buf = chunk
-		for i := range count {
-			n, err := DecodeRecord(chunk, &rec)
-			if err != nil {
-				return fmt.Errorf("%s: record %d: %w", name, first+uint64(i)+1, err)
-			}
-			if err := fn(&rec); err != nil {
-				return fmt.Errorf("%s: record %d: %w", name, first+uint64(i)+1, err)
-			}
-			chunk = chunk[n:]
+		if err := forEachRecord(chunk, uint32(count), first+1, &rec, fn); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
 }
@@ -67,17 +61,22 @@ func snapshotRecords(name string, r io.Reader, fn func(*Record) error) error {
 // memory as its bytes arrive, so a damaged length cannot make it allocate
 // more than r holds.
 func segmentRecords(name string, r io.Reader, fn func(*Record) error) error {
-	br := bufio.NewReader(r)
+	br := &countingReader{r: bufio.NewReader(r)}
 	var entry bytes.Buffer
 	var scratch []byte
 	var rec Record
-	for off := int64(0); ; {
-		size, k, err := readUvarint(br)
+	for {
+		off := br.n
+		size, err := binary.ReadUvarint(br)
 		switch {
-		case k == 0 && errors.Is(err, io.EOF):
-			return nil // the last entry ended the file
-		case err != nil:
+		case errors.Is(err, io.EOF):
+			return nil // the last entry ended the file (within one, ReadUvarint says ErrUnexpectedEOF)
+		case err != nil && br.err != nil:
 			return fmt.Errorf("%s offset %d: entry length: %w", name, off, err)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return corruptf("%s offset %d: entry length: truncated varint", name, off)
+		case err != nil:
+			return corruptf("%s offset %d: entry length: overlong varint", name, off)
 		case size > maxBatchBody+batchHeaderSize:
 			return corruptf("%s offset %d: entry of %d bytes (at most %d)", name, off, size, maxBatchBody+batchHeaderSize)
 		}
@@ -88,43 +87,38 @@ func segmentRecords(name string, r io.Reader, fn func(*Record) error) error {
 			}
 			return fmt.Errorf("%s offset %d: %w", name, off, err)
 		}
-		e := entry.Bytes()
-		h, err := checkBatch(e)
-		if err == nil {
-			var body []byte
-			if body, scratch, err = batchBody(e, h, scratch); err == nil {
-				err = forEachRecord(body, h.count, &rec, fn)
-			}
-		}
-		if err != nil {
+		if scratch, err = decodeBatch(entry.Bytes(), scratch, &rec, fn); err != nil {
 			return fmt.Errorf("%s offset %d: %w", name, off, err)
 		}
-		off += int64(k) + int64(size)
 	}
 }
 
-// readUvarint reads a uvarint as uvarint decodes one, and how many bytes
-// it took: r's end before any byte is io.EOF, within one or an overlong
-// one damage (ErrCorrupt), any other error r's.
-func readUvarint(r io.ByteReader) (v uint64, n int, err error) {
-	var shift uint
-	for n < maxVarintLen {
-		c, err := r.ReadByte()
-		if err != nil {
-			if errors.Is(err, io.EOF) && n > 0 {
-				return 0, n, corruptf("truncated varint")
-			}
-			return 0, n, err
-		}
-		n++
-		if n == maxVarintLen && c > 1 {
-			break
-		}
-		v |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return v, n, nil
-		}
-		shift += 7
+// countingReader counts the bytes read from r, for the offsets that
+// errors name, and keeps r's first error other than io.EOF, so that r's
+// failure is not taken for damage.
+type countingReader struct {
+	r   *bufio.Reader
+	n   int64
+	err error
+}
+
+func (c *countingReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.n++
 	}
-	return 0, n, corruptf("overlong varint")
+	return b, c.keep(err)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, c.keep(err)
+}
+
+func (c *countingReader) keep(err error) error {
+	if err != nil && err != io.EOF && c.err == nil {
+		c.err = err
+	}
+	return err
 }

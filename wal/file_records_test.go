@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -96,3 +97,51 @@ func TestFileRecordsDecodesWhatReplayDecodes(t *testing.T) {
 		assert.ErrorIs(t, err, wal.ErrCorrupt, "%s cut short", name)
 	}
 }
+
+// A segment's entry length that is cut short or overlong is damage
+// (ErrCorrupt) naming the file and the offset where the entry starts,
+// after the records of the entries before it; a reader's own failure is
+// returned as that, not taken for damage.
+func TestFileRecordsNamesADamagedEntryLengthAndItsOffset(t *testing.T) {
+	dir := t.TempDir()
+	l, err := wal.Open(dir, wal.Options{})
+	require.NoError(t, err)
+	_, err = l.Replay(func(*wal.Record) error { return nil })
+	require.NoError(t, err)
+	for i := 1; i <= 3; i++ {
+		require.NoError(t, l.Append(&wal.Record{Kind: wal.KindEnqueue, ID: uint64(i), Time: int64(i)}))
+	}
+	require.NoError(t, l.Close())
+	ms, err := filepath.Glob(filepath.Join(dir, "log", "*"))
+	require.NoError(t, err)
+	require.Len(t, ms, 1)
+	seg, err := os.ReadFile(ms[0])
+	require.NoError(t, err)
+	name := "log/" + filepath.Base(ms[0])
+	kind, _ := wal.BackupFileKind(name)
+	require.Equal(t, "segment", kind)
+
+	for _, tc := range []struct{ why, tail, want string }{
+		{"cut short", "\x80", "truncated varint"},
+		{"overlong", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", "overlong varint"},
+	} {
+		var ids []uint64
+		err := wal.FileRecords(name, bytes.NewReader(append(bytes.Clone(seg), tc.tail...)), func(r *wal.Record) error {
+			ids = append(ids, r.ID)
+			return nil
+		})
+		if assert.ErrorIs(t, err, wal.ErrCorrupt, tc.why) {
+			assert.Contains(t, err.Error(), fmt.Sprintf("%s offset %d: entry length: %s", name, len(seg), tc.want), tc.why)
+		}
+		assert.Equal(t, []uint64{1, 2, 3}, ids, "%s: the entries before it are read", tc.why)
+	}
+
+	broken := errors.New("disk gone")
+	err = wal.FileRecords(name, io.MultiReader(bytes.NewReader(seg), failingReader{broken}), func(*wal.Record) error { return nil })
+	assert.ErrorIs(t, err, broken)
+	assert.NotErrorIs(t, err, wal.ErrCorrupt, "the reader's failure is not damage")
+}
+
+type failingReader struct{ err error }
+
+func (r failingReader) Read([]byte) (int, error) { return 0, r.err }

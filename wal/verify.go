@@ -78,7 +78,7 @@ func Verify(dir string, repair bool) (VerifyReport, error) {
 		if body, scratch, err = batchBody(e, h, scratch); err != nil {
 			return err
 		}
-		return forEachRecord(body, h.count, &r, nil)
+		return forEachRecord(body, h.count, 0, &r, nil)
 	})
 	if err != nil {
 		return rep, err

@@ -16,17 +16,7 @@ import (
 // the read lock while it walks and copies what it returns: pass a Limit to
 // bound both. A text search (Query.Text) lets go of the lock after every
 // searchChunk entries it reads (see searchPause). See Store for its cost.
-func (s *Store[M]) Query(q Query) ([]Entry[M], error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := []Entry[M]{}
-	reserve := func(n int) { out = make([]Entry[M], 0, n) }
-	err := s.walkLocked(q, nil, reserve, func(r *record[M]) { out = append(out, clone(r.e)) }, s.searchPause(q))
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
+func (s *Store[M]) Query(q Query) ([]Entry[M], error) { return s.query(q, nil) }
 
 // QueryAfter is Query resumed just after the place (deadAt, id) in the
 // result order, whether or not an entry is there now (and after q.After
@@ -37,12 +27,16 @@ func (s *Store[M]) Query(q Query) ([]Entry[M], error) {
 // paging by ID could fail or skip; starting each page again from q's
 // start instead reads every entry the filters skip once per page.
 func (s *Store[M]) QueryAfter(q Query, deadAt time.Time, id ID) ([]Entry[M], error) {
+	return s.query(q, &pos{at: deadAt.Round(0), id: id})
+}
+
+// query is Query, resumed just after resume unless it is nil.
+func (s *Store[M]) query(q Query, resume *pos) ([]Entry[M], error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := []Entry[M]{}
 	reserve := func(n int) { out = make([]Entry[M], 0, n) }
-	from := pos{at: deadAt.Round(0), id: id}
-	err := s.walkLocked(q, &from, reserve, func(r *record[M]) { out = append(out, clone(r.e)) }, s.searchPause(q))
+	err := s.walkLocked(q, resume, reserve, func(r *record[M]) { out = append(out, clone(r.e)) }, s.searchPause(q))
 	if err != nil {
 		return nil, err
 	}
@@ -275,8 +269,12 @@ type sources[M any] struct {
 }
 
 // find sets src to q's sources. The first time (src empty) it makes the
-// cursors, each at its index's start: one per category of catMask, or the
-// one of a key or queue. Again, when a walk resumes, it keeps each
+// cursors, each at its index's start: one per category of catMask that
+// holds a live entry (an empty one costs a walk nothing, a checkpoint's
+// many walks included), or the one of a key or queue. A category empty
+// then and filled while a text search pauses needs no cursor: the walk
+// visits only records there when it started (Through). Again, when a
+// walk resumes, it keeps each
 // cursor's place (from, after): the category indexes are where they were;
 // a key's or queue's may have been dropped and made again meanwhile, or
 // the smaller of the two changed, so that one is looked up again (and
@@ -286,7 +284,7 @@ func (s *Store[M]) find(q Query, catMask uint64, src *sources[M], first bool) {
 	if q.Key == "" && q.Queue == "" {
 		if first {
 			for c := range s.byCat {
-				if catMask&(1<<c) != 0 {
+				if catMask&(1<<c) != 0 && s.byCat[c].live() > 0 {
 					src.curs = append(src.curs, cursor[M]{x: &s.byCat[c]})
 				}
 			}

@@ -214,3 +214,40 @@ func TestQueryAfterResumesAtAPlaceWhateverIsThereNow(t *testing.T) {
 	assert.Empty(t, es)
 	assert.Equal(t, uint64(4), s.Reads()-before, "the 4 entries after the place, each read once")
 }
+
+// A walk keeps a cursor only for the categories that hold a live entry,
+// so that empty ones (most of them, most of the time) cost a walk nothing.
+// That is safe for a text search that pauses: an entry added meanwhile to
+// a category empty when it started is one the walk must not visit anyway,
+// and the next walk, starting afresh, finds it.
+func TestAWalkReadsOnlyTheCategoriesHoldingEntries(t *testing.T) {
+	s := New[string](Options{})
+	s.searchChunk = 1
+	require.NoError(t, s.Add(entry(1, classify.Transient, "", 10)))
+	require.NoError(t, s.Add(entry(2, classify.Transient, "", 20)))
+	require.NoError(t, s.Add(entry(3, classify.Permanent, "", 30)))
+	_, ok := s.Remove(3) // Permanent is empty again
+	require.True(t, ok)
+
+	var src sources[string]
+	s.find(Query{}, 1<<len(s.byCat)-1, &src, true)
+	require.Len(t, src.curs, 1, "one cursor: Transient's, the only category holding an entry")
+	assert.Same(t, &s.byCat[classify.Transient], src.curs[0].x)
+
+	added := false
+	s.betweenChunks = func() {
+		if !added {
+			added = true
+			require.NoError(t, s.Add(entry(4, classify.Permanent, "", 15)))
+		}
+	}
+	es, err := s.Query(Query{Text: "boom"})
+	require.NoError(t, err)
+	require.True(t, added, "the search paused")
+	assert.Equal(t, []uint64{1, 2}, ids(es), "none added since the search started")
+
+	s.betweenChunks = nil
+	es, err = s.Query(Query{Text: "boom"})
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{1, 4, 2}, ids(es), "a later walk reads the category filled meanwhile")
+}
