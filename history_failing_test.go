@@ -32,6 +32,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -90,12 +91,18 @@ var staleIndexes = regexp.MustCompile(`leases stale \(indexes ([0-9 ]+)\)`)
 // stale by the error's indexes, else the batch's) and returns held and
 // spent updated.
 func (h *historyRun) ackBatch(w int, rng *rand.Rand, held, spent []ringwal.Delivery) ([]ringwal.Delivery, []ringwal.Delivery) {
-	var ds []ringwal.Delivery
-	for k := 1 + rng.IntN(min(4, len(held))); k > 0; k-- {
-		i := rng.IntN(len(held))
-		ds = append(ds, held[i])
-		held = append(held[:i], held[i+1:]...)
+	var ds, kept []ringwal.Delivery
+	for _, d := range held { // put-back messages are acked alone (ackPutBack)
+		if h.isPutBack(d.ID) {
+			kept = append(kept, d)
+		} else {
+			ds = append(ds, d)
+		}
 	}
+	rng.Shuffle(len(ds), func(i, j int) { ds[i], ds[j] = ds[j], ds[i] })
+	k := min(len(ds), 1+rng.IntN(4))
+	held = append(kept, ds[k:]...)
+	ds = ds[:k]
 	if len(spent) > 0 && rng.IntN(4) == 0 {
 		ds = append(ds, spent[rng.IntN(len(spent))])
 	}
@@ -154,12 +161,13 @@ func (h *historyRun) failWorker(w int, rng *rand.Rand) {
 			}
 			i := rng.IntN(len(held))
 			d := held[i]
-			h.mu.Lock()
-			keep := h.spaceBack && h.putBack[d.ID]
-			h.mu.Unlock()
-			if keep {
+			if h.isPutBack(d.ID) { // acked alone, and only while the disk refuses
 				held = append(held[:i], held[i+1:]...)
-				h.requeue(w, d.ID)
+				if h.ackPutBack(w, d) {
+					spent = append(spent, d)
+				} else {
+					h.requeue(w, d.ID)
+				}
 				continue
 			}
 			if r < 60 {
@@ -345,10 +353,10 @@ func historyFailingChild(t *testing.T, dir string) {
 			}
 			time.Sleep(time.Millisecond)
 		}
+		h.spaceMu.Lock()
 		err := setFileSize(unlimited)
-		h.mu.Lock()
 		h.spaceBack = true
-		h.mu.Unlock()
+		h.spaceMu.Unlock()
 		raised <- err
 	}()
 	h.phase(1, h.failWorker)
@@ -420,6 +428,33 @@ type historyFailing struct {
 	failedNamed   atomic.Bool  // one of them of a named queue's message
 	failDone      atomic.Bool  // the phase's workers are done
 	noCheckpoints bool         // the checkpointer is off (the disk refuses writes)
-	spaceBack     bool         // under mu: the space is back
-	putBack       map[ringwal.ID]bool
+	// spaceBack says the space is back, set (under spaceMu's write lock)
+	// as the limit is raised: an ack of a put-back message is made under
+	// its read lock, before then only (ackPutBack), so that at least the
+	// put-back messages no ack reached are still held when the phase
+	// ends (deleteRefused asks their queues).
+	spaceMu   sync.RWMutex
+	spaceBack bool
+	putBack   map[ringwal.ID]bool // under mu
+}
+
+// ackPutBack acks d, a message put back after a failed ack, unless the
+// space is back: then it reports false and the caller requeues d.
+func (h *historyRun) ackPutBack(w int, d ringwal.Delivery) bool {
+	h.spaceMu.RLock()
+	defer h.spaceMu.RUnlock()
+	if h.spaceBack {
+		return false
+	}
+	c := h.now()
+	err := h.e.Ack(d.Lease)
+	h.recordSettle(w, c, hAck, d, err)
+	return true
+}
+
+// isPutBack reports whether id was put back after a failed ack.
+func (h *historyRun) isPutBack(id ringwal.ID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.putBack[id]
 }
