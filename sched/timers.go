@@ -272,10 +272,12 @@ func (t *Timers) run() {
 				timer.Reset(d)
 			}
 			armed = true
-			// If the clock passed next while the timer was being armed (a
-			// fake clock advanced by a test, or a preempted goroutine), the
-			// timer may be armed past next: do not trust it, go round.
-			if !t.clock.Now().Before(next) {
+			// If the clock moved while the timer was being armed (a fake
+			// clock advanced by a test, or a preempted goroutine), the
+			// timer is armed that much past next: past next, or more than
+			// a tick past it, do not trust it; go round and arm it again
+			// from the time it is now.
+			if later := t.clock.Now(); !later.Before(next) || later.Sub(now) > time.Duration(t.wheel.tick) {
 				continue
 			}
 			timerC = timer.C()

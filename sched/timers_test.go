@@ -334,3 +334,43 @@ func TestTimersCompactDropsEntriesLiveRejects(t *testing.T) {
 	fake.Advance(time.Hour)
 	assert.Equal(t, Entry{ID: 1, Gen: 1}, recv(t, fired).e)
 }
+
+// jumpingClock is a fake clock that moves on by jump as the owner creates
+// its timer: the clock a test advances, or time that passes while the
+// owner is preempted, between the owner's reading of the time and its
+// arming of the timer.
+type jumpingClock struct {
+	*clock.Fake
+	jump time.Duration
+}
+
+func (c jumpingClock) NewTimer(d time.Duration) clock.Timer {
+	c.Fake.Advance(c.jump)
+	return c.Fake.NewTimer(d)
+}
+
+// An owner whose clock moved on while it armed its timer (not past the
+// entry's time) must not sleep past the entry: the timer it armed with
+// the distance it read first would fire that much late.
+func TestTimersFireOnTimeWhenTheClockMovesWhileTheOwnerArms(t *testing.T) {
+	ms := time.Millisecond
+	fake := clock.NewFake(testStart)
+	fired := make(chan firing, 1)
+	tm := NewTimers(jumpingClock{Fake: fake, jump: 49 * ms}, TimerOptions{}, func(at time.Time, e Entry) {
+		fired <- firing{at: at, now: fake.Now(), e: e}
+	})
+	t.Cleanup(tm.Stop)
+	tm.Schedule(testStart.Add(50*ms), Entry{ID: 1})
+	tm.Start()
+	fake.BlockUntil(1) // the owner has armed its timer and sleeps
+	requireNoFire(t, fired)
+
+	fake.Advance(3 * ms) // 52ms: past the entry
+	select {
+	case f := <-fired:
+		assert.Equal(t, uint64(1), f.e.ID)
+		assert.False(t, f.now.Before(f.at), "fired early")
+	case <-time.After(5 * time.Second):
+		require.FailNow(t, "the entry due at 50ms did not fire at 52ms")
+	}
+}
