@@ -277,22 +277,23 @@ func (d *dedupIndex) leaving(dedupID string, id uint64) *dedupLogging {
 
 // left ends a leaving mark l: the ack is durable, dedupID's entry goes.
 // Repeats waiting on l judge again.
-func (d *dedupIndex) left(dedupID string, l *dedupLogging) {
-	d.mu.Lock()
-	if old, ok := d.entries[dedupID]; ok && old.logging == l {
-		delete(d.entries, dedupID)
-	}
-	d.mu.Unlock()
-	close(l.done)
-}
+func (d *dedupIndex) left(dedupID string, l *dedupLogging) { d.endLeaving(dedupID, l, true) }
 
 // stayed ends a leaving mark l: the ack failed and its message is back,
 // holding dedupID's entry as before. Repeats waiting on l judge again.
-func (d *dedupIndex) stayed(dedupID string, l *dedupLogging) {
+func (d *dedupIndex) stayed(dedupID string, l *dedupLogging) { d.endLeaving(dedupID, l, false) }
+
+// endLeaving is left (gone) and stayed: the entry, if l still marks it,
+// goes or is durable again; then l's waiters wake.
+func (d *dedupIndex) endLeaving(dedupID string, l *dedupLogging, gone bool) {
 	d.mu.Lock()
 	if old, ok := d.entries[dedupID]; ok && old.logging == l {
-		old.logging = nil
-		d.entries[dedupID] = old
+		if gone {
+			delete(d.entries, dedupID)
+		} else {
+			old.logging = nil
+			d.entries[dedupID] = old
+		}
 	}
 	d.mu.Unlock()
 	close(l.done)
