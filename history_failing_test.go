@@ -172,9 +172,7 @@ func (h *historyRun) failWorker(w int, rng *rand.Rand) {
 			}
 			if r < 60 {
 				held = append(held[:i], held[i+1:]...)
-				c := h.now()
-				err := h.e.Ack(d.Lease)
-				h.recordSettle(w, c, hAck, d, err)
+				h.ack(w, d)
 				spent = append(spent, d)
 			} else {
 				held, spent = h.ackBatch(w, rng, held, spent)
@@ -446,10 +444,15 @@ func (h *historyRun) ackPutBack(w int, d ringwal.Delivery) bool {
 	if h.spaceBack {
 		return false
 	}
+	h.ack(w, d)
+	return true
+}
+
+// ack acks d and records the operation.
+func (h *historyRun) ack(w int, d ringwal.Delivery) {
 	c := h.now()
 	err := h.e.Ack(d.Lease)
 	h.recordSettle(w, c, hAck, d, err)
-	return true
 }
 
 // isPutBack reports whether id was put back after a failed ack.
