@@ -229,7 +229,7 @@ func (e *Engine) uniqueLeaving(r *rec, id uint64) *dedupLogging {
 	if l := e.dedup.leaving(x.dedupID, id); l != nil {
 		return l
 	}
-	e.dedup.forgetUnique(x.dedupID, id)
+	e.uniqueGone(r, id)
 	return nil
 }
 
