@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // ErrDamagedBackup: Restore refused a backup stream that is incomplete (it

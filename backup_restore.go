@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/ringwal/ringwal/internal/dirsync"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // Restore writes the data directory a Backup stream holds into dir, which

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/ringwal/ringwal/dlq"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // Checkpoint writes a snapshot of the engine's live state and lets the log

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // A DeleteQueue that runs while a dead letter of its queue is being

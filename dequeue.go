@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/sched"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/sched"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // Dequeue leases the next message in scheduling order, blocking until one

@@ -59,7 +59,7 @@
 //     appended during an fsync (its function runs on a goroutine of its
 //     own for a moment; Close stops the timer), and in Write and Buffered
 //     modes the WAL's writeback goroutine, which starts the kernel's
-//     writeback of the tail segment as it grows (wal/writeback.go; the
+//     writeback of the tail segment as it grows (internal/wal/writeback.go; the
 //     writer stops it as it closes);
 //   - Run's workers and one watcher per Run call that ends the handlers'
 //     contexts when Close's grace runs out, while Run is running (Run owns

@@ -13,7 +13,7 @@ import (
 
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/clock"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // holdWriter makes e's log writer stop after its next batch until the

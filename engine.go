@@ -12,8 +12,8 @@ import (
 	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/internal/dlqstore"
 	"github.com/ringwal/ringwal/internal/pad"
+	"github.com/ringwal/ringwal/internal/wal"
 	"github.com/ringwal/ringwal/ring"
-	"github.com/ringwal/ringwal/wal"
 )
 
 // Engine is a message engine over one data directory (or memory). All

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // maxKeyLen bounds Key and DedupID, which are kept in memory indexes.

@@ -3,6 +3,8 @@ package ringwal
 import (
 	"errors"
 	"fmt"
+
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // Sentinel errors. Methods wrap them with context; match with errors.Is.
@@ -38,6 +40,10 @@ var (
 	// there can plant files and links the engine would follow). The
 	// wrapping error names the directory and the fix (chmod 700 DIR).
 	ErrUnsafeDir = errors.New("ringwal: unsafe data directory permissions")
+	// ErrCorrupt: a data directory, a backup or a record in them is
+	// damaged in a way the recovery mode does not repair. The wrapping
+	// error names the file and the record.
+	ErrCorrupt = wal.ErrCorrupt
 )
 
 func invalidf(format string, args ...any) error {

@@ -8,7 +8,7 @@ import (
 	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
-	"github.com/ringwal/ringwal/sched"
+	"github.com/ringwal/ringwal/internal/sched"
 )
 
 // This file is the failure path: what happens to a delivery that failed

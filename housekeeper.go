@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ringwal/ringwal/sched"
+	"github.com/ringwal/ringwal/internal/sched"
 )
 
 // The housekeeper is the engine's one timer owner: a sched.Timers

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // The log records of queues: a declaration (or update) names a queue's

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // The log records of schedules: a schedule and its state (added, changed,

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ringwal/ringwal/sched"
+	"github.com/ringwal/ringwal/internal/sched"
 )
 
 // The public per-key and delivery controls: pauses, Cancel, Messages.

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/sched"
+	"github.com/ringwal/ringwal/internal/sched"
 )
 
 // The maintenance tasks, each a named function that the housekeeper's

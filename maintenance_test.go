@@ -14,22 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/clock"
-	"github.com/ringwal/ringwal/sched"
+	"github.com/ringwal/ringwal/internal/sched"
 )
 
 // Each maintenance task is called directly here, on an engine whose fake
 // clock never reaches the housekeeper's own periodic entries.
-
-func openFake(t *testing.T, dir string, o Options) (*Engine, *clock.Fake) {
-	t.Helper()
-	fake := clock.NewFake(time.Time{})
-	o.Clock = fake
-	e, err := Open(dir, o)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = e.Close() })
-	return e, fake
-}
 
 func TestSweepDedupForgetsIDsPastTheWindow(t *testing.T) {
 	e, fake := openFake(t, "", Options{DedupWindow: time.Minute})

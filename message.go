@@ -6,6 +6,7 @@ import (
 
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/ring"
 )
 
 // Priority orders messages between tiers. The zero value is Normal.
@@ -19,6 +20,14 @@ const (
 	High       Priority = 1
 	Critical   Priority = 2
 )
+
+// NumPriorities is the number of priorities, one ring tier each;
+// Stats.TierUtilization has one entry a priority, Critical first.
+const NumPriorities = ring.NumTiers
+
+// Each priority has its tier: the constants above span exactly the rings.
+var _ [NumPriorities - int(Critical-Background) - 1]struct{}
+var _ [int(Critical-Background) + 1 - NumPriorities]struct{}
 
 // tier maps a priority to its ring index: 0 = Critical ... 4 = Background.
 func (p Priority) tier() int { return int(Critical - p) }

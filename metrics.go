@@ -5,7 +5,7 @@ import (
 	"math/bits"
 	"sync/atomic"
 
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // The statistics the engine keeps for Stats: lock-free histograms and

@@ -1,4 +1,4 @@
-package ringwal_test
+package ringwal
 
 import (
 	"context"
@@ -7,8 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ringwal/ringwal"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // invisibleNames hold a character that shows as nothing or reorders the
@@ -41,16 +40,16 @@ func TestNewNamesRefuseInvisibleAndReorderingCharacters(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range invisibleNames {
 		t.Run(tt.what, func(t *testing.T) {
-			e, err := ringwal.Open("", ringwal.Options{})
+			e, err := Open("", Options{})
 			require.NoError(t, err)
 			defer e.Close()
-			assert.ErrorIs(t, e.DeclareQueue(tt.name, ringwal.QueueOptions{}), ringwal.ErrInvalid, "DeclareQueue")
-			_, err = e.Enqueue(ctx, ringwal.Message{Queue: tt.name})
-			assert.ErrorIs(t, err, ringwal.ErrInvalid, "Enqueue into a new queue")
-			err = e.AddSchedule(ringwal.Schedule{Name: tt.name, Spec: "@every 1h"})
-			assert.ErrorIs(t, err, ringwal.ErrInvalid, "AddSchedule")
-			_, err = ringwal.Open("", ringwal.Options{Queues: map[string]ringwal.QueueOptions{tt.name: {}}})
-			assert.ErrorIs(t, err, ringwal.ErrInvalid, "Options.Queues")
+			assert.ErrorIs(t, e.DeclareQueue(tt.name, QueueOptions{}), ErrInvalid, "DeclareQueue")
+			_, err = e.Enqueue(ctx, Message{Queue: tt.name})
+			assert.ErrorIs(t, err, ErrInvalid, "Enqueue into a new queue")
+			err = e.AddSchedule(Schedule{Name: tt.name, Spec: "@every 1h"})
+			assert.ErrorIs(t, err, ErrInvalid, "AddSchedule")
+			_, err = Open("", Options{Queues: map[string]QueueOptions{tt.name: {}}})
+			assert.ErrorIs(t, err, ErrInvalid, "Options.Queues")
 			for _, q := range e.Queues() {
 				assert.NotEqual(t, tt.name, q.Name, "nothing was declared")
 			}
@@ -58,13 +57,13 @@ func TestNewNamesRefuseInvisibleAndReorderingCharacters(t *testing.T) {
 	}
 	for _, name := range visibleNames {
 		t.Run(name, func(t *testing.T) {
-			e, err := ringwal.Open("", ringwal.Options{Queues: map[string]ringwal.QueueOptions{name + "-opt": {}}})
+			e, err := Open("", Options{Queues: map[string]QueueOptions{name + "-opt": {}}})
 			require.NoError(t, err)
 			defer e.Close()
-			assert.NoError(t, e.DeclareQueue(name, ringwal.QueueOptions{}))
-			_, err = e.Enqueue(ctx, ringwal.Message{Queue: name + "-new"})
+			assert.NoError(t, e.DeclareQueue(name, QueueOptions{}))
+			_, err = e.Enqueue(ctx, Message{Queue: name + "-new"})
 			assert.NoError(t, err)
-			assert.NoError(t, e.AddSchedule(ringwal.Schedule{Name: name, Spec: "@every 1h"}))
+			assert.NoError(t, e.AddSchedule(Schedule{Name: name, Spec: "@every 1h"}))
 		})
 	}
 }
@@ -91,7 +90,7 @@ func TestNamesAnOlderVersionLoggedStillOpen(t *testing.T) {
 	}
 	require.NoError(t, l.Close())
 
-	e, err := ringwal.Open(dir, ringwal.Options{Queues: map[string]ringwal.QueueOptions{queue: {}}})
+	e, err := Open(dir, Options{Queues: map[string]QueueOptions{queue: {}}})
 	require.NoError(t, err, "Options.Queues may name it too")
 	defer e.Close()
 	var names []string
@@ -99,12 +98,12 @@ func TestNamesAnOlderVersionLoggedStillOpen(t *testing.T) {
 		names = append(names, q.Name)
 	}
 	assert.Contains(t, names, queue)
-	_, err = e.Enqueue(context.Background(), ringwal.Message{Queue: queue})
+	_, err = e.Enqueue(context.Background(), Message{Queue: queue})
 	assert.NoError(t, err, "its queue takes messages")
-	assert.NoError(t, e.DeclareQueue(queue, ringwal.QueueOptions{MaxMessages: 10}), "and new options")
+	assert.NoError(t, e.DeclareQueue(queue, QueueOptions{MaxMessages: 10}), "and new options")
 	ss := e.Schedules()
 	require.Len(t, ss, 1)
 	assert.Equal(t, sched, ss[0].Name)
-	assert.NoError(t, e.AddSchedule(ringwal.Schedule{Name: sched, Spec: "@every 2h"}), "its schedule may be added again")
-	assert.ErrorIs(t, e.DeclareQueue(queue+"2", ringwal.QueueOptions{}), ringwal.ErrInvalid, "a new name is refused")
+	assert.NoError(t, e.AddSchedule(Schedule{Name: sched, Spec: "@every 2h"}), "its schedule may be added again")
+	assert.ErrorIs(t, e.DeclareQueue(queue+"2", QueueOptions{}), ErrInvalid, "a new name is refused")
 }

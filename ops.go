@@ -8,8 +8,8 @@ import (
 
 	"github.com/ringwal/ringwal/dlq"
 	"github.com/ringwal/ringwal/internal/fold"
+	"github.com/ringwal/ringwal/internal/wal"
 	"github.com/ringwal/ringwal/ring"
-	"github.com/ringwal/ringwal/wal"
 )
 
 // Get returns what the engine knows of id: its state, message, attempts

@@ -1,4 +1,4 @@
-package ringwal_test
+package ringwal
 
 // Power loss through the public API: a real engine's log (Enqueue, Dequeue,
 // Ack in Fsync mode) is copied after each call that waits for an fsync;
@@ -22,8 +22,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ringwal/ringwal"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // dirFiles reads every file under dir (relative path -> content).
@@ -84,23 +83,23 @@ func lossImage(t *testing.T, dst string, durable, written map[string][]byte, kin
 func TestEnginePowerLossImages(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	e, err := ringwal.Open(dir, ringwal.Options{Durability: ringwal.Fsync})
+	e, err := Open(dir, Options{Durability: Fsync})
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(5, 6))
 
 	type moment struct {
 		files       map[string][]byte
-		live, acked []ringwal.ID
+		live, acked []ID
 	}
 	var moments []moment
-	var live, acked []ringwal.ID
+	var live, acked []ID
 	snap := func() {
 		moments = append(moments, moment{files: dirFiles(t, dir),
-			live: append([]ringwal.ID(nil), live...), acked: append([]ringwal.ID(nil), acked...)})
+			live: append([]ID(nil), live...), acked: append([]ID(nil), acked...)})
 	}
 	snap()
 	for i := 0; i < 16; i++ {
-		id, err := e.Enqueue(ctx, ringwal.Message{Key: "k", Payload: bytes.Repeat([]byte{byte(i)}, 1500+rng.IntN(3000))})
+		id, err := e.Enqueue(ctx, Message{Key: "k", Payload: bytes.Repeat([]byte{byte(i)}, 1500+rng.IntN(3000))})
 		require.NoError(t, err)
 		live = append(live, id)
 		snap() // Fsync mode: the Enqueue's batch and all before it are on disk
@@ -127,13 +126,13 @@ func TestEnginePowerLossImages(t *testing.T) {
 		for kind := 0; kind < 5; kind++ {
 			lossImage(t, img, from.files, to.files, kind%4, rng)
 			images++
-			e, err := ringwal.Open(img, ringwal.Options{Durability: ringwal.Fsync})
+			e, err := Open(img, Options{Durability: Fsync})
 			if err != nil {
 				openFailures++
 				t.Errorf("moment %d, image kind %d: Open: %v", k, kind%4, err)
 				continue
 			}
-			ackedNext := map[ringwal.ID]bool{} // its Ack was on its way: either outcome is right
+			ackedNext := map[ID]bool{} // its Ack was on its way: either outcome is right
 			for _, id := range to.acked {
 				ackedNext[id] = true
 			}
@@ -149,7 +148,7 @@ func TestEnginePowerLossImages(t *testing.T) {
 			}
 			for _, id := range from.acked {
 				checked++
-				if _, err := e.Get(id); !errors.Is(err, ringwal.ErrNotFound) {
+				if _, err := e.Get(id); !errors.Is(err, ErrNotFound) {
 					lost++
 					t.Errorf("moment %d, image kind %d: acked message %d is back", k, kind%4, id)
 				}
@@ -160,7 +159,7 @@ func TestEnginePowerLossImages(t *testing.T) {
 				require.NotEmpty(t, rec.Damage)
 				require.NotEmpty(t, rec.BrokenFiles)
 			}
-			require.Equal(t, ringwal.PointInTime, rec.Mode)
+			require.Equal(t, PointInTime, rec.Mode)
 			require.NoError(t, e.Close())
 		}
 	}
@@ -173,21 +172,21 @@ func TestEnginePowerLossImages(t *testing.T) {
 // The root recovery modes are wal's (an alias), and an unknown one is
 // refused.
 func TestRecoveryModeMatchesWAL(t *testing.T) {
-	for _, m := range []ringwal.RecoveryMode{ringwal.PointInTime, ringwal.AbsoluteConsistency, ringwal.SkipToPointInTime} {
+	for _, m := range []RecoveryMode{PointInTime, AbsoluteConsistency, SkipToPointInTime} {
 		require.Equal(t, m.String(), m.String())
 	}
-	_, err := ringwal.Open(t.TempDir(), ringwal.Options{Recovery: 3})
-	require.ErrorIs(t, err, ringwal.ErrInvalid)
+	_, err := Open(t.TempDir(), Options{Recovery: 3})
+	require.ErrorIs(t, err, ErrInvalid)
 }
 
 // AbsoluteConsistency refuses a torn tail through the public API; the
 // default cuts it and reports it in Stats.
 func TestEngineRecoveryModesOnTornTail(t *testing.T) {
 	dir := t.TempDir()
-	e, err := ringwal.Open(dir, ringwal.Options{Durability: ringwal.Fsync})
+	e, err := Open(dir, Options{Durability: Fsync})
 	require.NoError(t, err)
 	for i := 0; i < 3; i++ {
-		_, err := e.Enqueue(context.Background(), ringwal.Message{Payload: []byte("x")})
+		_, err := e.Enqueue(context.Background(), Message{Payload: []byte("x")})
 		require.NoError(t, err)
 	}
 	require.NoError(t, e.Close())
@@ -200,9 +199,9 @@ func TestEngineRecoveryModesOnTornTail(t *testing.T) {
 	// and no close marker after it (Close appends one of 35 bytes).
 	require.NoError(t, os.WriteFile(seg, data[:len(data)-35-4], 0o640))
 
-	_, err = ringwal.Open(dir, ringwal.Options{Recovery: ringwal.AbsoluteConsistency})
+	_, err = Open(dir, Options{Recovery: AbsoluteConsistency})
 	require.ErrorIs(t, err, wal.ErrCorrupt)
-	e, err = ringwal.Open(dir, ringwal.Options{})
+	e, err = Open(dir, Options{})
 	require.NoError(t, err)
 	rec := e.Stats().Recovery
 	require.Contains(t, rec.Damage, "torn final batch")

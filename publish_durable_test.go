@@ -1,4 +1,4 @@
-package ringwal_test
+package ringwal
 
 import (
 	"testing"
@@ -7,8 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ringwal/ringwal"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // logKinds counts the records of each kind in the log in dir.
@@ -28,19 +27,19 @@ func logKinds(t *testing.T, dir string) map[wal.Kind]int {
 
 func TestPublishIsOneLogRecordThatReplaysEveryCopy(t *testing.T) {
 	dir := t.TempDir()
-	o := ringwal.Options{DedupWindow: time.Hour, Queues: map[string]ringwal.QueueOptions{
+	o := Options{DedupWindow: time.Hour, Queues: map[string]QueueOptions{
 		"audit": {Topics: []string{"orders"}}, "billing": {Topics: []string{"orders"}}, "mail": {Topics: []string{"orders"}},
 	}}
-	e, err := ringwal.Open(dir, o)
+	e, err := Open(dir, o)
 	require.NoError(t, err)
-	m := ringwal.Message{Key: "shop", Priority: ringwal.High, Payload: []byte("order-1"), DedupID: "evt-1",
+	m := Message{Key: "shop", Priority: High, Payload: []byte("order-1"), DedupID: "evt-1",
 		Headers: map[string]string{"trace": "abc"}, TTL: time.Hour, MaxAttempts: 3}
 	ids, err := e.Publish(ctxBG, "orders", m)
 	require.NoError(t, err)
 	require.Len(t, ids, 3)
-	delayed, err := e.Publish(ctxBG, "orders", ringwal.Message{Payload: []byte("later"), Delay: time.Hour})
+	delayed, err := e.Publish(ctxBG, "orders", Message{Payload: []byte("later"), Delay: time.Hour})
 	require.NoError(t, err)
-	at := func(e *ringwal.Engine, id ringwal.ID) ringwal.Info {
+	at := func(e *Engine, id ID) Info {
 		info, err := e.Get(id)
 		require.NoError(t, err)
 		return info
@@ -57,7 +56,7 @@ func TestPublishIsOneLogRecordThatReplaysEveryCopy(t *testing.T) {
 	assert.Equal(t, 2, kinds[wal.KindPublish], "one record per Publish")
 	assert.Zero(t, kinds[wal.KindEnqueue], "no record per copy")
 
-	e = open(t, dir, o)
+	e = openEngine(t, dir, o)
 	for i, q := range []string{"audit", "billing", "mail"} {
 		d, ok := e.Queue(q).TryDequeue()
 		require.True(t, ok, q)
@@ -71,6 +70,6 @@ func TestPublishIsOneLogRecordThatReplaysEveryCopy(t *testing.T) {
 		assert.Equal(t, first.NextAt, at(e, delayed[i]).NextAt, "the delayed copy in %s is due when it was", q)
 	}
 	again, err := e.Publish(ctxBG, "orders", m)
-	assert.ErrorIs(t, err, ringwal.ErrDuplicate, "each copy's DedupID was restored")
+	assert.ErrorIs(t, err, ErrDuplicate, "each copy's DedupID was restored")
 	assert.Equal(t, ids, again)
 }

@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/internal/sched"
+	"github.com/ringwal/ringwal/internal/wal"
 	"github.com/ringwal/ringwal/ring"
-	"github.com/ringwal/ringwal/sched"
-	"github.com/ringwal/ringwal/wal"
 )
 
 // This file owns queues: the registry of named queues, what each queue

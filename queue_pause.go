@@ -3,8 +3,8 @@ package ringwal
 import (
 	"time"
 
-	"github.com/ringwal/ringwal/sched"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/sched"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // A queue's pause: its consumers get nothing while Enqueue, timers, TTLs

@@ -1,4 +1,4 @@
-package ringwal_test
+package ringwal
 
 import (
 	"testing"
@@ -6,8 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ringwal/ringwal"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // A log record the engine cannot apply is refused, not replayed around: a
@@ -33,7 +32,7 @@ func TestLogRecordsTheEngineCannotApplyAreRefused(t *testing.T) {
 			require.NoError(t, l.Append(&tc.rec))
 			require.NoError(t, l.Close())
 
-			_, err = ringwal.Open(dir, ringwal.Options{})
+			_, err = Open(dir, Options{})
 			assert.ErrorIs(t, err, tc.want)
 		})
 	}
@@ -62,7 +61,7 @@ func TestDeletionTheSnapshotAlreadyHoldsIsIgnored(t *testing.T) {
 			}
 			require.NoError(t, l.Close())
 
-			e, err := ringwal.Open(dir, ringwal.Options{})
+			e, err := Open(dir, Options{})
 			require.NoError(t, err)
 			defer e.Close()
 			var names []string

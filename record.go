@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/ringwal/ringwal/breaker"
-	"github.com/ringwal/ringwal/sched"
+	"github.com/ringwal/ringwal/internal/sched"
 )
 
 // This file owns a record's life: its state word, the closed set of verbs

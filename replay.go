@@ -5,8 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringwal/ringwal/internal/wal"
 	"github.com/ringwal/ringwal/ring"
-	"github.com/ringwal/ringwal/wal"
 )
 
 // recoveryReport is what Open found, for logs, Stats and metrics.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // Replay trusts no value of a well-formed log: a hostile backup has

@@ -1,4 +1,4 @@
-package ringwal_test
+package ringwal
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // fuzzSeedDir holds FuzzReplayHostileValues's seed corpus.

@@ -1,4 +1,4 @@
-package ringwal_test
+package ringwal
 
 import (
 	"encoding/binary"
@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/dlq"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // FuzzReplayHostileValues writes well-formed data directories (real wal
@@ -72,10 +71,10 @@ func fuzzGuard(fn func() string) string {
 // fuzzOpenAndCheck opens dir and checks the engine it gets: "" if it is
 // consistent or Open refused the log as it should.
 func fuzzOpenAndCheck(dir string) string {
-	o := ringwal.Options{Clock: clock.NewFake(time.Unix(0, fuzzBase)), MaxMessages: 1 << 10}
-	e, err := ringwal.Open(dir, o)
+	o := Options{Clock: clock.NewFake(time.Unix(0, fuzzBase)), MaxMessages: 1 << 10}
+	e, err := Open(dir, o)
 	if err != nil {
-		if errors.Is(err, wal.ErrCorrupt) || errors.Is(err, ringwal.ErrVersion) {
+		if errors.Is(err, wal.ErrCorrupt) || errors.Is(err, ErrVersion) {
 			return ""
 		}
 		return fmt.Sprintf("Open: an error wrapping neither ErrCorrupt nor ErrVersion: %v", err)
@@ -90,13 +89,13 @@ func fuzzOpenAndCheck(dir string) string {
 	}
 	// What the first engine made of the log (and its checkpoint) opens
 	// again to the same counts.
-	e, err = ringwal.Open(dir, o)
+	e, err = Open(dir, o)
 	if err != nil {
 		return fmt.Sprintf("reopening what an engine wrote: %v", err)
 	}
 	defer e.Close()
 	after := e.Stats()
-	if got, want := counts(after), counts(before); got != want {
+	if got, want := visibleCounts(after), visibleCounts(before); got != want {
 		return fmt.Sprintf("reopened with %v, closed with %v", got, want)
 	}
 	return ""
@@ -106,12 +105,12 @@ func fuzzOpenAndCheck(dir string) string {
 // message it counts pending and free to go is delivered (then given back:
 // the reopen counts it again), its dead letters are listed, and a
 // checkpoint succeeds.
-func fuzzCheckEngine(e *ringwal.Engine, s ringwal.Stats) string {
-	c := counts(s)
+func fuzzCheckEngine(e *Engine, s Stats) string {
+	c := visibleCounts(s)
 	if c.Pending < 0 || c.Delayed < 0 || c.Leased != 0 || c.Held < 0 || c.Dead < 0 {
 		return fmt.Sprintf("counts after Open: %+v", c)
 	}
-	var sum stateCounts
+	var sum statsCounts
 	for _, q := range s.Queues {
 		sum.Pending += q.Pending
 		sum.Delayed += q.Delayed
@@ -125,7 +124,7 @@ func fuzzCheckEngine(e *ringwal.Engine, s ringwal.Stats) string {
 		free = free && !q.Paused
 	}
 	delivered := 0
-	var ids []ringwal.ID
+	var ids []ID
 	for _, q := range s.Queues {
 		h := e.Queue(q.Name)
 		for range q.Pending + 1 {
@@ -228,9 +227,9 @@ const (
 	ffUnique
 )
 
-// numKinds is how many record kinds there are (wal.KindScheduleTick is
+// numRecordKinds is how many record kinds there are (wal.KindScheduleTick is
 // the last): a kind byte is taken modulo it.
-const numKinds = int(wal.KindScheduleTick)
+const numRecordKinds = int(wal.KindScheduleTick)
 
 // fuzzStrings are the strings a selector below 0x80 picks: names, JSON
 // option texts valid and not, a key longer than any the engine takes.
@@ -370,7 +369,7 @@ func decodeFuzzLog(data []byte) (snap, tail []wal.Record) {
 }
 
 func (s *fuzzSource) record() wal.Record {
-	r := wal.Record{Kind: wal.Kind(int(s.byte())%numKinds + 1)}
+	r := wal.Record{Kind: wal.Kind(int(s.byte())%numRecordKinds + 1)}
 	mask := s.raw(3)
 	if mask&ffID != 0 {
 		r.ID = s.u64()
@@ -573,4 +572,13 @@ func appendFuzzRecord(b []byte, r *wal.Record) []byte {
 		b = append(b, r.Unique)
 	}
 	return b
+}
+
+// statsCounts is the part of Stats that a reopened engine must agree on.
+type statsCounts struct {
+	Pending, Delayed, Leased, Held, Dead int
+}
+
+func visibleCounts(s Stats) statsCounts {
+	return statsCounts{s.Pending, s.Delayed, s.Leased, s.Held, s.Dead}
 }

@@ -1,4 +1,4 @@
-package ringwal_test
+package ringwal
 
 import (
 	"math"
@@ -8,9 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // hostileRecords are well-formed logs (honest framing and hashes) holding
@@ -78,11 +77,11 @@ func TestOpenRefusesRecordValuesNoEngineWrites(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFuzzLog(t, dir, tc.seed.snap, tc.seed.tail)
-			for _, mode := range []ringwal.RecoveryMode{ringwal.PointInTime, ringwal.AbsoluteConsistency, ringwal.SkipToPointInTime} {
+			for _, mode := range []RecoveryMode{PointInTime, AbsoluteConsistency, SkipToPointInTime} {
 				var err error
 				msg := fuzzGuard(func() string {
-					var e *ringwal.Engine
-					e, err = ringwal.Open(dir, ringwal.Options{Recovery: mode})
+					var e *Engine
+					e, err = Open(dir, Options{Recovery: mode})
 					if err == nil {
 						e.Close()
 					}
@@ -104,16 +103,16 @@ func TestOpenRefusesRecordValuesNoEngineWrites(t *testing.T) {
 // negative, limit (today's engines wrote them) opens the same way.
 func TestMaxAttemptsBeyondARecordsRangeSurviveReopen(t *testing.T) {
 	dir := t.TempDir()
-	e, err := ringwal.Open(dir, ringwal.Options{})
+	e, err := Open(dir, Options{})
 	require.NoError(t, err)
-	var ids []ringwal.ID
+	var ids []ID
 	for _, n := range []int{math.MaxInt, 1<<32 + 5, math.MaxInt32, 7} {
-		id, err := e.Enqueue(ctxBG, ringwal.Message{MaxAttempts: n})
+		id, err := e.Enqueue(ctxBG, Message{MaxAttempts: n})
 		require.NoError(t, err)
 		ids = append(ids, id)
 	}
 	require.NoError(t, e.Close())
-	e, err = ringwal.Open(dir, ringwal.Options{})
+	e, err = Open(dir, Options{})
 	require.NoError(t, err)
 	defer e.Close()
 	for i, want := range []int{math.MaxInt32, math.MaxInt32, math.MaxInt32, 7} {
@@ -124,7 +123,7 @@ func TestMaxAttemptsBeyondARecordsRangeSurviveReopen(t *testing.T) {
 
 	old := t.TempDir()
 	writeFuzzLog(t, old, nil, []wal.Record{{Kind: wal.KindEnqueue, ID: 1, Time: fuzzBase, MaxAttempts: -1}})
-	e2, err := ringwal.Open(old, ringwal.Options{})
+	e2, err := Open(old, Options{})
 	require.NoError(t, err)
 	defer e2.Close()
 	info, err := e2.Get(1)
@@ -145,7 +144,7 @@ func TestFailuresOfAnUnknownCategoryReplayAsUnknown(t *testing.T) {
 		{Kind: wal.KindLease, ID: 1, Time: at, Attempt: 2, Until: at + 1},
 		{Kind: wal.KindDeadLetter, ID: 1, Time: at, Attempt: 2, Category: 201, Text: "odder"},
 	})
-	e, err := ringwal.Open(dir, ringwal.Options{})
+	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	defer e.Close()
 	d, err := e.DeadLetter(1)

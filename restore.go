@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/internal/wal"
 	"github.com/ringwal/ringwal/ring"
-	"github.com/ringwal/ringwal/wal"
 )
 
 // restore places the replayed messages into the slab, tiers and wheel.

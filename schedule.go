@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ringwal/ringwal/sched"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/sched"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // This file owns schedules: what a schedule is, the registry and the

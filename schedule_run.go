@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ringwal/ringwal/sched"
+	"github.com/ringwal/ringwal/internal/sched"
 )
 
 // Running schedules. Each schedule has one timer entry in the

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // acquireLease owns the record a lease names, waiting out a concurrent

@@ -85,7 +85,7 @@ type Stats struct {
 	OldestPending time.Duration
 	// TierUtilization is each tier ring's fill ratio, Critical first
 	// (the default queue's); TierUtilizationOf reads it by Priority.
-	TierUtilization [ring.NumTiers]float64
+	TierUtilization [NumPriorities]float64
 	// Recovery describes what Open replayed.
 	Recovery RecoveryStats
 	// Breakers is every key's circuit breaker, sorted by key: the same

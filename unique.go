@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // This file owns uniqueness that follows a message's life (UniqueQueued,

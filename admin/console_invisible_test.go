@@ -17,7 +17,7 @@ import (
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // Names an older version logged (new names refuse them), keys and headers

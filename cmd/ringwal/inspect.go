@@ -16,7 +16,7 @@ import (
 	"github.com/ringwal/ringwal/admin"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/internal/adminfmt"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // newInspectCmd builds `ringwal inspect`.

@@ -19,7 +19,7 @@ import (
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/internal/adminfmt"
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // newWALCmd builds `ringwal wal` with verify and dump.

@@ -1,7 +1,7 @@
 // Package dirsync fsyncs directories: the one place the module opens a
 // directory, fsyncs it and closes it, so that a file created, renamed or
 // removed in it survives a power loss. It owns nothing else; the log's
-// directory steps (wal/fsops.go) call it and add their test trace.
+// directory steps (internal/wal/fsops.go) call it and add their test trace.
 package dirsync
 
 import "os"

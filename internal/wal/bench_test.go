@@ -9,7 +9,7 @@ import (
 
 	twal "github.com/tidwall/wal"
 
-	"github.com/ringwal/ringwal/wal"
+	"github.com/ringwal/ringwal/internal/wal"
 )
 
 // benchPayload is the 128-byte payload of every benchmark record: text
