@@ -16,6 +16,7 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
 var chartTitle = regexp.MustCompile(`<title id="([a-z-]+)-title">([^<]*)</title>`)
@@ -42,7 +43,7 @@ func TestConsoleOverviewChartsTheEngineHistory(t *testing.T) {
 	// the overview above; the engine counts from then on, so the second
 	// sample has them), then traffic.
 	historyTraffic(t, e)
-	awaitSamples(t, e, fake, 3)
+	enginetest.AwaitSamples(t, e, fake, 3)
 	p = b.get("").html(t, http.StatusOK, "overview")
 	assert.Equal(t, map[string]string{
 		"overview-rates":  "Messages per second",
@@ -66,11 +67,11 @@ func TestConsoleOverviewChartsTheEngineHistory(t *testing.T) {
 func TestConsoleChartsSayWhenCountsByStateStart(t *testing.T) {
 	e, fake, _ := adminEngine(t, ringwal.Options{})
 	b := newBrowser(t, e, admin.Options{Clock: fake})
-	awaitSamples(t, e, fake, 1) // nobody has asked for Stats yet
+	enginetest.AwaitSamples(t, e, fake, 1) // nobody has asked for Stats yet
 	p := b.get("").html(t, http.StatusOK, "one sample, without counts")
 	assert.NotContains(t, chartTitles(p.body), "overview-states")
 	assert.Contains(t, p.body, "no sample in this window has them yet")
-	awaitSamples(t, e, fake, 1) // the overview asked: counted from now on
+	enginetest.AwaitSamples(t, e, fake, 1) // the overview asked: counted from now on
 	p = b.get("").html(t, http.StatusOK, "counted since")
 	assert.Contains(t, chartTitles(p.body), "overview-states")
 	assert.Contains(t, p.body, "counts by state start with the first Stats, at")
@@ -81,7 +82,7 @@ func TestConsoleQueuePageChartsItsHistory(t *testing.T) {
 	b := newBrowser(t, e, admin.Options{Clock: fake})
 	historyTraffic(t, e)
 	_ = e.Stats()
-	awaitSamples(t, e, fake, 2)
+	enginetest.AwaitSamples(t, e, fake, 2)
 
 	p := b.get("queues").html(t, http.StatusOK, "queues")
 	assert.Contains(t, p.body, `href="./queue?queue=emails" class="history small"`)
@@ -103,7 +104,7 @@ func TestConsoleQueuePageSaysWhenTheEngineKeepsNoHistory(t *testing.T) {
 		_, err := e.Queue(name).Enqueue(ctx, ringwal.Message{})
 		require.NoError(t, err)
 	}
-	awaitSamples(t, e, fake, 1)
+	enginetest.AwaitSamples(t, e, fake, 1)
 	b := newBrowser(t, e, admin.Options{Clock: fake})
 	unfollowed := 0
 	for i := range 17 {

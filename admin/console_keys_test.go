@@ -20,15 +20,6 @@ import (
 	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
-func keyPaused(e *ringwal.Engine, key string) bool {
-	for _, k := range e.Stats().Keys {
-		if k.Key == key {
-			return k.Paused
-		}
-	}
-	return false
-}
-
 func TestConsoleKeyPauseResume(t *testing.T) {
 	e := enginetest.Open(t, "", ringwal.Options{})
 	enqueueN(t, e, odd, 2)
@@ -42,17 +33,17 @@ func TestConsoleKeyPauseResume(t *testing.T) {
 	tok := p.csrf(t)
 
 	b.post("keys/resume", url.Values{"key": {odd}}, nil).html(t, http.StatusForbidden, "no CSRF field")
-	require.True(t, keyPaused(e, odd))
+	require.True(t, enginetest.KeyPaused(e, odd))
 	r := b.post("keys/resume", url.Values{"csrf": {tok}, "key": {odd}}, nil)
 	require.Equal(t, http.StatusSeeOther, r.status, r.body)
 	assert.Equal(t, "../keys?done=resumed", r.header.Get("Location"))
-	assert.False(t, keyPaused(e, odd))
+	assert.False(t, enginetest.KeyPaused(e, odd))
 
 	b.post("keys/pause", url.Values{"csrf": {tok}, "key": {odd}, "until": {"soon"}}, nil).html(t, http.StatusBadRequest, "a bad until")
 	b.post("keys/pause", url.Values{"csrf": {tok}, "until": {"1h"}}, nil).html(t, http.StatusBadRequest, "no key")
 	r = b.post("keys/pause", url.Values{"csrf": {tok}, "key": {odd}, "until": {"1h"}}, nil)
 	require.Equal(t, http.StatusSeeOther, r.status, r.body)
-	assert.True(t, keyPaused(e, odd))
+	assert.True(t, enginetest.KeyPaused(e, odd))
 	p = b.get("keys?done=paused").html(t, http.StatusOK, "after pause")
 	assert.Contains(t, p.body, "Paused: the key")
 	assert.Regexp(t, `until \d\d:\d\d:\d\d`, p.body, "a timed pause shows its end")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
 // htmlQueue is a valid queue name that is HTML: the console must show it
@@ -44,12 +45,12 @@ func TestConsoleQueues(t *testing.T) {
 	b.post("queues/pause", url.Values{"csrf": {tok}, "queue": {"typo"}}, nil).html(t, http.StatusNotFound, "unknown")
 	b.post("queues/pause", url.Values{"csrf": {tok}}, nil).html(t, http.StatusBadRequest, "no queue")
 	b.post("queues/pause", url.Values{"csrf": {tok}, "queue": {"emails"}, "until": {"soon"}}, nil).html(t, http.StatusBadRequest, "bad until")
-	_, declared := findInfo(e, "typo")
+	_, declared := enginetest.QueueInfo(e, "typo")
 	assert.False(t, declared)
 	r := b.post("queues/pause", url.Values{"csrf": {tok}, "queue": {"emails"}}, nil)
 	require.Equal(t, http.StatusSeeOther, r.status, r.body)
 	assert.Equal(t, "../queues?done=queue-paused", r.header.Get("Location"))
-	in, _ := findInfo(e, "emails")
+	in, _ := enginetest.QueueInfo(e, "emails")
 	assert.True(t, in.Paused)
 	p = b.get("queues?done=queue-paused").html(t, http.StatusOK, "paused")
 	assert.Contains(t, p.body, "Paused: the queue")
@@ -58,7 +59,7 @@ func TestConsoleQueues(t *testing.T) {
 	// The default queue for a while, by its admin name.
 	r = b.post("queues/pause", url.Values{"csrf": {tok}, "queue": {admin.DefaultQueue}, "until": {"1h"}}, nil)
 	require.Equal(t, http.StatusSeeOther, r.status, r.body)
-	in, _ = findInfo(e, "")
+	in, _ = enginetest.QueueInfo(e, "")
 	assert.True(t, in.Paused)
 	assert.False(t, in.PausedUntil.IsZero())
 	assert.Regexp(t, `until \d\d:\d\d:\d\d`, b.get("queues").body, "a timed pause shows its end")
@@ -66,7 +67,7 @@ func TestConsoleQueues(t *testing.T) {
 		r = b.post("queues/resume", url.Values{"csrf": {tok}, "queue": {name}}, nil)
 		require.Equal(t, http.StatusSeeOther, r.status, r.body)
 	}
-	in, _ = findInfo(e, "emails")
+	in, _ = enginetest.QueueInfo(e, "emails")
 	assert.False(t, in.Paused)
 
 	// Delete: a confirmation first; refused with the counts while the
@@ -74,11 +75,11 @@ func TestConsoleQueues(t *testing.T) {
 	p = b.post("queues/delete", url.Values{"csrf": {tok}, "queue": {htmlQueue}}, nil).html(t, http.StatusOK, "confirm")
 	assert.Contains(t, p.body, `id="confirm-delete"`)
 	assert.NotContains(t, p.body, htmlQueue)
-	_, declared = findInfo(e, htmlQueue)
+	_, declared = enginetest.QueueInfo(e, htmlQueue)
 	assert.True(t, declared, "not deleted before the confirmation")
 	r = b.post("queues/delete", url.Values{"csrf": {tok}, "queue": {htmlQueue}, "confirm": {"yes"}}, nil)
 	require.Equal(t, http.StatusSeeOther, r.status, r.body)
-	_, declared = findInfo(e, htmlQueue)
+	_, declared = enginetest.QueueInfo(e, htmlQueue)
 	assert.False(t, declared)
 	p = b.post("queues/delete", url.Values{"csrf": {tok}, "queue": {"emails"}, "confirm": {"yes"}}, nil).html(t, http.StatusConflict, "refused")
 	assert.Contains(t, p.body, "3 live messages")
@@ -141,13 +142,13 @@ func TestConsoleQueueActionsDefended(t *testing.T) {
 		form.Set("csrf", "forged")
 		b.post(action, form, nil).html(t, http.StatusForbidden, action+" forged CSRF")
 	}
-	in, ok := findInfo(e, "empty")
+	in, ok := enginetest.QueueInfo(e, "empty")
 	require.True(t, ok, "not deleted")
 	assert.False(t, in.Paused, "not paused")
 
 	guarded := newBrowser(t, e, admin.Options{Token: "s3cret-s3cret"})
 	guarded.get("queues").html(t, http.StatusUnauthorized, "the sign-in page")
 	guarded.post("queues/delete", url.Values{"csrf": {tok}, "queue": {"empty"}, "confirm": {"yes"}}, nil).html(t, http.StatusUnauthorized, "no session")
-	_, ok = findInfo(e, "empty")
+	_, ok = enginetest.QueueInfo(e, "empty")
 	assert.True(t, ok, "not deleted")
 }

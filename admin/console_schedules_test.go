@@ -18,6 +18,7 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
 // htmlSchedule is a valid schedule name that is HTML: the console must
@@ -52,22 +53,22 @@ func TestConsoleSchedules(t *testing.T) {
 	b.post("schedules/pause", url.Values{"schedule": {"nightly"}}, nil).html(t, http.StatusForbidden, "no CSRF field")
 	b.post("schedules/pause", url.Values{"csrf": {tok}, "schedule": {"typo"}}, nil).html(t, http.StatusNotFound, "unknown")
 	b.post("schedules/pause", url.Values{"csrf": {tok}}, nil).html(t, http.StatusBadRequest, "no schedule")
-	assert.False(t, engineSchedule(t, e, "nightly").Paused)
+	assert.False(t, enginetest.Schedule(t, e, "nightly").Paused)
 	r := b.post("schedules/pause", url.Values{"csrf": {tok}, "schedule": {"nightly"}}, nil)
 	require.Equal(t, http.StatusSeeOther, r.status, r.body)
 	assert.Equal(t, "../schedules?done=schedule-paused", r.header.Get("Location"))
-	assert.True(t, engineSchedule(t, e, "nightly").Paused)
+	assert.True(t, enginetest.Schedule(t, e, "nightly").Paused)
 	p = b.get("schedules?done=schedule-paused").html(t, http.StatusOK, "paused")
 	assert.Contains(t, p.body, "Paused: the schedule")
 	assert.Contains(t, p.body, `<tr data-schedule="nightly" class="paused">`)
 	r = b.post("schedules/resume", url.Values{"csrf": {tok}, "schedule": {"nightly"}}, nil)
 	require.Equal(t, http.StatusSeeOther, r.status, r.body)
-	assert.False(t, engineSchedule(t, e, "nightly").Paused)
+	assert.False(t, enginetest.Schedule(t, e, "nightly").Paused)
 
 	// Trigger: the flash names the run, the row shows it as the outcome.
 	r = b.post("schedules/trigger", url.Values{"csrf": {tok}, "schedule": {"nightly"}}, nil)
 	require.Equal(t, http.StatusSeeOther, r.status, r.body)
-	id := engineSchedule(t, e, "nightly").LastID
+	id := enginetest.Schedule(t, e, "nightly").LastID
 	require.NotZero(t, id)
 	assert.Equal(t, "../schedules?done=schedule-triggered&run="+idString(id), r.header.Get("Location"))
 	p = b.get("schedules?done=schedule-triggered&run="+idString(id)).html(t, http.StatusOK, "triggered")
@@ -118,7 +119,7 @@ func TestScheduleActionsDefended(t *testing.T) {
 	api := newAdminWith(t, e, admin.Options{Token: "s3cret-s3cret"})
 	api.do(http.MethodPost, "/schedules/nightly/remove", nil).expect(t, http.StatusUnauthorized, "API without the token")
 
-	in := engineSchedule(t, e, "nightly")
+	in := enginetest.Schedule(t, e, "nightly")
 	assert.False(t, in.Paused, "not paused")
 	assert.Zero(t, in.Runs, "not triggered")
 }

@@ -2,7 +2,7 @@ package admin_test
 
 // Tests of the web console over HTTP, without a browser: its pages, its
 // forms, and its defences (CSRF token, Origin, admin token and sign-in,
-// bounded sizes, HTML error pages). console_browser_test.go drives it in
+// bounded sizes, HTML error pages). cmd/ringwal/consolebrowser drives it in
 // a real browser.
 
 import (

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,35 +16,8 @@ import (
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/clock"
+	"github.com/ringwal/ringwal/internal/enginetest"
 )
-
-// awaitSamples moves the engine's fake clock on in 1-second steps (each a
-// maintenance pass of the engine's timer goroutine, which takes a sample
-// every 10 s of engine time) until the engine has taken n more samples.
-// Before each step it waits until the goroutine has armed its next timer
-// (the engine's one clock timer), so that every step is one pass and the
-// clock never runs ahead of the samples.
-func awaitSamples(t testing.TB, e *ringwal.Engine, fake *clock.Fake, n int) {
-	t.Helper()
-	newest := func() time.Time {
-		if h := e.History(); len(h) > 0 {
-			return h[len(h)-1].Start
-		}
-		return time.Time{}
-	}
-	for range n {
-		was := newest()
-		for steps := 0; ; steps++ {
-			fake.BlockUntil(1) // the last pass is over
-			if !newest().Equal(was) {
-				break
-			}
-			require.Less(t, steps, 20, "no sample came")
-			fake.Advance(time.Second)
-		}
-	}
-}
 
 // historyTraffic enqueues 5 messages in the default queue and 2 in
 // emails, acks 3 of the default queue's and dead-letters one.
@@ -74,7 +46,7 @@ func historyTraffic(t *testing.T, e *ringwal.Engine) {
 func TestHistoryAPIServesTheEngineAndQueueSamples(t *testing.T) {
 	e, fake, c := adminEngine(t, ringwal.Options{})
 	historyTraffic(t, e)
-	awaitSamples(t, e, fake, 1)
+	enginetest.AwaitSamples(t, e, fake, 1)
 
 	var h admin.HistoryView
 	r := c.do(http.MethodGet, "/history", nil).expect(t, http.StatusOK, "history")
@@ -130,7 +102,7 @@ func TestHistoryAPISaysWhichQueuesItDoesNotFollow(t *testing.T) {
 		_, err := e.Queue(name).Enqueue(ctx, ringwal.Message{})
 		require.NoError(t, err)
 	}
-	awaitSamples(t, e, fake, 1)
+	enginetest.AwaitSamples(t, e, fake, 1)
 	unfollowed := 0
 	for i := range queues {
 		var h admin.HistoryView
@@ -150,7 +122,7 @@ func TestClientHistory(t *testing.T) {
 	ctx := context.Background()
 	opened := fake.Now()
 	historyTraffic(t, e)
-	awaitSamples(t, e, fake, 1)
+	enginetest.AwaitSamples(t, e, fake, 1)
 
 	h, err := c.History(ctx)
 	require.NoError(t, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/dlq"
+	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
 // odd queue names: a '/' and a '#' travel escaped in one path segment.
@@ -251,15 +252,15 @@ func TestClientQueues(t *testing.T) {
 	assert.True(t, v.Paused)
 	require.NotNil(t, v.PausedUntil)
 	assert.True(t, until.Equal(*v.PausedUntil), "%v != %v", until, *v.PausedUntil)
-	info, ok := findInfo(e, slashQueue)
+	info, ok := enginetest.QueueInfo(e, slashQueue)
 	require.True(t, ok)
 	assert.True(t, info.Paused, "the engine's queue is paused")
 	require.NoError(t, c.ResumeQueue(ctx, slashQueue))
-	info, _ = findInfo(e, slashQueue)
+	info, _ = enginetest.QueueInfo(e, slashQueue)
 	assert.False(t, info.Paused)
 
 	require.NoError(t, c.PauseQueue(ctx, "", time.Now().Add(time.Minute)), "the default queue by \"\"")
-	info, _ = findInfo(e, "")
+	info, _ = enginetest.QueueInfo(e, "")
 	assert.True(t, info.Paused)
 	require.NoError(t, c.ResumeQueue(ctx, admin.DefaultQueue), "and by its admin name")
 
@@ -274,7 +275,7 @@ func TestClientQueues(t *testing.T) {
 	_, err = c.QueueStats(ctx, "typo")
 	assert.ErrorIs(t, err, ringwal.ErrNotFound)
 	require.NoError(t, c.DeleteQueue(ctx, "empty"))
-	_, ok = findInfo(e, "empty")
+	_, ok = enginetest.QueueInfo(e, "empty")
 	assert.False(t, ok)
 
 	// The listings' queue filters, through the Client's queries.
@@ -294,15 +295,6 @@ func TestClientQueues(t *testing.T) {
 	require.NoError(t, e.Close())
 	_, err = c.Queues(ctx)
 	assert.ErrorIs(t, err, ringwal.ErrClosed)
-}
-
-func findInfo(e *ringwal.Engine, name string) (ringwal.QueueInfo, bool) {
-	for _, in := range e.Queues() {
-		if in.Name == name {
-			return in, true
-		}
-	}
-	return ringwal.QueueInfo{}, false
 }
 
 func dlqQuery(queue string) dlq.Query { return dlq.Query{Queue: queue} }

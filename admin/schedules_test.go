@@ -17,6 +17,7 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/admin"
+	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
 // slashSchedule is a valid schedule name that needs escaping in a path.
@@ -190,7 +191,7 @@ func TestClientSchedules(t *testing.T) {
 	assert.False(t, v.Paused)
 	assert.False(t, v.NextAt.IsZero())
 	require.NoError(t, c.PauseSchedule(ctx, "nightly"))
-	in := engineSchedule(t, e, "nightly")
+	in := enginetest.Schedule(t, e, "nightly")
 	assert.True(t, in.Paused, "the engine's schedule is paused")
 
 	id, err := c.TriggerSchedule(ctx, "nightly")
@@ -200,7 +201,7 @@ func TestClientSchedules(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "reports", info.Message.Queue)
 	assert.Equal(t, "nightly", info.Message.Headers[ringwal.ScheduleHeader])
-	assert.Equal(t, id, engineSchedule(t, e, "nightly").LastID)
+	assert.Equal(t, id, enginetest.Schedule(t, e, "nightly").LastID)
 
 	_, err = c.TriggerSchedule(ctx, "full")
 	assert.ErrorIs(t, err, ringwal.ErrFull)
@@ -227,17 +228,6 @@ func TestClientSchedules(t *testing.T) {
 	require.NoError(t, e.Close())
 	_, err = c.Schedules(ctx)
 	assert.ErrorIs(t, err, ringwal.ErrClosed)
-}
-
-func engineSchedule(t *testing.T, e *ringwal.Engine, name string) ringwal.ScheduleInfo {
-	t.Helper()
-	for _, in := range e.Schedules() {
-		if in.Name == name {
-			return in
-		}
-	}
-	t.Fatalf("no schedule %q", name)
-	return ringwal.ScheduleInfo{}
 }
 
 func idString(id ringwal.ID) string { return strconv.FormatUint(id, 10) }

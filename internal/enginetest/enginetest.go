@@ -16,6 +16,7 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/clock"
 )
 
 // WaitFor is how long Dequeue waits, in real time, for a delivery.
@@ -80,4 +81,64 @@ func BytesPerRun(runs int, f func()) uint64 {
 	}
 	runtime.ReadMemStats(&after)
 	return (after.TotalAlloc - before.TotalAlloc) / uint64(runs)
+}
+
+// AwaitSamples moves the engine's fake clock on in 1-second steps (each a
+// maintenance pass of the engine's timer goroutine, which takes a sample
+// every 10 s of engine time) until the engine has taken n more samples.
+// Before each step it waits until the goroutine has armed its next timer
+// (the engine's one clock timer), so that every step is one pass and the
+// clock never runs ahead of the samples.
+func AwaitSamples(t testing.TB, e *ringwal.Engine, fake *clock.Fake, n int) {
+	t.Helper()
+	newest := func() time.Time {
+		if h := e.History(); len(h) > 0 {
+			return h[len(h)-1].Start
+		}
+		return time.Time{}
+	}
+	for range n {
+		was := newest()
+		for steps := 0; ; steps++ {
+			fake.BlockUntil(1) // the last pass is over
+			if !newest().Equal(was) {
+				break
+			}
+			require.Less(t, steps, 20, "no sample came")
+			fake.Advance(time.Second)
+		}
+	}
+}
+
+// KeyPaused reports whether e's Stats list key as paused.
+func KeyPaused(e *ringwal.Engine, key string) bool {
+	for _, k := range e.Stats().Keys {
+		if k.Key == key {
+			return k.Paused
+		}
+	}
+	return false
+}
+
+// QueueInfo returns the QueueInfo e lists for the queue named name.
+func QueueInfo(e *ringwal.Engine, name string) (ringwal.QueueInfo, bool) {
+	for _, in := range e.Queues() {
+		if in.Name == name {
+			return in, true
+		}
+	}
+	return ringwal.QueueInfo{}, false
+}
+
+// Schedule returns the ScheduleInfo e lists for the schedule named name;
+// the test fails at once if there is none.
+func Schedule(t testing.TB, e *ringwal.Engine, name string) ringwal.ScheduleInfo {
+	t.Helper()
+	for _, in := range e.Schedules() {
+		if in.Name == name {
+			return in
+		}
+	}
+	t.Fatalf("no schedule %q", name)
+	return ringwal.ScheduleInfo{}
 }

@@ -1,4 +1,4 @@
-package admin_test
+package consolebrowser_test
 
 // The console in a real browser: headless Chromium driven by chromedp
 // against an httptest server over an engine with dead letters. It skips
@@ -231,7 +231,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#pause-key`), opsKey),
 		chromedp.Click(chromedp.CSS(`#pause-key-submit`)),
 		chromedp.WaitVisible(chromedp.CSS(opsRow+` button.resume`)))
-	assert.True(t, keyPaused(e, opsKey), "paused from the keys page")
+	assert.True(t, enginetest.KeyPaused(e, opsKey), "paused from the keys page")
 	assert.Contains(t, textOf(opsRow), "until resumed")
 	keysPNG, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
 	require.NoError(t, err)
@@ -240,7 +240,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		// Resumed, the key has nothing left to show: its row goes.
 		chromedp.WaitNotPresent(chromedp.CSS(opsRow+` button.resume`)))
 	assert.Contains(t, textOf(`.flash`), "Resumed")
-	assert.False(t, keyPaused(e, opsKey), "resumed from the keys page")
+	assert.False(t, enginetest.KeyPaused(e, opsKey), "resumed from the keys page")
 
 	// A key's live messages, from its link on the keys page: the
 	// throttled key's, waiting for a token. Cancel one, after the
@@ -275,11 +275,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
 	require.NoError(t, err)
 	if os.Getenv("RINGWAL_UPDATE_SCREENSHOT") != "" {
-		out := filepath.Join("..", "docs", "console.png")
+		out := filepath.Join("..", "..", "..", "docs", "console.png")
 		require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
 		require.NoError(t, os.WriteFile(out, png, 0o644))
-		require.NoError(t, os.WriteFile(filepath.Join("..", "docs", "console-overview.png"), overview, 0o644))
-		require.NoError(t, os.WriteFile(filepath.Join("..", "docs", "console-keys.png"), keysPNG, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join("..", "..", "..", "docs", "console-overview.png"), overview, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join("..", "..", "..", "docs", "console-keys.png"), keysPNG, 0o644))
 		t.Logf("wrote %s, console-overview.png and console-keys.png", out)
 	}
 	t.Logf("browser test took %s", time.Since(start).Round(time.Millisecond))

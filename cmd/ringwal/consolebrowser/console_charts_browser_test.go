@@ -1,4 +1,4 @@
-package admin_test
+package consolebrowser_test
 
 // The console's charts in a real browser (see console_browser_test.go):
 // after an hour of traffic on the engine's fake clock, with an incident in
@@ -86,7 +86,7 @@ func chartsTraffic(t *testing.T, e *ringwal.Engine, fake *clock.Fake, steps, inc
 				}
 			}
 		}
-		awaitSamples(t, e, fake, 1)
+		enginetest.AwaitSamples(t, e, fake, 1)
 	}
 }
 
@@ -145,7 +145,7 @@ func TestConsoleChartsInBrowser(t *testing.T) {
 	assert.Equal(t, 1, count(`#queue-states svg > title`))
 
 	if os.Getenv("RINGWAL_UPDATE_SCREENSHOT") != "" {
-		out := filepath.Join("..", "docs", "console-overview-charts.png")
+		out := filepath.Join("..", "..", "..", "docs", "console-overview-charts.png")
 		require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
 		require.NoError(t, os.WriteFile(out, png, 0o644))
 		t.Logf("wrote %s", out)

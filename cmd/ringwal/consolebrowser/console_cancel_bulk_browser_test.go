@@ -1,4 +1,4 @@
-package admin_test
+package consolebrowser_test
 
 // The bulk actions added beside redrive and review, in a real browser (see
 // console_browser_test.go): a selected dead letter purged, selected live

@@ -1,4 +1,4 @@
-package admin_test
+package consolebrowser_test
 
 // The dead-letter list's bulk actions in a real browser (see
 // console_browser_test.go): a selected row redriven behind its
@@ -104,7 +104,7 @@ func TestConsoleSearchInBrowser(t *testing.T) {
 	png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
 	require.NoError(t, err)
 	if os.Getenv("RINGWAL_UPDATE_SCREENSHOT") != "" {
-		out := filepath.Join("..", "docs", "console-search.png")
+		out := filepath.Join("..", "..", "..", "docs", "console-search.png")
 		require.NoError(t, os.WriteFile(out, png, 0o644))
 		t.Logf("wrote %s", out)
 	}

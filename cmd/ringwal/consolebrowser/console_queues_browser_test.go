@@ -1,4 +1,4 @@
-package admin_test
+package consolebrowser_test
 
 // The console's queues in a real browser (see console_browser_test.go):
 // the queue list shows every queue with its counts and rates, a queue is
@@ -84,7 +84,7 @@ func TestConsoleQueuesInBrowser(t *testing.T) {
 	hclock := clock.NewFake(time.Now())
 	e := enginetest.Open(t, t.TempDir(), ringwal.Options{Clock: hclock})
 	work := queuesBrowserFixture(t, e)
-	awaitSamples(t, e, hclock, 1) // the fixture's traffic in the first sample
+	enginetest.AwaitSamples(t, e, hclock, 1) // the fixture's traffic in the first sample
 	srv := httptest.NewServer(admin.NewHandler(e, admin.Options{Clock: hclock}))
 	t.Cleanup(srv.Close)
 	base := srv.URL + "/"
@@ -109,7 +109,7 @@ func TestConsoleQueuesInBrowser(t *testing.T) {
 	// Traffic, and the page again a minute later: rates, over the last
 	// minute of the engine's history.
 	work(60)
-	awaitSamples(t, e, hclock, 6)
+	enginetest.AwaitSamples(t, e, hclock, 6)
 	run("queues again", chromedp.Navigate(base+"queues"), chromedp.WaitVisible(chromedp.CSS(`#queues`)))
 	assert.Contains(t, textOf(row("webhooks")), "1.0/s · 1.0/s · 0.0/s", "60 enqueued and acked in the minute")
 
@@ -121,7 +121,7 @@ func TestConsoleQueuesInBrowser(t *testing.T) {
 	assert.Contains(t, textOf(`.flash`), "Paused")
 	assert.Contains(t, textOf(row("emails")), "paused")
 	assert.Contains(t, textOf(row("emails")), "until resumed")
-	info, found := findInfo(e, "emails")
+	info, found := enginetest.QueueInfo(e, "emails")
 	require.True(t, found)
 	assert.True(t, info.Paused, "paused from the queues page")
 	_, ok := e.Queue("emails").TryDequeue()
@@ -138,7 +138,7 @@ func TestConsoleQueuesInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(row(admin.DefaultQueue)+` button.pause`)),
 		chromedp.WaitVisible(chromedp.CSS(row(admin.DefaultQueue)+` button.resume`)))
 	assert.Contains(t, textOf(row(admin.DefaultQueue)), "until ")
-	info, _ = findInfo(e, "")
+	info, _ = enginetest.QueueInfo(e, "")
 	assert.True(t, info.Paused)
 	assert.False(t, info.PausedUntil.IsZero())
 
@@ -146,7 +146,7 @@ func TestConsoleQueuesInBrowser(t *testing.T) {
 	run("resume emails",
 		chromedp.Click(chromedp.CSS(row("emails")+` button.resume`)),
 		chromedp.WaitVisible(chromedp.CSS(row("emails")+` button.pause`)))
-	info, _ = findInfo(e, "emails")
+	info, _ = enginetest.QueueInfo(e, "emails")
 	assert.False(t, info.Paused, "resumed from the queues page")
 
 	// The messages page, filtered by its queue selector.
@@ -161,7 +161,7 @@ func TestConsoleQueuesInBrowser(t *testing.T) {
 	assert.NotContains(t, listed, "emails")
 
 	if os.Getenv("RINGWAL_UPDATE_SCREENSHOT") != "" {
-		out := filepath.Join("..", "docs", "console-queues.png")
+		out := filepath.Join("..", "..", "..", "docs", "console-queues.png")
 		require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
 		require.NoError(t, os.WriteFile(out, png, 0o644))
 		t.Logf("wrote %s", out)

@@ -1,4 +1,4 @@
-package admin_test
+package consolebrowser_test
 
 // The console's schedules in a real browser (see console_browser_test.go):
 // the nav link leads to the schedule list, which shows each schedule's
@@ -58,7 +58,7 @@ func schedulesBrowserFixture(t *testing.T, e *ringwal.Engine, fake *clock.Fake) 
 	for i := uint64(1); i <= 3; i++ {
 		fake.Advance(5*time.Minute + 10*time.Second)
 		require.Eventually(t, func() bool {
-			c, p := engineSchedule(t, e, "cache-warm"), engineSchedule(t, e, "partner-sync")
+			c, p := enginetest.Schedule(t, e, "cache-warm"), enginetest.Schedule(t, e, "partner-sync")
 			return c.Runs+c.Skipped >= i && p.Skipped >= i
 		}, 10*time.Second, time.Millisecond, "tick %d", i)
 	}
@@ -104,16 +104,16 @@ func TestConsoleSchedulesInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(row("cache-warm")+` button.resume`)))
 	assert.Contains(t, textOf(`.flash`), "Paused")
 	assert.Contains(t, textOf(row("cache-warm")), "paused")
-	assert.True(t, engineSchedule(t, e, "cache-warm").Paused, "paused from the schedules page")
-	assert.True(t, engineSchedule(t, e, "cache-warm").Next.IsZero())
+	assert.True(t, enginetest.Schedule(t, e, "cache-warm").Paused, "paused from the schedules page")
+	assert.True(t, enginetest.Schedule(t, e, "cache-warm").Next.IsZero())
 
 	// Run the nightly report now: the flash and the row name the run,
 	// which is in the reports queue; the next tick stays.
-	next := engineSchedule(t, e, "nightly-report").Next
+	next := enginetest.Schedule(t, e, "nightly-report").Next
 	run("trigger nightly-report",
 		chromedp.Click(chromedp.CSS(row("nightly-report")+` button.trigger`)),
 		chromedp.WaitVisible(chromedp.CSS(row("nightly-report")+` td.outcome a`)))
-	in := engineSchedule(t, e, "nightly-report")
+	in := enginetest.Schedule(t, e, "nightly-report")
 	require.NotZero(t, in.LastID)
 	assert.Contains(t, textOf(`.flash`), fmt.Sprintf("Triggered: run #%d", in.LastID))
 	assert.Equal(t, fmt.Sprintf("ran #%d", in.LastID), textOf(row("nightly-report")+` td.outcome`))
@@ -138,7 +138,7 @@ func TestConsoleSchedulesInBrowser(t *testing.T) {
 	assert.False(t, found, "removed from the schedules page")
 
 	if os.Getenv("RINGWAL_UPDATE_SCREENSHOT") != "" {
-		out := filepath.Join("..", "docs", "console-schedules.png")
+		out := filepath.Join("..", "..", "..", "docs", "console-schedules.png")
 		require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
 		require.NoError(t, os.WriteFile(out, png, 0o644))
 		t.Logf("wrote %s", out)
