@@ -38,7 +38,7 @@ import (
 // is returned as is; the stream is then unusable.
 // Safe for concurrent use; backups may run side by side.
 func (e *Engine) Backup(w io.Writer) (BackupInfo, error) {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return BackupInfo{}, err
 	}
 	if e.log == nil {

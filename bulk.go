@@ -137,7 +137,7 @@ func (e *Engine) eachDead(q dlq.Query, op func(ID) (pendingOp, error)) (int, err
 // no set to act on. It walks the records as Messages does (O(MaxMessages),
 // or an ordered key's queue), copying nothing. Safe for concurrent use.
 func (e *Engine) CountMessages(f Filter) (n int, through ID, err error) {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return 0, 0, err
 	}
 	f, empty := e.messageSet(f)
@@ -180,7 +180,7 @@ func (e *Engine) messageSet(f Filter) (_ Filter, empty bool) {
 // atomically; on a failure (a log error, ErrClosed) it stops and returns
 // the count so far with the error. Safe for concurrent use.
 func (e *Engine) CancelMatching(f Filter) (int, error) {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return 0, err
 	}
 	f, empty := e.messageSet(f)

@@ -13,7 +13,7 @@ import (
 // automatically once the log passes Options.CheckpointBytes. Safe to call
 // concurrently with everything else; a no-op for a memory-only engine.
 func (e *Engine) Checkpoint() error {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return err
 	}
 	if e.log == nil {
@@ -126,18 +126,18 @@ func (e *Engine) emitDeclaration(num uint16, now int64, emit func(*wal.Record) e
 }
 
 // liveRecords are the records that rebuild one live message, in order:
-// a redrive marker, its enqueue record, its failure history, then a
+// a redrive marker, its enqueue record, its failure list, then a
 // requeue or lease record. Reused from message to message.
 type liveRecords struct {
 	marker, enqueue, then wal.Record
 	hasMarker, hasThen    bool
-	hist                  *history
-	// failedThrough is the attempts hist accounts for (its last failure
+	fails                 *failureState
+	// failedThrough is the attempts fails accounts for (its last failure
 	// record carries it): every attempt the message had, but a lease in
-	// progress, which has not failed yet. A failure is in the history
+	// progress, which has not failed yet. A failure is in the failure list
 	// before its record's message leaves its owner, and the walk never
 	// reads an owned record, so a nack of any attempt up to this one, if
-	// the log holds one after the cut, is in hist.
+	// the log holds one after the cut, is in fails.
 	failedThrough uint32
 }
 
@@ -150,8 +150,8 @@ func (lr *liveRecords) emit(emit func(*wal.Record) error) error {
 	if err := emit(&lr.enqueue); err != nil {
 		return err
 	}
-	if h := lr.hist; h != nil {
-		if err := emitHistory(lr.enqueue.ID, h.failures, h.firstFailedAt, lr.failedThrough, emit); err != nil {
+	if h := lr.fails; h != nil {
+		if err := emitFailures(lr.enqueue.ID, h.failures, h.firstFailedAt, lr.failedThrough, emit); err != nil {
 			return err
 		}
 	}
@@ -194,7 +194,7 @@ func (e *Engine) liveRecordsOf(r *rec, st uint32, lr *liveRecords, now int64) {
 	id := r.id.Load()
 	enqueueRecord(&lr.enqueue, r, id)
 	lr.enqueue.Crashes = r.crashes.Load()
-	lr.hist = r.hist.Load()
+	lr.fails = r.fails.Load()
 	// (A unique mode's entry needs no marker: replay gives it to the live
 	// message whichever enqueue record says so.)
 	lr.hasMarker = r.dedupID() != "" && e.opts.DedupWindow > 0 && r.unique() == UniqueWindow
@@ -219,9 +219,9 @@ func (e *Engine) liveRecordsOf(r *rec, st uint32, lr *liveRecords, now int64) {
 }
 
 // snapshotDead emits the records that rebuild dead letter d: its message
-// (enqueue), failure history, verdict and review. The dead-letter record
+// (enqueue), failure list, verdict and review. The dead-letter record
 // carries the last failure (its time, category and text are the
-// verdict's), so the history is written without it.
+// verdict's), so the failure list is written without it.
 func (e *Engine) snapshotDead(d *DeadLetter, queue uint16, emit func(*wal.Record) error) error {
 	at := d.DeadAt.UnixNano()
 	rec := wal.Record{Kind: wal.KindEnqueue, ID: d.ID, Queue: uint32(queue), Time: at}
@@ -238,7 +238,7 @@ func (e *Engine) snapshotDead(d *DeadLetter, queue uint16, emit func(*wal.Record
 	if n := len(fs); n > 0 {
 		last, fs = fs[n-1], fs[:n-1]
 	}
-	if err := emitHistory(d.ID, fs, d.FirstFailedAt.UnixNano(), 0, emit); err != nil {
+	if err := emitFailures(d.ID, fs, d.FirstFailedAt.UnixNano(), 0, emit); err != nil {
 		return err
 	}
 	dead := deadLetterRecord(d.ID, last, d.Attempts, d.Message.DedupID)
@@ -252,13 +252,13 @@ func (e *Engine) snapshotDead(d *DeadLetter, queue uint16, emit func(*wal.Record
 	return nil
 }
 
-// emitHistory emits a failure history, its last entry saying the
+// emitFailures emits a failure list, its last entry saying the
 // attempts it accounts for (failedThrough, 0: unknown). One trimmed to
 // its last dlq.DefaultMaxFailures entries no longer holds its first
 // failure, whose time (FirstFailedAt) it keeps apart: a stand-in failure
 // at that time goes first, which replay's trimming then drops once the
-// history is full again, leaving firstFailedAt where it was.
-func emitHistory(id uint64, fs []dlq.Failure, firstFailedAt int64, failedThrough uint32, emit func(*wal.Record) error) error {
+// failure list is full again, leaving firstFailedAt where it was.
+func emitFailures(id uint64, fs []dlq.Failure, firstFailedAt int64, failedThrough uint32, emit func(*wal.Record) error) error {
 	if len(fs) > 0 && firstFailedAt != 0 && firstFailedAt < fs[0].At.UnixNano() {
 		rec := failureRecord(id, dlq.Failure{At: time.Unix(0, firstFailedAt)})
 		if err := emit(&rec); err != nil {

@@ -29,7 +29,7 @@ const coarseAskEvery = 16
 // ticker goroutine waits to be scheduled on a busy machine, so due times
 // that a caller sets (Delay, TTL, a nack's backoff, Extend) count from the
 // clock itself, and only lease expiries, set on the hot path, count from
-// the cache with a margin (qeff.leaseSlop).
+// the cache with a margin (effectiveOptions.leaseSlop).
 //
 // # Parking when idle
 //

@@ -118,7 +118,7 @@ func TestDuplicateAnswerWaitsForFirstToBeDurable(t *testing.T) {
 	// DedupID as an enqueue does, and hold the write.
 	mine := newDedupLogging()
 	m := Message{DedupID: "pay-7", Payload: []byte("first")}
-	now, slot, id, err := e.claimWaiting(context.Background(), &m, &e.q0, nil, true)
+	now, slot, id, err := e.claimWaiting(context.Background(), &m, &e.defaultQueue, nil, true)
 	require.NoError(t, err)
 	_, dup, busy := e.dedup.reserve(m.DedupID, id, now, int64(time.Hour), UniqueWindow, 0, mine)
 	require.False(t, dup)
@@ -190,8 +190,8 @@ func TestStatsReturnsWhileDeadLetteringsOverlap(t *testing.T) {
 				e.ctr.moves.begin()
 				began <- m
 				<-finish[m]
-				r.hist.Store(r.hist.Load().with(failureAt(e.now())))
-				entry := r.hist.Load().deadLetter(r.id.Load(), classify.Permanent, r.message(), 1, e.now())
+				r.fails.Store(r.fails.Load().with(failureAt(e.now())))
+				entry := r.fails.Load().deadLetter(r.id.Load(), classify.Permanent, r.message(), 1, e.now())
 				if err := e.dead.Add(entry); err != nil {
 					panic(err)
 				}

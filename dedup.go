@@ -229,3 +229,83 @@ func (d *dedupIndex) len() int {
 	defer d.mu.Unlock()
 	return len(d.entries)
 }
+
+// peek returns dedupID's entry.
+func (d *dedupIndex) peek(dedupID string) (dedupEntry, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ent, ok := d.entries[dedupID]
+	return ent, ok
+}
+
+// forgetUnique removes dedupID's unique entry if it names id.
+func (d *dedupIndex) forgetUnique(dedupID string, id uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if old, ok := d.entries[dedupID]; ok && old.id == id && old.mode != UniqueWindow {
+		delete(d.entries, dedupID)
+	}
+}
+
+// leaving marks dedupID's unique entry, if it names id and is durable,
+// as being logged (uniqueLeaving) and returns the mark; nil otherwise.
+func (d *dedupIndex) leaving(dedupID string, id uint64) *dedupLogging {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old, ok := d.entries[dedupID]
+	if !ok || old.id != id || old.mode == UniqueWindow || old.logging != nil {
+		return nil
+	}
+	old.logging = newDedupLogging()
+	d.entries[dedupID] = old
+	return old.logging
+}
+
+// left ends a leaving mark l: the ack is durable, dedupID's entry goes.
+// Repeats waiting on l judge again.
+func (d *dedupIndex) left(dedupID string, l *dedupLogging) { d.endLeaving(dedupID, l, true) }
+
+// stayed ends a leaving mark l: the ack failed and its message is back,
+// holding dedupID's entry as before. Repeats waiting on l judge again.
+func (d *dedupIndex) stayed(dedupID string, l *dedupLogging) { d.endLeaving(dedupID, l, false) }
+
+// endLeaving is left (gone) and stayed: the entry, if l still marks it,
+// goes or is durable again; then l's waiters wake.
+func (d *dedupIndex) endLeaving(dedupID string, l *dedupLogging, gone bool) {
+	d.mu.Lock()
+	if old, ok := d.entries[dedupID]; ok && old.logging == l {
+		if gone {
+			delete(d.entries, dedupID)
+		} else {
+			old.logging = nil
+			d.entries[dedupID] = old
+		}
+	}
+	d.mu.Unlock()
+	close(l.done)
+}
+
+// back sets dedupID's entry to id, live again, if no entry holds it.
+func (d *dedupIndex) back(dedupID string, id uint64, at int64, mode Unique) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.entries[dedupID]; !ok {
+		d.seq++
+		d.entries[dedupID] = dedupEntry{id: id, at: at, seq: d.seq, mode: mode}
+	}
+}
+
+// restoreUnique records a unique entry found in the log or a snapshot:
+// the message of the latest enqueue record holds it, unless a later
+// message (a higher ID: a snapshot walks its messages in slot order)
+// holds it already.
+func (d *dedupIndex) restoreUnique(dedupID string, id uint64, at int64, mode Unique) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old, ok := d.entries[dedupID]
+	if ok && old.mode != UniqueWindow && old.id > id {
+		return
+	}
+	d.seq++
+	d.entries[dedupID] = dedupEntry{id: id, at: at, seq: d.seq, mode: mode}
+}

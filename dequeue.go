@@ -20,12 +20,12 @@ import (
 // Options.LeaseTimeout unless extended; settle it with Ack or Nack. A nil
 // ctx is ErrInvalid. Safe for concurrent use.
 func (e *Engine) Dequeue(ctx context.Context) (Delivery, error) {
-	return e.dequeue(ctx, &e.rt0)
+	return e.dequeue(ctx, &e.defaultDelivery)
 }
 
 // dequeue is Dequeue from rt's queue.
-func (e *Engine) dequeue(ctx context.Context, rt *qrun) (Delivery, error) {
-	if err := e.intake(); err != nil {
+func (e *Engine) dequeue(ctx context.Context, rt *queueDelivery) (Delivery, error) {
+	if err := e.errIfClosing(); err != nil {
 		return Delivery{}, err
 	}
 	if ctx == nil {
@@ -48,7 +48,7 @@ func (e *Engine) dequeue(ctx context.Context, rt *qrun) (Delivery, error) {
 		if d, ok := e.tryDequeue(rt); ok {
 			return d, nil
 		}
-		if ctx.Err() != nil || e.intake() != nil {
+		if ctx.Err() != nil || e.errIfClosing() != nil {
 			break
 		}
 	}
@@ -77,7 +77,7 @@ func (e *Engine) dequeue(ctx context.Context, rt *qrun) (Delivery, error) {
 		if err != nil {
 			return Delivery{}, err
 		}
-		if err := e.intake(); err != nil {
+		if err := e.errIfClosing(); err != nil {
 			return Delivery{}, err
 		}
 		if d, ok := e.tryDequeue(rt); ok {
@@ -102,7 +102,7 @@ var timerPool = sync.Pool{New: func() any {
 
 // passBaton wakes another sleeping consumer when more is ready, so that a
 // signal dropped on a full channel is not lost.
-func (rt *qrun) passBaton() {
+func (rt *queueDelivery) passBaton() {
 	if rt.ready.n.Load() > 0 && rt.tiers.NonEmpty()|uint8(rt.spilled.Load()) != 0 {
 		rt.ready.signal()
 	}
@@ -116,14 +116,14 @@ func (e *Engine) TryDequeue() (Delivery, bool) {
 	// tryDequeue's body, not a call to it: the call, though inlined,
 	// copies the Delivery once more (HotPathSerial +5 %, n=8, p=0.03).
 	var d Delivery
-	if e.leaseNext(&e.rt0, &d, nil) {
+	if e.leaseNext(&e.defaultDelivery, &d, nil) {
 		return d, true
 	}
 	return Delivery{}, false
 }
 
 // tryDequeue is TryDequeue from rt's queue.
-func (e *Engine) tryDequeue(rt *qrun) (Delivery, bool) {
+func (e *Engine) tryDequeue(rt *queueDelivery) (Delivery, bool) {
 	var d Delivery
 	if e.leaseNext(rt, &d, nil) {
 		return d, true
@@ -134,7 +134,7 @@ func (e *Engine) tryDequeue(rt *qrun) (Delivery, bool) {
 // leaseNext leases the next ready message of rt's queue into d (which
 // must be zero), or reports false (TryDequeue's contract). With b set,
 // the lease is left to b to log and publish (leaseBatch).
-func (e *Engine) leaseNext(rt *qrun, d *Delivery, b *leaseBatch) bool {
+func (e *Engine) leaseNext(rt *queueDelivery, d *Delivery, b *leaseBatch) bool {
 	if e.closing.Load() {
 		return false
 	}
@@ -173,12 +173,12 @@ const (
 // ctx that has already ended gets its error, and nothing is taken.
 // Safe for concurrent use.
 func (e *Engine) DequeueBatch(ctx context.Context, max int) ([]Delivery, error) {
-	return e.dequeueBatch(ctx, &e.rt0, max)
+	return e.dequeueBatch(ctx, &e.defaultDelivery, max)
 }
 
 // dequeueBatch is DequeueBatch from rt's queue.
-func (e *Engine) dequeueBatch(ctx context.Context, rt *qrun, max int) ([]Delivery, error) {
-	if err := e.intake(); err != nil {
+func (e *Engine) dequeueBatch(ctx context.Context, rt *queueDelivery, max int) ([]Delivery, error) {
+	if err := e.errIfClosing(); err != nil {
 		return nil, err
 	}
 	if max <= 0 {
@@ -245,7 +245,7 @@ func (e *Engine) dequeueBatch(ctx context.Context, rt *qrun, max int) ([]Deliver
 // message of another tier that arrives during the pass waits for the next
 // pick, as it would behind a Dequeue in progress. The caller owns each
 // entry it can (a stale one it skips) and leases it.
-func (e *Engine) takeBatch(rt *qrun, dst []ref) int {
+func (e *Engine) takeBatch(rt *queueDelivery, dst []ref) int {
 	nonEmpty := rt.tiers.NonEmpty()
 	if nonEmpty == 0 || nonEmpty&(nonEmpty-1) != 0 || rt.spilled.Load() != 0 || e.closing.Load() {
 		return 0
@@ -339,7 +339,7 @@ func (b *leaseBatch) put() {
 // finds none, retry tells why (takeEmpty, takeContended, takeStale). b,
 // when set, holds a DequeueBatch's unpublished leases, which take lets go
 // before it waits out a busy record.
-func (e *Engine) take(rt *qrun, b *leaseBatch) (slot uint32, r *rec, ok bool, retry int) {
+func (e *Engine) take(rt *queueDelivery, b *leaseBatch) (slot uint32, r *rec, ok bool, retry int) {
 	nonEmpty := rt.tiers.NonEmpty() | uint8(rt.spilled.Load())
 	if nonEmpty == 0 && rt.sched.Deadlines().Len() == 0 {
 		return 0, nil, false, takeEmpty
@@ -386,7 +386,7 @@ func (e *Engine) take(rt *qrun, b *leaseBatch) (slot uint32, r *rec, ok bool, re
 
 // pausedFor reports whether delivery from rt's queue is paused at now,
 // engine-wide (Pause) or for the queue: two atomic loads when neither is.
-func (e *Engine) pausedFor(rt *qrun, now int64) bool {
+func (e *Engine) pausedFor(rt *queueDelivery, now int64) bool {
 	return e.deliveryPaused(now) || rt.q.paused(now)
 }
 
@@ -406,7 +406,7 @@ func (e *Engine) validEntry(en sched.Entry) bool {
 // lease hands out a busy record taken from its tier: it checks TTL and the
 // key's breaker, counts the attempt and fills d. It returns false when the
 // record went elsewhere instead (expired, held).
-func (e *Engine) lease(rt *qrun, slot uint32, r *rec, d *Delivery, b *leaseBatch) bool {
+func (e *Engine) lease(rt *queueDelivery, slot uint32, r *rec, d *Delivery, b *leaseBatch) bool {
 	now := e.now()
 	if r.expired(now) {
 		e.deadLetter(slot, r, classify.Expired, "ttl expired before delivery", now, false)
@@ -445,7 +445,7 @@ func (e *Engine) lease(rt *qrun, slot uint32, r *rec, d *Delivery, b *leaseBatch
 		EnqueuedAt: time.Unix(0, r.enqueuedAt),
 	}
 	r.messageInto(&d.Message)
-	if rt != &e.rt0 {
+	if rt != &e.defaultDelivery {
 		d.Message.Queue = rt.q.name
 	}
 	// Logged while the record is still ours, so that whatever settles

@@ -27,13 +27,13 @@ func TestTakeBatchIgnoresDeadlinesNotDue(t *testing.T) {
 		_, err := e.Enqueue(ctx, Message{})
 		require.NoError(t, err)
 	}
-	require.NotZero(t, e.rt0.sched.Deadlines().Len(), "the stale entry is still in the heap")
+	require.NotZero(t, e.defaultDelivery.sched.Deadlines().Len(), "the stale entry is still in the heap")
 	var refs [64]ref
-	n := e.takeBatch(&e.rt0, refs[:])
+	n := e.takeBatch(&e.defaultDelivery, refs[:])
 	assert.Equal(t, 10, n, "one pass takes the tier's ten")
 	for _, rf := range refs[:n] {
 		r := e.slab.at(rf.slot)
 		require.True(t, r.own(rf.gen, stPending))
-		require.True(t, e.lease(&e.rt0, rf.slot, r, &Delivery{}, nil))
+		require.True(t, e.lease(&e.defaultDelivery, rf.slot, r, &Delivery{}, nil))
 	}
 }

@@ -24,17 +24,17 @@ type Engine struct {
 	dir   string
 	log   *wal.Log // nil when memory-only
 
-	slab     *slab
-	counts   *liveCounts  // by state, kept as records move (counts.go)
-	q0       queue        // the default queue (queue.go)
-	rt0      qrun         // its delivery machinery
-	minLease atomic.Int64 // the shortest lease timeout of any queue (scanLeases)
-	breakers *breaker.Set
-	dead     *dlqstore.Store[Message]
-	dedup    dedupIndex
-	held     heldSet
-	keys     keys
-	hk       *housekeeper
+	slab            *slab
+	counts          *liveCounts   // by state, kept as records move (counts.go)
+	defaultQueue    queue         // the default queue (queue.go)
+	defaultDelivery queueDelivery // its delivery machinery
+	minLease        atomic.Int64  // the shortest lease timeout of any queue (scanLeases)
+	breakers        *breaker.Set
+	dead            *dlqstore.Store[Message]
+	dedup           dedupIndex
+	held            heldSet
+	keys            keys
+	hk              *housekeeper
 	// redriveMu: Redrive holds it shared while a message moves from the
 	// dead-letter store to the slab; Get takes it after missing in both.
 	redriveMu sync.RWMutex
@@ -60,8 +60,8 @@ type Engine struct {
 	graceEnd chan struct{}  // closed when Close's grace ends
 
 	metrics *metrics
-	// timeline is the engine's history (timeline.go).
-	timeline timeline
+	// history is what Engine.History reads (history.go).
+	history history
 	// afterBatchForTest, when set, runs after each WAL batch: tests hold
 	// the log writer there to see what the engine makes visible before
 	// its records are durable. Nil outside tests.
@@ -115,11 +115,11 @@ func Open(dir string, o Options) (*Engine, error) {
 	}
 	e.counts = &liveCounts{queues: &e.queues}
 	e.queues.topics.Store(&map[string][]*queue{})
-	e.q0 = queue{e: e, handle: Queue{e: e}}
-	e.q0.rt.Store(&e.rt0)
-	e.q0.setEff(e.effective(QueueOptions{}))
+	e.defaultQueue = queue{e: e, handle: Queue{e: e}}
+	e.defaultQueue.rt.Store(&e.defaultDelivery)
+	e.defaultQueue.setEff(e.effective(QueueOptions{}))
 	e.minLease.Store(int64(o.LeaseTimeout))
-	e.rt0.init(&e.q0, tierCap, e.schedulerOptions(false))
+	e.defaultDelivery.init(&e.defaultQueue, tierCap, e.schedulerOptions(false))
 	bo := o.Breaker
 	bo.Clock = o.Clock
 	userHook := bo.OnStateChange
@@ -164,7 +164,7 @@ func Open(dir string, o Options) (*Engine, error) {
 		e.slab = newSlab(bitsNeeded)
 	}
 	e.metrics = newMetrics(e)
-	e.timeline.init(o.Clock.Now()) // before the housekeeper samples it
+	e.history.init(o.Clock.Now()) // before the housekeeper samples it
 	e.hk = newHousekeeper(e)
 	if rs != nil {
 		if err := e.restore(rs); err != nil {
@@ -265,16 +265,16 @@ func (e *Engine) Close() error {
 	return err
 }
 
-// intake reports ErrClosed once Close has started.
-func (e *Engine) intake() error {
+// errIfClosing reports ErrClosed once Close has started.
+func (e *Engine) errIfClosing() error {
 	if e.closing.Load() {
 		return ErrClosed
 	}
 	return nil
 }
 
-// usable reports ErrClosed once Close has finished its grace.
-func (e *Engine) usable() error {
+// errIfClosed reports ErrClosed once Close has finished its grace.
+func (e *Engine) errIfClosed() error {
 	if e.closed.Load() {
 		return ErrClosed
 	}
@@ -292,17 +292,6 @@ func (e *Engine) now() int64 {
 
 // preciseNow reads the clock itself, for the sampled latency histograms.
 func (e *Engine) preciseNow() int64 { return e.clock.Now().UnixNano() }
-
-// observeHandling records a sampled delivery's handling time as its
-// lease ends; the lease's start is derived from its end (rec.at), unless
-// Extend moved it.
-func (e *Engine) observeHandling(r *rec) {
-	if !sampled(r.id.Load()) || r.extended() {
-		return
-	}
-	start := r.at - e.queueOf(r).leaseFor.Load()
-	e.metrics.observeHandling(e.preciseNow() - start)
-}
 
 // categoryPolicy returns the effective policy for a message that failed
 // with category c, the message's MaxAttempts replacing the policy's.

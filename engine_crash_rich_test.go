@@ -432,12 +432,12 @@ func richRound(t *testing.T, mode string) {
 			}
 		}
 		if !ok {
-			var hist []string
+			var fails []string
 			for _, ev := range m.events {
-				hist = append(hist, ev.line)
+				fails = append(fails, ev.line)
 			}
 			t.Errorf("ID %d (enqueue acknowledged %v, ttl %v, abandoned %v) is %v; allowed %v; reported: %q",
-				id, m.enqueued, m.ttl, m.abandoned, g, allowed, hist)
+				id, m.enqueued, m.ttl, m.abandoned, g, allowed, fails)
 		}
 	}
 	assert.LessOrEqual(t, unreported, richProducers, "IDs nobody reported")

@@ -93,7 +93,7 @@ func (e *Engine) TryEnqueue(m Message) (ID, error) {
 // enqueue is Enqueue (wait) or TryEnqueue; tick, when set, is the
 // schedule run m is: its record is that run's (journal_schedule.go).
 func (e *Engine) enqueue(ctx context.Context, m Message, wait bool, tick *scheduleTick) (ID, error) {
-	if err := e.intake(); err != nil {
+	if err := e.errIfClosing(); err != nil {
 		return 0, err
 	}
 	if e.opts.OnEnqueue != nil && tick == nil { // a schedule's run is hooked by its runner (without its lock)
@@ -107,7 +107,7 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool, tick *schedu
 			return 0, err
 		}
 	}
-	q := &e.q0
+	q := &e.defaultQueue
 	if m.Queue != "" {
 		var err error
 		if q, err = e.queueNamed(m.Queue, true); err != nil {
@@ -115,8 +115,8 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool, tick *schedu
 		}
 		q.run() // set up before a record of its queue exists (runOf)
 	}
-	for try := 0; ; try++ {
-		id, again, err := e.enqueueOnce(ctx, &m, q, wait, try > 0, tick)
+	for n := 0; ; n++ {
+		id, again, err := e.enqueueOnce(ctx, &m, q, enqueueTry{wait: wait, retry: n > 0, tick: tick})
 		// errors.Is is a call the hot path (err == nil) need not make.
 		if err != nil && errors.Is(err, errQueueGone) {
 			if q, err = e.queueAgain(ctx, m.Queue); err != nil {
@@ -130,19 +130,30 @@ func (e *Engine) enqueue(ctx context.Context, m Message, wait bool, tick *schedu
 	}
 }
 
+// enqueueTry says how one try of enqueue goes.
+type enqueueTry struct {
+	// wait: block for room (a key's, a tier's, a queue's) rather than
+	// refuse with ErrFull.
+	wait bool
+	// retry: an earlier try gave its claim back (enqueueOnce's again);
+	// this one judges m's unique mode before it claims.
+	retry bool
+	// tick, when set, is the schedule run m is.
+	tick *scheduleTick
+}
+
 // enqueueOnce is one try of enqueue. again reports that m's DedupID was
 // being logged by another enqueue when m reserved it (or, under a unique
 // mode, that its entry was not the one judged): the claim is given back,
-// and the next try (retry set) waits for that enqueue, or judges m, before
+// and the next try (try.retry) waits for that enqueue, or judges m, before
 // it claims again. A unique mode's first try judges nothing: it expects
 // no entry (the common case, a DedupID not seen before, then costs the
 // index one lock), and reserve sends it back to judge if there is one.
-// tick, when set, is the schedule run m is.
-func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait, retry bool, tick *scheduleTick) (_ ID, again bool, _ error) {
+func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, try enqueueTry) (_ ID, again bool, _ error) {
 	dedup := e.dedups(m)
 	unique := dedup && m.Unique != UniqueWindow
 	var seen uint64
-	if unique && retry {
+	if unique && try.retry {
 		// Judged before anything is held (unique.go).
 		first, v, s, err := e.awaitUnique(ctx, m)
 		switch v {
@@ -164,13 +175,13 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait, re
 	var ks *keyState
 	if m.Key != "" {
 		var err error
-		if ks, err = e.keyForEnqueue(ctx, m.Key, wait); err != nil {
+		if ks, err = e.keyForEnqueue(ctx, m.Key, try.wait); err != nil {
 			return 0, false, err
 		}
 	}
 	if tier := m.Priority.tier(); !e.hasSpace(q, tier, 1) {
 		// A repeat needs no room: answer it rather than wait or refuse.
-		if unique && !retry {
+		if unique && !try.retry {
 			ks.unenter()
 			return 0, true, nil // judged first (holding nothing)
 		}
@@ -179,12 +190,12 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait, re
 			e.ctr.duplicates.Add(1)
 			return first, false, ErrDuplicate
 		}
-		if err := e.awaitSpaceSlow(ctx, q, tier, 1, wait); err != nil { // hasSpace just said no
+		if err := e.awaitSpaceSlow(ctx, q, tier, 1, try.wait); err != nil { // hasSpace just said no
 			ks.unenter()
 			return 0, false, err
 		}
 	}
-	now, slot, id, err := e.claimWaiting(ctx, m, q, ks, wait)
+	now, slot, id, err := e.claimWaiting(ctx, m, q, ks, try.wait)
 	if err != nil {
 		ks.unenter()
 		return 0, false, err
@@ -211,8 +222,8 @@ func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, wait, re
 		r.commit(e.counts)
 		var rec wal.Record
 		enqueueRecord(&rec, r, id)
-		if tick != nil {
-			tick.stamp(&rec)
+		if try.tick != nil {
+			try.tick.stamp(&rec)
 		}
 		if err := e.log.Append(&rec); err != nil {
 			e.abortClaim(slot, mine)
@@ -369,7 +380,7 @@ func (e *Engine) hasSpace(q *queue, tier, n int) bool {
 	if live+int64(n) > int64(e.opts.MaxMessages) {
 		return false
 	}
-	if q != &e.q0 {
+	if q != &e.defaultQueue {
 		// A named queue's rings are small and spill (queue.go): only its
 		// cap makes it wait.
 		return !q.full(n)
@@ -382,8 +393,8 @@ func (e *Engine) hasSpace(q *queue, tier, n int) bool {
 		// spills what the ring cannot take yet, in order. Checked first:
 		// it reads nothing more, where the ring's count reads the
 		// consumers' cache line (W1 1P1C: 6 % of the CPU).
-		capacity := e.rt0.tiers.Cap(tier)
-		return live+int64(n) <= int64(capacity) || e.rt0.tiers.LenOf(tier)+n <= capacity
+		capacity := e.defaultDelivery.tiers.Cap(tier)
+		return live+int64(n) <= int64(capacity) || e.defaultDelivery.tiers.LenOf(tier)+n <= capacity
 	}
 	return true
 }

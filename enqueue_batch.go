@@ -39,7 +39,7 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 // enqueueBatch is EnqueueBatch; with of set, ms are the copies of a
 // Publish of *of, logged as one record (publishRecord).
 func (e *Engine) enqueueBatch(ctx context.Context, ms []Message, of *Message) ([]ID, error) {
-	if err := e.intake(); err != nil {
+	if err := e.errIfClosing(); err != nil {
 		return nil, err
 	}
 	if len(ms) > e.opts.MaxMessages {
@@ -118,7 +118,7 @@ func (b *batchIntake) try(ctx context.Context) (_ []ID, again bool, _ error) {
 	if err := b.awaitQueueRoom(ctx); err != nil {
 		return nil, false, err
 	}
-	if need := len(b.ms) - b.answered(); need > 0 && !e.hasSpace(&e.q0, -1, need) {
+	if need := len(b.ms) - b.answered(); need > 0 && !e.hasSpace(&e.defaultQueue, -1, need) {
 		// Repeats need no room (see enqueue); reserve still decides.
 		known := make([]ID, len(b.ms))
 		for i := range b.ms {
@@ -132,7 +132,7 @@ func (b *batchIntake) try(ctx context.Context) (_ []ID, again bool, _ error) {
 			e.ctr.duplicates.Add(uint64(len(b.ms)))
 			return known, false, fmt.Errorf("%d of %d messages: %w", len(b.ms), len(b.ms), ErrDuplicate)
 		}
-		if err := e.awaitSpace(ctx, &e.q0, -1, need, true); err != nil {
+		if err := e.awaitSpace(ctx, &e.defaultQueue, -1, need, true); err != nil {
 			return nil, false, err
 		}
 	}
@@ -211,7 +211,7 @@ func (e *Engine) batchQueues(ms []Message) ([]*queue, error) {
 		if qs == nil {
 			qs = make([]*queue, len(ms))
 			for j := range qs {
-				qs[j] = &e.q0
+				qs[j] = &e.defaultQueue
 			}
 		}
 		q, err := e.queueNamed(ms[i].Queue, true)
@@ -226,7 +226,7 @@ func (e *Engine) batchQueues(ms []Message) ([]*queue, error) {
 
 func (b *batchIntake) queue(i int) *queue {
 	if b.qs == nil {
-		return &b.e.q0
+		return &b.e.defaultQueue
 	}
 	return b.qs[i]
 }

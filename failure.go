@@ -2,7 +2,6 @@ package ringwal
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/ringwal/ringwal/breaker"
@@ -27,7 +26,7 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 	e.observeHandling(r)
 	text := failureText(cause.Error())
 	f := dlq.Failure{At: time.Unix(0, now), Category: cat, Error: text}
-	prev := r.hist.Load()
+	prev := r.fails.Load()
 	h := prev.with(f)
 	if r.ticket.IsProbe() {
 		// A failed probe of the half-open breaker: the target is still
@@ -35,20 +34,20 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 		// message was first held) rather than start again.
 		h.heldSince = prev.since()
 	}
-	r.hist.Store(h)
+	r.fails.Store(h)
 	r.crashes.Store(0)
 	attempts := int(r.attempts())
 	p := e.categoryPolicy(e.queueOf(r), cat, r.maxAttempts())
 	id := r.id.Load()
 	if !p.ShouldRetry(attempts, time.Duration(now-r.enqueuedAt)) {
-		// The history already ends with f; the dead-letter record logs it.
-		return e.bury(slot, r, f, wait)
+		// The failure list already ends with f; the dead-letter record logs it.
+		return e.moveToDeadLetters(slot, r, f, wait)
 	}
 	if r.expired(now) {
 		// The TTL ended during this delivery (its timer found the message
 		// leased and left it to this failure): no retry may go out. The
 		// dead-letter record carries the TTL's verdict, so f is logged on
-		// its own first, or a reopen would lose it from the history.
+		// its own first, or a reopen would lose it from the failure list.
 		rec := failureRecord(id, f)
 		rec.Attempt = int32(attempts) // the attempt it ended: replay's newFailure
 		_, ferr := e.logRecord(&rec, false)
@@ -74,16 +73,16 @@ func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, n
 
 // deadLetter moves a busy record to the dead-letter store under cat, the
 // verdict (a TTL, a crash loop) being a failure of its own that ends the
-// message's history.
+// message's failures.
 func (e *Engine) deadLetter(slot uint32, r *rec, cat classify.Category, text string, now int64, wait bool) error {
 	f := dlq.Failure{At: time.Unix(0, now), Category: cat, Error: failureText(text)}
-	r.hist.Store(r.hist.Load().with(f))
-	return e.bury(slot, r, f, wait)
+	r.fails.Store(r.fails.Load().with(f))
+	return e.moveToDeadLetters(slot, r, f, wait)
 }
 
-// bury moves a busy record whose history ends with f (the failure that
+// moveToDeadLetters moves a busy record whose failure list ends with f (the failure that
 // dead-letters it) to the dead-letter store under f's category. The
-// dead-letter record carries f, and replay appends it to the history the
+// dead-letter record carries f, and replay appends it to the failure list the
 // log rebuilt: whatever the texts, the last failure is never taken for
 // one already there.
 //
@@ -91,9 +90,9 @@ func (e *Engine) deadLetter(slot uint32, r *rec, cat classify.Category, text str
 // (when wait is set, and always for an ordered key, whose next message
 // must not go out while this one could still come back after a crash:
 // only then is the key told its head is gone).
-func (e *Engine) bury(slot uint32, r *rec, f dlq.Failure, wait bool) error {
+func (e *Engine) moveToDeadLetters(slot uint32, r *rec, f dlq.Failure, wait bool) error {
 	cat, now := f.Category, f.At.UnixNano()
-	h := r.hist.Load()
+	h := r.fails.Load()
 	id, ks := r.id.Load(), r.ks
 	wait = wait || (ks != nil && ks.policy.Ordered)
 	m := r.message()
@@ -142,11 +141,11 @@ func (e *Engine) hold(slot uint32, r *rec, now int64) {
 	maxHold := e.maxHold(r)
 	var until int64
 	if maxHold > 0 {
-		h := r.hist.Load()
+		h := r.fails.Load()
 		since := h.since()
 		if since == 0 {
 			since = now
-			r.hist.Store(h.holding(now))
+			r.fails.Store(h.holding(now))
 		}
 		until = addSat(since, int64(maxHold))
 		if now >= until {
@@ -247,8 +246,8 @@ func (e *Engine) releaseHeld(keyID uint64) {
 	for _, rf := range refs {
 		r := e.slab.at(rf.slot)
 		if r.own(rf.gen, stHeld) {
-			if h := r.hist.Load(); closed && h.since() != 0 {
-				r.hist.Store(h.holding(0))
+			if h := r.fails.Load(); closed && h.since() != 0 {
+				r.fails.Store(h.holding(0))
 			}
 			e.makeReady(rf.slot, r, now)
 		}
@@ -334,13 +333,4 @@ func (e *Engine) expireTTL(id uint64, now int64) {
 // expire dead-letters a busy record whose TTL has passed, as Expired.
 func (e *Engine) expire(slot uint32, r *rec, now int64, wait bool) error {
 	return e.deadLetter(slot, r, classify.Expired, fmt.Sprintf("ttl of %v expired", r.ttl()), now, wait)
-}
-
-// addSat is a+b for due times (unix ns), saturating instead of wrapping:
-// a duration of hundreds of years must not make something due at once.
-func addSat(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

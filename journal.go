@@ -16,7 +16,7 @@ import (
 // one mapping between a Message and a record, and the helpers that append
 // records. Every record states an absolute fact (attempts so far, the new
 // state), so replaying a record whose effect a snapshot already holds is
-// harmless; a failure, which adds to a history, says the attempt it ended,
+// harmless; a failure, which adds to a failure list, says the attempt it ended,
 // so that one the snapshot holds is not added again (newFailure). Replay
 // (replay.go) feeds records to apply, which checks each first
 // (checkRecord); restore.go then places what apply rebuilt.
@@ -343,7 +343,7 @@ func (e *Engine) applyEnqueue(rs *replayState, r *wal.Record, slot uint32, m *re
 			return // no room: rs.err stops the replay
 		}
 	} else {
-		rs.forgetFailures(r.ID) // the fill below starts its history again
+		rs.forgetFailures(r.ID) // the fill below starts its failures again
 	}
 	// The record's key state is restore's to set (keyForPlacement counts
 	// the message against its key), once replay is sure the message lives.
@@ -428,7 +428,7 @@ func applyNack(rs *replayState, r *wal.Record, slot uint32, m *rec) {
 		m.at = r.Until
 		m.crashes.Store(0)
 		if rs.newFailure(r) {
-			m.hist.Store(m.hist.Load().with(failureOf(r)))
+			m.fails.Store(m.fails.Load().with(failureOf(r)))
 		}
 	}
 }
@@ -452,14 +452,14 @@ func applyRequeue(rs *replayState, r *wal.Record, slot uint32, m *rec) {
 	}
 }
 
-// --- KindFailure: one entry of a message's failure history. A snapshot
-// writes the history as these; the log has one where a failure has no
+// --- KindFailure: one entry of a message's failure list. A snapshot
+// writes the failure list as these; the log has one where a failure has no
 // record of its own (a nack that found the TTL ended, so that the
 // dead-letter record says Expired). Attempt, when not 0, is the attempt
-// the failure ended (the log's), or the attempts the history accounts
+// the failure ended (the log's), or the attempts the failure list accounts
 // for (a snapshot's last entry, see liveRecordsOf): replay then knows a
 // nack or failure record of that attempt or an earlier one is in the
-// history already (replayState.newFailure). Older engines wrote none.
+// failure list already (replayState.newFailure). Older engines wrote none.
 
 func failureRecord(id uint64, f dlq.Failure) wal.Record {
 	return wal.Record{Kind: wal.KindFailure, ID: id, Time: f.At.UnixNano(), Category: uint8(f.Category), Text: f.Error}
@@ -482,7 +482,7 @@ func recordCategory(c uint8) classify.Category {
 
 func applyFailure(rs *replayState, r *wal.Record, m *rec) {
 	if m != nil && rs.newFailure(r) {
-		m.hist.Store(m.hist.Load().with(failureOf(r)))
+		m.fails.Store(m.fails.Load().with(failureOf(r)))
 	}
 }
 
@@ -510,10 +510,10 @@ func (e *Engine) applyDeadLetter(rs *replayState, r *wal.Record, m *rec) {
 		msg.DedupID = r.DedupID
 	}
 	// The record carries the last failure, which no record before it
-	// logged (a snapshot writes the history but its last entry): append it
+	// logged (a snapshot writes the failure list but its last entry): append it
 	// whatever its text.
 	f := failureOf(r)
-	h := m.hist.Load().with(f)
+	h := m.fails.Load().with(f)
 	entry := h.deadLetter(r.ID, f.Category, msg, int(r.Attempt), r.Time)
 	if l.reviewed {
 		entry.Reviewed, entry.Note, entry.ReviewedAt = true, l.note, time.Unix(0, l.reviewedAt)
@@ -532,7 +532,7 @@ func redriveRecord(id uint64, now int64) wal.Record {
 	return wal.Record{Kind: wal.KindRedrive, ID: id, Time: now}
 }
 
-// A dead letter is logged before it is visible (bury), so a Redrive's
+// A dead letter is logged before it is visible (moveToDeadLetters), so a Redrive's
 // record always follows the dead-letter record it undoes. A Redrive of a
 // message replay has live is one whose records landed after a
 // checkpoint's cut while the snapshot already saw it live again: the

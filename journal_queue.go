@@ -95,7 +95,7 @@ func (e *Engine) applyPublish(rs *replayState, r *wal.Record) {
 	for _, c := range r.Copies {
 		one.ID, one.Queue = c.ID, c.Queue
 		if r.DedupID != "" {
-			q := &e.q0
+			q := &e.defaultQueue
 			if c.Queue != 0 {
 				if q = e.queues.at(uint16(c.Queue)); q == nil {
 					e.apply(rs, &one) // refused there: a queue the log never declared

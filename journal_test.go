@@ -208,7 +208,7 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 			got := live(t, rs)
 			assert.Equal(t, stDelayed, got.state)
 			assert.Equal(t, t0+1000, got.at)
-			text, cat := got.hist.Load().last()
+			text, cat := got.fails.Load().last()
 			assert.Equal(t, fail.Error, text)
 			assert.Equal(t, fail.Category, cat)
 		}},
@@ -221,8 +221,8 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 		}},
 		{wal.KindFailure, []wal.Record{enqueue()}, failureRecord(id, fail), func(t *testing.T, e *Engine, rs *replayState) {
 			got := live(t, rs)
-			require.NotNil(t, got.hist.Load())
-			assert.Equal(t, []dlq.Failure{fail}, got.hist.Load().failures)
+			require.NotNil(t, got.fails.Load())
+			assert.Equal(t, []dlq.Failure{fail}, got.fails.Load().failures)
 		}},
 		{wal.KindDeadLetter, []wal.Record{enqueue(), failureRecord(id, fail)}, deadLetterRecord(id, dlq.Failure{At: time.Unix(0, t0+20), Category: classify.Permanent, Error: "400"}, 2, "snap-dedup"), func(t *testing.T, e *Engine, rs *replayState) {
 			assert.False(t, held(rs), "no longer live")

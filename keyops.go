@@ -5,8 +5,6 @@ import (
 	"iter"
 	"slices"
 	"time"
-
-	"github.com/ringwal/ringwal/internal/sched"
 )
 
 // The public per-key and delivery controls: pauses, Cancel, Messages.
@@ -29,7 +27,7 @@ func pauseEnd(until time.Time) int64 {
 // pause in force is not). Enqueue of the key's messages continues. Safe
 // for concurrent use.
 func (e *Engine) PauseKey(key string, until time.Time) error {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return err
 	}
 	if key == "" || len(key) > maxKeyLen {
@@ -58,7 +56,7 @@ func (e *Engine) PauseKey(key string, until time.Time) error {
 // its messages go. A key that is not paused is left as it is. It is logged.
 // Safe for concurrent use.
 func (e *Engine) ResumeKey(key string) error {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return err
 	}
 	if key == "" {
@@ -70,70 +68,6 @@ func (e *Engine) ResumeKey(key string) error {
 	}
 	rec := resumeRecord(key, now)
 	return e.appendRecord(&rec, true)
-}
-
-// Pause holds back all delivery until until (zero: until Resume): Dequeue
-// waits and TryDequeue returns false, while Enqueue, timers, TTLs and the
-// operator methods go on. A pause never shortens one in force. It is
-// logged and survives a restart; an until in the past or after 2262-04-11
-// is ErrInvalid. Safe
-// for concurrent use.
-func (e *Engine) Pause(until time.Time) error {
-	if err := e.usable(); err != nil {
-		return err
-	}
-	if err := checkInstant("Pause until", until); err != nil {
-		return err
-	}
-	now := e.preciseNow()
-	end := pauseEnd(until)
-	if end <= now {
-		return invalidf("Pause until %v: in the past", until)
-	}
-	if !e.pauseAll(end, now) {
-		return nil
-	}
-	rec := pauseRecord("", end, now)
-	return e.appendRecord(&rec, true)
-}
-
-// Resume ends a Pause of all delivery. Safe for concurrent use.
-func (e *Engine) Resume() error {
-	if err := e.usable(); err != nil {
-		return err
-	}
-	if e.keys.allUntil.Swap(0) == 0 {
-		return nil
-	}
-	e.signalAllReady()
-	rec := resumeRecord("", e.preciseNow())
-	return e.appendRecord(&rec, true)
-}
-
-// pauseAll pauses all delivery until until unless a longer pause is in
-// force; it reports whether it changed the pause.
-func (e *Engine) pauseAll(until, now int64) bool {
-	for {
-		old := e.keys.allUntil.Load()
-		if old != 0 && now < old && old >= until {
-			return false
-		}
-		if e.keys.allUntil.CompareAndSwap(old, until) {
-			break
-		}
-	}
-	if until != untilResumed {
-		e.hk.schedule(until, sched.Entry{Kind: timerResumeAll})
-	}
-	return true
-}
-
-// endPauseAll wakes consumers once a timed Pause of all delivery ended.
-func (e *Engine) endPauseAll(now int64) {
-	if until := e.keys.allUntil.Load(); until != 0 && now >= until {
-		e.keys.allUntil.CompareAndSwap(until, 0)
-	}
-	e.signalAllReady()
 }
 
 // KeyPause reports whether key's delivery is paused now (PauseKey, a
@@ -200,7 +134,7 @@ func (e *Engine) Cancel(id ID) error {
 // startCancel is Cancel up to its record's place in the log; the op waits
 // for the log and then lets the key's next message go.
 func (e *Engine) startCancel(id ID) (pendingOp, error) {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return pendingOp{}, err
 	}
 	slot, prev, found, ok := e.ownIDSettled(id, liveStates)
@@ -274,7 +208,7 @@ func (f *Filter) match(info *Info) bool {
 // concurrent use; the iterator may be used while the engine runs.
 func (e *Engine) Messages(f Filter) iter.Seq[Info] {
 	return func(yield func(Info) bool) {
-		if e.usable() != nil {
+		if e.errIfClosed() != nil {
 			return
 		}
 		if ks := e.orderedKey(f.Key); ks != nil {

@@ -306,41 +306,6 @@ func (e *Engine) keyOrdered(key string) bool {
 	return key != "" && e.keys.policy != nil && e.keys.get(key).policy.Ordered
 }
 
-// place publishes an owned record that enters the slab (enqueue, redrive,
-// restore): an ordered key's message joins its key's queue unless it is
-// the head; otherwise it is delayed until due, or made ready (since
-// readyAt, when not 0: a restored message keeps its place in line).
-func (e *Engine) place(slot uint32, r *rec, due, readyAt, now int64) {
-	if ks := r.ks; ks != nil && ks.policy.Ordered {
-		ks.mu.Lock()
-		if ks.headOut || len(ks.queue) > 0 {
-			// Waiting, at is when it is due: when it became ready if it
-			// is (Stats' oldest pending counts from it).
-			switch {
-			case due != 0:
-				r.at = due
-			case readyAt != 0:
-				r.at = readyAt
-			default:
-				r.at = now
-			}
-			ks.setAside(e.counts, slot, r, WaitOrdered, false)
-			ks.mu.Unlock()
-			return
-		}
-		ks.headOut, ks.headID = true, r.id.Load()
-		ks.mu.Unlock()
-	}
-	switch {
-	case due > now:
-		e.delay(slot, r, due)
-	case readyAt != 0:
-		e.makeReadyAt(slot, r, readyAt)
-	default:
-		e.makeReady(slot, r, now)
-	}
-}
-
 // setAside publishes an owned record as waiting on its key, at the back of
 // the queue (or the front: an ordered key's head going back). ks.mu held.
 func (ks *keyState) setAside(c *liveCounts, slot uint32, r *rec, why WaitReason, front bool) {
@@ -684,12 +649,6 @@ func (e *Engine) notePause(info *Info) {
 		}
 		ks.mu.Unlock()
 	}
-}
-
-// deliveryPaused reports whether a Pause of all delivery is in force.
-func (e *Engine) deliveryPaused(now int64) bool {
-	until := e.keys.allUntil.Load()
-	return until != 0 && now < until
 }
 
 // KeyStats describes one key's per-key state (Stats.Keys).

@@ -85,7 +85,7 @@ func (e *Engine) logPurgeNoWait(id uint64, now int64) {
 // compactDeadlines drops stale entries from the deadline heap once it is
 // large (entries are dropped lazily as consumers meet them otherwise).
 func (e *Engine) compactDeadlines() {
-	e.eachRun(func(rt *qrun) {
+	e.eachRun(func(rt *queueDelivery) {
 		if dl := rt.sched.Deadlines(); dl.Len() > sched.DefaultCompactAbove {
 			dl.Compact(e.validEntry)
 		}

@@ -53,7 +53,7 @@ func TestSweepRetentionRemovesReviewedDeadLettersOnly(t *testing.T) {
 
 func TestCompactDeadlinesDropsStaleEntriesOfALargeHeap(t *testing.T) {
 	e, fake := openFake(t, "", Options{})
-	dl := e.rt0.sched.Deadlines()
+	dl := e.defaultDelivery.sched.Deadlines()
 	at := fake.Now().Add(time.Hour).UnixNano()
 	for i := range sched.DefaultCompactAbove + 10 {
 		dl.Push(at, sched.Entry{ID: uint64(i % 8), Gen: 7}) // no record has generation 7

@@ -101,3 +101,14 @@ func (m *metrics) walStats() WALStats {
 	s.BatchRecords[walBatchBuckets-1].UpperBound = math.MaxInt
 	return s
 }
+
+// observeHandling records a sampled delivery's handling time as its
+// lease ends; the lease's start is derived from its end (rec.at), unless
+// Extend moved it.
+func (e *Engine) observeHandling(r *rec) {
+	if !sampled(r.id.Load()) || r.extended() {
+		return
+	}
+	start := r.at - e.queueOf(r).leaseFor.Load()
+	e.metrics.observeHandling(e.preciseNow() - start)
+}

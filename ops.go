@@ -18,7 +18,7 @@ import (
 // holds a live message's record for a moment (an Ack or Extend of it
 // waits that long) and takes locks only for an ID that is not live.
 func (e *Engine) Get(id ID) (Info, error) {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return Info{}, err
 	}
 	if info, ok := e.lookup(id); ok {
@@ -86,7 +86,7 @@ func deadInfo(d DeadLetter) Info {
 // It returns once its record is as durable as the mode promises. Safe for
 // concurrent use.
 func (e *Engine) Requeue(id ID) error {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return err
 	}
 	slot, prev, found, ok := e.ownIDSettled(id, 1<<stLeased|1<<stHeld|1<<stDelayed)
@@ -153,7 +153,7 @@ type deadPlace struct {
 // in its order, whatever is there now (dlqstore.Store.QueryAfter); from
 // q's start for the zero place.
 func (e *Engine) deadLettersAfter(q dlq.Query, after deadPlace) ([]DeadLetter, error) {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return nil, err
 	}
 	var out []DeadLetter
@@ -175,7 +175,7 @@ func (e *Engine) deadLettersAfter(q dlq.Query, after deadPlace) ([]DeadLetter, e
 // lock for a map lookup and the copy of that one entry's failures. Safe
 // for concurrent use.
 func (e *Engine) DeadLetter(id ID) (DeadLetter, error) {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return DeadLetter{}, err
 	}
 	d, ok := e.dead.Get(id)
@@ -191,7 +191,7 @@ func (e *Engine) DeadLetter(id ID) (DeadLetter, error) {
 // store's read lock while it copies k counts and no dead letter. Safe for
 // concurrent use.
 func (e *Engine) DeadLetterKeys() (map[string]int, error) {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return nil, err
 	}
 	return e.dead.KeyCounts(), nil
@@ -206,7 +206,7 @@ func (e *Engine) DeadLetterKeys() (map[string]int, error) {
 // dead letters (O(c·log n + m), see internal/dlqstore.Store) under the store's read
 // lock, allocating nothing. Safe for concurrent use.
 func (e *Engine) CountDeadLetters(q dlq.Query) (n int, mark uint64, err error) {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return 0, 0, err
 	}
 	n, mark, err = e.dead.CountQuery(q)
@@ -238,7 +238,7 @@ func (e *Engine) Redrive(id ID) error {
 // path consistent is held only here: from here the message is in the
 // slab.
 func (e *Engine) startRedrive(id ID) (pendingOp, error) {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return pendingOp{}, err
 	}
 	// Held from leaving the dead-letter store to being found in the slab
@@ -343,7 +343,7 @@ func (e *Engine) MarkReviewed(id ID, note string) error {
 
 // startReview is MarkReviewed up to its record's place in the log.
 func (e *Engine) startReview(id ID, note string) (pendingOp, error) {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return pendingOp{}, err
 	}
 	now := e.now()
@@ -364,7 +364,7 @@ func (e *Engine) startReview(id ID, note string) (pendingOp, error) {
 // gone from memory all the same: it returns their count with the error.
 // Safe for concurrent use.
 func (e *Engine) PurgeDeadLetters(q dlq.Query) (int, error) {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return 0, err
 	}
 	e.deadLeaveMu.RLock()
@@ -396,7 +396,7 @@ func (e *Engine) PurgeDeadLetters(q dlq.Query) (int, error) {
 // Safe for concurrent use: a redrive or purge of the same ID at the same
 // time takes it once, and the other gets ErrNotFound.
 func (e *Engine) PurgeDeadLetter(id ID) error {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return err
 	}
 	e.deadLeaveMu.RLock()
@@ -471,12 +471,12 @@ func (e *Engine) evictDeadLetters(now int64) {
 // record for a moment, as Get does. What moves while it reads may be
 // missed or seen out of place: a moment's view. Safe for concurrent use.
 func (e *Engine) Peek(n int) []Info {
-	return e.peek(&e.rt0, n)
+	return e.peek(&e.defaultDelivery, n)
 }
 
 // peek is Peek in rt's queue.
-func (e *Engine) peek(rt *qrun, n int) []Info {
-	if n <= 0 || e.usable() != nil {
+func (e *Engine) peek(rt *queueDelivery, n int) []Info {
+	if n <= 0 || e.errIfClosed() != nil {
 		return nil
 	}
 	n = min(n, e.slab.size()) // no more are live: n is the caller's, maybe huge

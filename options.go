@@ -279,48 +279,17 @@ const (
 	maxSlabBits = 26
 )
 
-// withDefaults validates o and fills every zero field with its default. It
-// is the one place defaults live.
+// withDefaults returns o with every zero field filled with its default
+// (fill), or an error wrapping ErrInvalid that names the first field out
+// of range (validate).
 func (o Options) withDefaults() (Options, error) {
-	if o.Durability > Buffered {
-		return o, invalidf("unknown durability %d", o.Durability)
-	}
-	if o.Recovery > SkipToPointInTime {
-		return o, invalidf("unknown recovery mode %d", o.Recovery)
-	}
-	for _, f := range []struct {
-		name string
-		d    time.Duration
-	}{{"LeaseTimeout", o.LeaseTimeout}, {"DeadlineSlack", o.DeadlineSlack}, {"FlushInterval", o.FlushInterval}, {"CloseGrace", o.CloseGrace}} {
-		if f.d < 0 {
-			return o, invalidf("negative %s %v", f.name, f.d)
-		}
-	}
-	if o.TierCapacity < 0 || o.MaxMessages < 0 || o.MaxPayload < 0 || o.CrashLoopLimit < 0 {
-		return o, invalidf("negative TierCapacity, MaxMessages, MaxPayload or CrashLoopLimit")
-	}
-	if o.MaxDeadLetters < 0 || o.MaxPausedKeys < 0 || o.UnreviewedRetention < 0 {
-		return o, invalidf("negative MaxDeadLetters %d, MaxPausedKeys %d or UnreviewedRetention %v",
-			o.MaxDeadLetters, o.MaxPausedKeys, o.UnreviewedRetention)
-	}
-	for i, w := range o.Weights {
-		if w < 0 {
-			return o, invalidf("negative weight %d for tier %d", w, i)
-		}
-	}
-	// The breaker takes what it is given; a rate above 1 (a percentage,
-	// say) would silently never trip, and each key allocates its buckets.
-	if r := o.Breaker.FailureRate; r > 1 || math.IsNaN(r) {
-		return o, invalidf("Breaker.FailureRate %v is not a share in [0, 1] (negative turns the rule off)", r)
-	}
-	if o.Breaker.Buckets > maxBreakerBuckets {
-		return o, invalidf("Breaker.Buckets %d above %d", o.Breaker.Buckets, maxBreakerBuckets)
-	}
-	for cat, p := range o.Policies {
-		if err := p.Validate(); err != nil {
-			return o, fmt.Errorf("%w: policy for %v: %v", ErrInvalid, cat, err)
-		}
-	}
+	o.fill()
+	return o, o.validate()
+}
+
+// fill sets every zero field of o to its default. It is the one place
+// defaults live; a negative value stays for validate to refuse.
+func (o *Options) fill() {
 	if o.LeaseTimeout == 0 {
 		o.LeaseTimeout = defaultLeaseTimeout
 	}
@@ -332,14 +301,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxMessages == 0 {
 		o.MaxMessages = defaultMaxMessages
-	}
-	if o.MaxMessages > 1<<(maxSlabBits-1) {
-		return o, invalidf("MaxMessages %d above %d", o.MaxMessages, 1<<(maxSlabBits-1))
-	}
-	// The rings are allocated up front: a TierCapacity beyond any
-	// MaxMessages is a mistake, not a wish for terabytes of rings.
-	if o.TierCapacity > 1<<(maxSlabBits-1) {
-		return o, invalidf("TierCapacity %d above %d", o.TierCapacity, 1<<(maxSlabBits-1))
 	}
 	if o.MaxPayload == 0 {
 		o.MaxPayload = defaultMaxPayload
@@ -380,24 +341,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MaxPausedKeys == 0 {
 		o.MaxPausedKeys = defaultMaxPausedKeys
 	}
-	if o.MaxQueues < 0 || o.MaxQueues > maxMaxQueues {
-		return o, invalidf("MaxQueues %d outside [0, %d]", o.MaxQueues, maxMaxQueues)
-	}
 	if o.MaxQueues == 0 {
 		o.MaxQueues = defaultMaxQueues
-	}
-	if len(o.Queues) > o.MaxQueues {
-		return o, invalidf("%d Queues exceed MaxQueues %d", len(o.Queues), o.MaxQueues)
-	}
-	for name, q := range o.Queues {
-		if name != "" {
-			if err := validQueueName(name); err != nil {
-				return o, err
-			}
-		}
-		if err := validateQueueOptions(name, q); err != nil {
-			return o, err
-		}
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real()
@@ -405,7 +350,74 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return o, nil
+}
+
+// validate refuses an Options that fill left out of range.
+func (o *Options) validate() error {
+	if o.Durability > Buffered {
+		return invalidf("unknown durability %d", o.Durability)
+	}
+	if o.Recovery > SkipToPointInTime {
+		return invalidf("unknown recovery mode %d", o.Recovery)
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"LeaseTimeout", o.LeaseTimeout}, {"DeadlineSlack", o.DeadlineSlack}, {"FlushInterval", o.FlushInterval}, {"CloseGrace", o.CloseGrace}} {
+		if f.d < 0 {
+			return invalidf("negative %s %v", f.name, f.d)
+		}
+	}
+	if o.TierCapacity < 0 || o.MaxMessages < 0 || o.MaxPayload < 0 || o.CrashLoopLimit < 0 {
+		return invalidf("negative TierCapacity, MaxMessages, MaxPayload or CrashLoopLimit")
+	}
+	if o.MaxDeadLetters < 0 || o.MaxPausedKeys < 0 || o.UnreviewedRetention < 0 {
+		return invalidf("negative MaxDeadLetters %d, MaxPausedKeys %d or UnreviewedRetention %v",
+			o.MaxDeadLetters, o.MaxPausedKeys, o.UnreviewedRetention)
+	}
+	for i, w := range o.Weights {
+		if w < 0 {
+			return invalidf("negative weight %d for tier %d", w, i)
+		}
+	}
+	// The breaker takes what it is given; a rate above 1 (a percentage,
+	// say) would silently never trip, and each key allocates its buckets.
+	if r := o.Breaker.FailureRate; r > 1 || math.IsNaN(r) {
+		return invalidf("Breaker.FailureRate %v is not a share in [0, 1] (negative turns the rule off)", r)
+	}
+	if o.Breaker.Buckets > maxBreakerBuckets {
+		return invalidf("Breaker.Buckets %d above %d", o.Breaker.Buckets, maxBreakerBuckets)
+	}
+	for cat, p := range o.Policies {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("%w: policy for %v: %v", ErrInvalid, cat, err)
+		}
+	}
+	if o.MaxMessages > 1<<(maxSlabBits-1) {
+		return invalidf("MaxMessages %d above %d", o.MaxMessages, 1<<(maxSlabBits-1))
+	}
+	// The rings are allocated up front: a TierCapacity beyond any
+	// MaxMessages is a mistake, not a wish for terabytes of rings.
+	if o.TierCapacity > 1<<(maxSlabBits-1) {
+		return invalidf("TierCapacity %d above %d", o.TierCapacity, 1<<(maxSlabBits-1))
+	}
+	if o.MaxQueues < 0 || o.MaxQueues > maxMaxQueues {
+		return invalidf("MaxQueues %d outside [0, %d]", o.MaxQueues, maxMaxQueues)
+	}
+	if len(o.Queues) > o.MaxQueues {
+		return invalidf("%d Queues exceed MaxQueues %d", len(o.Queues), o.MaxQueues)
+	}
+	for name, q := range o.Queues {
+		if name != "" {
+			if err := validQueueName(name); err != nil {
+				return err
+			}
+		}
+		if err := validateQueueOptions(name, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // policy returns the retry policy for a category.

@@ -22,7 +22,7 @@ import (
 // queue that has one (ErrDuplicate, with the first copies' IDs). Safe for
 // concurrent use.
 func (e *Engine) Publish(ctx context.Context, topic string, m Message) ([]ID, error) {
-	if err := e.intake(); err != nil {
+	if err := e.errIfClosing(); err != nil {
 		return nil, err
 	}
 	if e.opts.OnEnqueue != nil {

@@ -26,7 +26,7 @@ import (
 // queue. A record names its queue by number (rec.queue), fixed from its
 // claim to its free.
 //
-// The default queue ("", number 0) is embedded in the Engine (q0, rt0),
+// The default queue ("", number 0) is embedded in the Engine (defaultQueue, defaultDelivery),
 // so that its hot path reaches it with no load more than before queues
 // existed.
 
@@ -37,15 +37,15 @@ type queue struct {
 	e    *Engine
 	name string
 	num  uint16
-	eff  atomic.Pointer[qeff]
+	eff  atomic.Pointer[effectiveOptions]
 	// leaseFor is eff's lease timeout plus its slop, here for the hot path
 	// (a lease reads this line for the pause anyway).
 	leaseFor atomic.Int64
 	// pausedUntil: the queue's delivery is paused until then (unix ns;
 	// untilResumed: until Resume; 0: not paused).
 	pausedUntil atomic.Int64
-	rt          atomic.Pointer[qrun] // nil until first used; the default queue's is rt0
-	decl        QueueOptions         // as declared, for QueueInfo
+	rt          atomic.Pointer[queueDelivery] // nil until first used; the default queue's is defaultDelivery
+	decl        QueueOptions                  // as declared, for QueueInfo
 	// live counts the queue's messages in the slab, for MaxMessages
 	// (named queues only: the engine's own count caps the default one);
 	// producers waiting for room under that cap sleep on space.
@@ -64,7 +64,7 @@ type queue struct {
 
 // setEff sets q's effective options, and binds it to their topics.
 // queues.mu held (or Open, before anyone else sees q).
-func (q *queue) setEff(f *qeff) {
+func (q *queue) setEff(f *effectiveOptions) {
 	var was []string
 	if old := q.eff.Load(); old != nil {
 		was = old.topics
@@ -141,9 +141,9 @@ func (q *queue) full(n int) bool {
 	return c > 0 && q.live.Load()+int64(n) > c
 }
 
-// qeff is a queue's effective options, resolved once per declaration so
+// effectiveOptions is a queue's effective options, resolved once per declaration so
 // that the hot path and the failure path read fields, not maps.
-type qeff struct {
+type effectiveOptions struct {
 	leaseTimeout int64 // ns
 	// leaseSlop is added to lease expiries, which the hot path computes
 	// from the cached clock: that clock can lag by more than a tick when
@@ -158,9 +158,9 @@ type qeff struct {
 	strict      bool     // the queue's scheduler (fixed once it is set up)
 }
 
-// qrun is a queue's delivery machinery: what its consumers take from and
+// queueDelivery is a queue's delivery machinery: what its consumers take from and
 // sleep on.
-type qrun struct {
+type queueDelivery struct {
 	q       *queue
 	tiers   *ring.Tiers[ref]
 	spill   [ring.NumTiers]spillQueue
@@ -175,7 +175,7 @@ type qrun struct {
 const namedTierCapacity = 1024
 
 // init sets up rt with rings of tierCap and a scheduler of so.
-func (rt *qrun) init(q *queue, tierCap [ring.NumTiers]int, so sched.SchedulerOptions) {
+func (rt *queueDelivery) init(q *queue, tierCap [ring.NumTiers]int, so sched.SchedulerOptions) {
 	rt.q = q
 	rt.tiers = ring.NewTiers[ref](tierCap)
 	rt.sched = sched.NewScheduler(so)
@@ -196,12 +196,12 @@ func (e *Engine) schedulerOptions(strict bool) sched.SchedulerOptions {
 }
 
 // effective resolves o over the engine's options.
-func (e *Engine) effective(o QueueOptions) *qeff {
+func (e *Engine) effective(o QueueOptions) *effectiveOptions {
 	lt := o.LeaseTimeout
 	if lt == 0 {
 		lt = e.opts.LeaseTimeout
 	}
-	f := &qeff{leaseTimeout: int64(lt), maxMessages: int64(o.MaxMessages), topics: o.Topics, strict: o.Strict}
+	f := &effectiveOptions{leaseTimeout: int64(lt), maxMessages: int64(o.MaxMessages), topics: o.Topics, strict: o.Strict}
 	if e.coarse != nil {
 		f.leaseSlop = int64(coarseTick) + int64(lt)>>10
 	}
@@ -217,7 +217,7 @@ func (e *Engine) effective(o QueueOptions) *qeff {
 }
 
 // run returns the queue's delivery machinery, setting it up on first use.
-func (q *queue) run() *qrun {
+func (q *queue) run() *queueDelivery {
 	if rt := q.rt.Load(); rt != nil {
 		return rt
 	}
@@ -231,11 +231,11 @@ func (q *queue) run() *qrun {
 // setUp sets up q's delivery machinery with rings of tierCap (within the
 // engine's TierCapacity and MaxMessages), unless another goroutine did
 // first, and returns it.
-func (q *queue) setUp(tierCap [ring.NumTiers]int) *qrun {
+func (q *queue) setUp(tierCap [ring.NumTiers]int) *queueDelivery {
 	for i := range tierCap {
 		tierCap[i] = min(tierCap[i], q.e.opts.TierCapacity, q.e.opts.MaxMessages)
 	}
-	rt := new(qrun)
+	rt := new(queueDelivery)
 	rt.init(q, tierCap, q.e.schedulerOptions(q.eff.Load().strict))
 	if q.rt.CompareAndSwap(nil, rt) {
 		return rt
@@ -286,9 +286,9 @@ func (t *queueTable) put(q *queue) {
 }
 
 // runOf returns the delivery machinery of r's queue. The caller owns r.
-func (e *Engine) runOf(r *rec) *qrun {
+func (e *Engine) runOf(r *rec) *queueDelivery {
 	if r.queue == 0 {
-		return &e.rt0
+		return &e.defaultDelivery
 	}
 	return e.queues.at(r.queue).run()
 }
@@ -296,7 +296,7 @@ func (e *Engine) runOf(r *rec) *qrun {
 // queueOf returns r's queue. The caller owns r.
 func (e *Engine) queueOf(r *rec) *queue {
 	if r.queue == 0 {
-		return &e.q0
+		return &e.defaultQueue
 	}
 	return e.queues.at(r.queue)
 }
@@ -305,7 +305,7 @@ func (e *Engine) queueOf(r *rec) *queue {
 // options if declare is set and it is not declared yet.
 func (e *Engine) queueNamed(name string, declare bool) (*queue, error) {
 	if name == "" {
-		return &e.q0, nil
+		return &e.defaultQueue, nil
 	}
 	if v, ok := e.queues.byName.Load(name); ok {
 		return v.(*queue), nil
@@ -331,7 +331,7 @@ func notFoundQueue(name string) error {
 // are declared (ErrFull beyond). Bad names or options are ErrInvalid.
 // Safe for concurrent use.
 func (e *Engine) DeclareQueue(name string, o QueueOptions) error {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return err
 	}
 	_, err := e.declare(name, o, true)
@@ -372,7 +372,7 @@ func (e *Engine) declareOnce(name string, o QueueOptions, update bool) (*queue, 
 	defer t.mu.Unlock()
 	var q *queue
 	if name == "" {
-		q = &e.q0
+		q = &e.defaultQueue
 	} else if v, ok := t.byName.Load(name); ok {
 		q = v.(*queue)
 	}
@@ -412,7 +412,7 @@ func (e *Engine) applyDeclaration(num uint16, name string, o QueueOptions) *queu
 	t := &e.queues
 	q := t.at(num)
 	if num == 0 {
-		q = &e.q0
+		q = &e.defaultQueue
 		t.q0Declared = true
 	}
 	if q == nil || q.state.Load() == queueDeleted {
@@ -571,7 +571,7 @@ func (e *Engine) eachQueue(fn func(*queue)) {
 		return true
 	})
 	sort.Slice(named, func(i, j int) bool { return named[i].name < named[j].name })
-	fn(&e.q0)
+	fn(&e.defaultQueue)
 	for _, q := range named {
 		fn(q)
 	}
@@ -586,8 +586,8 @@ func (t *queueTable) each(fn func(*queue)) {
 }
 
 // eachRun calls fn with every queue's delivery machinery that is set up.
-func (e *Engine) eachRun(fn func(*qrun)) {
-	fn(&e.rt0)
+func (e *Engine) eachRun(fn func(*queueDelivery)) {
+	fn(&e.defaultDelivery)
 	e.queues.byName.Range(func(_, v any) bool {
 		if rt := v.(*queue).rt.Load(); rt != nil {
 			fn(rt)
@@ -598,7 +598,7 @@ func (e *Engine) eachRun(fn func(*qrun)) {
 
 // signalAllReady wakes a sleeping consumer of every queue (a pause of all
 // delivery ended, restore placed a backlog).
-func (e *Engine) signalAllReady() { e.eachRun(func(rt *qrun) { rt.ready.signal() }) }
+func (e *Engine) signalAllReady() { e.eachRun(func(rt *queueDelivery) { rt.ready.signal() }) }
 
 // declareOptionsQueues declares Options.Queues at Open, in name order.
 func (e *Engine) declareOptionsQueues() error {

@@ -41,7 +41,7 @@ var errNumbersRetired = errors.New("ringwal: every queue number is taken, some b
 // an error wrapping ErrNotFound. It is logged and survives a restart.
 // Safe for concurrent use.
 func (e *Engine) DeleteQueue(name string) error {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return err
 	}
 	if name == "" {

@@ -19,7 +19,7 @@ type Queue struct {
 // queue is declared. Safe for concurrent use.
 func (e *Engine) Queue(name string) *Queue {
 	if name == "" {
-		return &e.q0.handle
+		return &e.defaultQueue.handle
 	}
 	if v, ok := e.queues.byName.Load(name); ok {
 		return &v.(*queue).handle
@@ -33,7 +33,7 @@ func (q *Queue) Name() string { return q.name }
 // resolve returns the queue, declaring it if needed, with its delivery
 // machinery set up.
 func (q *Queue) resolve() (*queue, error) {
-	if err := q.e.usable(); err != nil {
+	if err := q.e.errIfClosed(); err != nil {
 		return nil, err
 	}
 	r, err := q.e.queueNamed(q.name, true)

@@ -118,7 +118,7 @@ func (q *queue) paused(now int64) bool {
 func (e *Engine) endQueuePause(num uint16, now int64) {
 	q := e.queues.at(num)
 	if num == 0 {
-		q = &e.q0
+		q = &e.defaultQueue
 	}
 	if q == nil {
 		return
@@ -146,7 +146,7 @@ func (q *queue) pausedUntilTime(now int64) (bool, time.Time) {
 func (e *Engine) applyQueuePause(rs *replayState, r *wal.Record, until int64) {
 	q := e.queues.at(uint16(r.Queue))
 	if r.Queue == 0 {
-		q = &e.q0
+		q = &e.defaultQueue
 	}
 	if q == nil {
 		rs.refuse(r)

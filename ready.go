@@ -94,7 +94,7 @@ func (e *Engine) publishReady(slot uint32, r *rec, readyAt int64) (tier int, rf 
 
 // pushTier appends rf to its tier's ring, or to the tier's spill queue when
 // the ring is full or the spill queue already holds older messages.
-func (rt *qrun) pushTier(tier int, rf ref) {
+func (rt *queueDelivery) pushTier(tier int, rf ref) {
 	if rt.spilled.Load()&(1<<tier) == 0 && rt.tiers.TryPush(tier, rf) {
 		return
 	}
@@ -114,7 +114,7 @@ func (rt *qrun) pushTier(tier int, rf ref) {
 
 // pushTierBatch is pushTier for refs, in order: as many as fit go into the
 // ring in one step (restore pushes a backlog).
-func (rt *qrun) pushTierBatch(tier int, refs []ref) {
+func (rt *queueDelivery) pushTierBatch(tier int, refs []ref) {
 	if rt.spilled.Load()&(1<<tier) == 0 {
 		refs = refs[rt.tiers.Tier(tier).PushBatch(refs):]
 	}
@@ -123,7 +123,7 @@ func (rt *qrun) pushTierBatch(tier int, refs []ref) {
 	}
 }
 
-func (rt *qrun) setSpilled(tier int, on bool) {
+func (rt *queueDelivery) setSpilled(tier int, on bool) {
 	for {
 		old := rt.spilled.Load()
 		nw := old &^ (1 << tier)
@@ -137,7 +137,7 @@ func (rt *qrun) setSpilled(tier int, on bool) {
 }
 
 // refill moves spilled refs of tier into its ring while there is room.
-func (rt *qrun) refill(tier int) {
+func (rt *queueDelivery) refill(tier int) {
 	q := &rt.spill[tier]
 	if !q.mu.TryLock() {
 		return // someone else is refilling
@@ -159,4 +159,39 @@ func (rt *qrun) refill(tier int) {
 		q.head = 0
 	}
 	q.mu.Unlock()
+}
+
+// place publishes an owned record that enters the slab (enqueue, redrive,
+// restore): an ordered key's message joins its key's queue unless it is
+// the head; otherwise it is delayed until due, or made ready (since
+// readyAt, when not 0: a restored message keeps its place in line).
+func (e *Engine) place(slot uint32, r *rec, due, readyAt, now int64) {
+	if ks := r.ks; ks != nil && ks.policy.Ordered {
+		ks.mu.Lock()
+		if ks.headOut || len(ks.queue) > 0 {
+			// Waiting, at is when it is due: when it became ready if it
+			// is (Stats' oldest pending counts from it).
+			switch {
+			case due != 0:
+				r.at = due
+			case readyAt != 0:
+				r.at = readyAt
+			default:
+				r.at = now
+			}
+			ks.setAside(e.counts, slot, r, WaitOrdered, false)
+			ks.mu.Unlock()
+			return
+		}
+		ks.headOut, ks.headID = true, r.id.Load()
+		ks.mu.Unlock()
+	}
+	switch {
+	case due > now:
+		e.delay(slot, r, due)
+	case readyAt != 0:
+		e.makeReadyAt(slot, r, readyAt)
+	default:
+		e.makeReady(slot, r, now)
+	}
 }

@@ -149,7 +149,7 @@ type rec struct {
 	// settles that lease (ordered by the word's CAS).
 	ticket breaker.Ticket
 	cancel atomic.Pointer[context.CancelFunc] // Run's handler context
-	hist   atomic.Pointer[history]
+	fails  atomic.Pointer[failureState]
 }
 
 // msgMore holds the Message fields a message rarely sets.
@@ -475,8 +475,8 @@ func (r *rec) free(c *liveCounts) {
 	r.payPtr, r.payLen, r.key, r.more, r.ks, r.queue = nil, 0, "", nil, nil, 0
 	// Most records never fail or run under Run: a load is cheaper than an
 	// atomic pointer store with its write barrier.
-	if r.hist.Load() != nil {
-		r.hist.Store(nil)
+	if r.fails.Load() != nil {
+		r.fails.Store(nil)
 	}
 	if r.cancel.Load() != nil {
 		r.cancel.Store(nil)
@@ -490,19 +490,19 @@ func (r *rec) free(c *liveCounts) {
 // slab: a new enqueue (enqueuedAt now, no attempts), a redrive, or a
 // message recovered from the log. A TTL counts from enqueuedAt; ks is the
 // key's state when the key has a policy, q the number of its queue.
-func (r *rec) fill(m *Message, q uint16, enqueuedAt int64, attempts uint32, crashes int32, hist *history, ks *keyState) {
+func (r *rec) fill(m *Message, q uint16, enqueuedAt int64, attempts uint32, crashes int32, fails *failureState, ks *keyState) {
 	var more *msgMore
 	if needsMore(m) {
 		more = &msgMore{dedupID: m.DedupID, headers: m.Headers, delay: m.Delay, ttl: m.TTL,
 			deadline: m.Deadline, maxAttempts: m.MaxAttempts, unique: m.Unique}
 	}
-	r.fillFields(m.Payload, m.Key, m.Priority, more, q, enqueuedAt, attempts, crashes, hist, ks)
+	r.fillFields(m.Payload, m.Key, m.Priority, more, q, enqueuedAt, attempts, crashes, fails, ks)
 }
 
 // fillFields is fill with the Message taken apart: replay fills a record
 // whose message sets none of the rarely set options straight from its
 // log record.
-func (r *rec) fillFields(payload []byte, key string, p Priority, more *msgMore, q uint16, enqueuedAt int64, attempts uint32, crashes int32, hist *history, ks *keyState) {
+func (r *rec) fillFields(payload []byte, key string, p Priority, more *msgMore, q uint16, enqueuedAt int64, attempts uint32, crashes int32, fails *failureState, ks *keyState) {
 	// SliceData keeps nil and empty apart: nil for a nil Payload, a
 	// non-nil pointer for an empty one.
 	r.payPtr, r.payLen, r.key, r.ks, r.queue = unsafe.SliceData(payload), int32(len(payload)), key, ks, q
@@ -514,8 +514,8 @@ func (r *rec) fillFields(payload []byte, key string, p Priority, more *msgMore, 
 	// plain move.
 	storeIfChanged32(&r.meta, uint32(p.tier()))
 	storeIfChangedI32(&r.crashes, crashes)
-	if r.hist.Load() != hist {
-		r.hist.Store(hist)
+	if r.fails.Load() != fails {
+		r.fails.Store(fails)
 	}
 	if attempts != r.attempts() {
 		r.setAttempts(attempts)
@@ -570,7 +570,7 @@ type unacked struct {
 	enqueuedAt int64
 	attempts   uint32
 	crashes    int32
-	hist       *history
+	fails      *failureState
 	// leaving, when not nil, marks the message's unique DedupID entry as
 	// on its way out with the ack (uniqueLeaving): the log's answer ends
 	// it (ackDurable, unack).
@@ -581,7 +581,7 @@ type unacked struct {
 // owns the record.
 func (r *rec) keepFor(u *unacked) {
 	*u = unacked{payPtr: r.payPtr, payLen: r.payLen, queue: r.queue, key: r.key, more: r.more, meta: r.meta.Load(),
-		enqueuedAt: r.enqueuedAt, attempts: r.attempts(), crashes: r.crashes.Load(), hist: r.hist.Load()}
+		enqueuedAt: r.enqueuedAt, attempts: r.attempts(), crashes: r.crashes.Load(), fails: r.fails.Load()}
 }
 
 // message rebuilds the kept Message, as rec.message would have.
@@ -614,7 +614,7 @@ func (r *rec) info(st uint32) Info {
 	case stWaiting:
 		info.Waiting = r.waitReason()
 	}
-	info.LastError, info.LastCategory = r.hist.Load().last()
+	info.LastError, info.LastCategory = r.fails.Load().last()
 	return info
 }
 

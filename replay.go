@@ -78,12 +78,12 @@ type replayState struct {
 	// so it leaves the DedupID's window where it was.
 	redriven uint64
 	// failedThrough is, per live message replay holds, the attempts its
-	// replayed history accounts for (newFailure); absent: none known.
+	// replayed failure list accounts for (newFailure); absent: none known.
 	failedThrough map[uint64]uint32
 }
 
 // newFailure says whether the failure r logged (a nack's or a failure
-// record's) is not yet in the history of r's message, which replay holds,
+// record's) is not yet in the failure list of r's message, which replay holds,
 // and notes, when r says which attempt it is of, that it is from now on.
 //
 // A checkpoint's cut comes before its snapshot walks the slab, so a nack
@@ -91,8 +91,8 @@ type replayState struct {
 // failure already: appending it again would list it twice. Replaying its
 // attempts and state again is harmless (they are absolute). The
 // snapshot's last failure record of a live message carries the attempts
-// its history accounts for (liveRecordsOf), and each nack or failure
-// record of the log the attempt it ended: one of an attempt the history
+// its failures accounts for (liveRecordsOf), and each nack or failure
+// record of the log the attempt it ended: one of an attempt the failure list
 // accounts for is in it. A record of no attempt (the snapshot's other
 // entries, an older engine's log) is always new, as a record of the
 // attempt the count saturates at is, since several may have that
@@ -342,7 +342,7 @@ func (rs *replayState) grow(b uint) {
 			id := from.id.Load()
 			slot, r := rs.add(id)
 			msg := from.sharedMessage()
-			r.fill(&msg, from.queue, from.enqueuedAt, from.attempts(), from.crashes.Load(), from.hist.Load(), nil)
+			r.fill(&msg, from.queue, from.enqueuedAt, from.attempts(), from.crashes.Load(), from.fails.Load(), nil)
 			r.at = from.at
 			rs.setState(slot, uint32(st))
 		}

@@ -29,7 +29,7 @@ func (e *Engine) restore(rs *replayState) error {
 		defer close(grown)
 		for t := range ring.NumTiers {
 			if rs.tiers&(1<<t) != 0 {
-				e.rt0.tiers.Tier(t)
+				e.defaultDelivery.tiers.Tier(t)
 			}
 		}
 	}()
@@ -251,7 +251,7 @@ func (e *Engine) restoreQueueRings(parts []plainPart) {
 // pushRefs pushes a part's plain refs into their queues' tiers, each
 // queue's in order, a run of one tier at a time.
 func (e *Engine) pushRefs(p plainPart) {
-	pushRuns(&e.rt0, p.refs, p.tiers)
+	pushRuns(&e.defaultDelivery, p.refs, p.tiers)
 	for n, b := range p.named {
 		if b != nil {
 			pushRuns(e.queues.at(uint16(n)).run(), b.refs, b.tiers)
@@ -260,7 +260,7 @@ func (e *Engine) pushRefs(p plainPart) {
 }
 
 // pushRuns pushes refs into rt's tiers (tiers[i] is refs[i]'s), in order.
-func pushRuns(rt *qrun, refs []ref, tiers []uint8) {
+func pushRuns(rt *queueDelivery, refs []ref, tiers []uint8) {
 	for i := 0; i < len(refs); {
 		j := i + 1
 		for j < len(refs) && tiers[j] == tiers[i] {

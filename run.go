@@ -48,12 +48,12 @@ const maxRunWorkers = 1 << 16
 // consumer that needs each ack durable before it proceeds calls Dequeue
 // and Ack (or AckBatch) itself.
 func (e *Engine) Run(ctx context.Context, workers int, h Handler) error {
-	return e.run(ctx, &e.rt0, workers, h)
+	return e.run(ctx, &e.defaultDelivery, workers, h)
 }
 
 // run is Run on rt's queue.
-func (e *Engine) run(ctx context.Context, rt *qrun, workers int, h Handler) error {
-	if err := e.intake(); err != nil {
+func (e *Engine) run(ctx context.Context, rt *queueDelivery, workers int, h Handler) error {
+	if err := e.errIfClosing(); err != nil {
 		return err // closed wins over bad arguments, as for every method
 	}
 	if workers <= 0 || workers > maxRunWorkers {
@@ -99,7 +99,7 @@ func (e *Engine) run(ctx context.Context, rt *qrun, workers int, h Handler) erro
 
 // work is one Run worker: dequeue, handle, settle, until ctx ends or the
 // engine closes.
-func (e *Engine) work(ctx, handlerBase context.Context, rt *qrun, h Handler) {
+func (e *Engine) work(ctx, handlerBase context.Context, rt *queueDelivery, h Handler) {
 	for {
 		// dequeue returns ctx's error before it takes anything once ctx
 		// has ended, so a steady backlog does not keep Run from returning.

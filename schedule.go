@@ -247,7 +247,7 @@ func (e *Engine) validSchedule(s *Schedule) (spec, error) {
 // is ErrInvalid. If the log fails, the error says so and the schedule is
 // as it was. Safe for concurrent use.
 func (e *Engine) AddSchedule(s Schedule) error {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return err
 	}
 	sp, err := e.validSchedule(&s)
@@ -375,7 +375,7 @@ func (e *Engine) RemoveSchedule(name string) error {
 // registry's change lock and the schedule's lock; an unknown name is
 // ErrNotFound.
 func (e *Engine) changeSchedule(name string, change func(s *schedule) error) error {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return err
 	}
 	t := &e.scheds

@@ -94,7 +94,7 @@ func (e *Engine) runSchedules() {
 		}
 		r.mu.Unlock()
 		for _, en := range due {
-			if e.intake() != nil {
+			if e.errIfClosing() != nil {
 				continue // closing: the ticks stay due for the next Open
 			}
 			e.runDue(en)
@@ -225,7 +225,7 @@ func (e *Engine) handleTicks(s *schedule, run []int64, msgs []Message, missed ui
 // (see retryDelay) or the next Open.
 func (e *Engine) scheduleFailed(s *schedule, err error) {
 	s.lastErr = err.Error()
-	if e.intake() == nil {
+	if e.errIfClosing() == nil {
 		e.opts.Logger.Error("ringwal: schedule tick not handled", "schedule", s.s.Name, "err", err,
 			"failures", s.fails, "retry_in", retryDelay(s.fails))
 	}
@@ -370,7 +370,7 @@ func (e *Engine) skipTicks(s *schedule, tick int64, n uint64, why string) error 
 // queue refuses it with an error wrapping ErrFull. Safe for concurrent
 // use.
 func (e *Engine) TriggerSchedule(name string) (ID, error) {
-	if err := e.intake(); err != nil {
+	if err := e.errIfClosing(); err != nil {
 		return 0, err
 	}
 	s := e.scheds.lookup(name)

@@ -21,7 +21,7 @@ func (e *Engine) acquireLease(l Lease) (uint32, *rec, error) {
 
 // ownLeased is acquireLease of a lease already decoded (leaseKey.ref).
 func (e *Engine) ownLeased(rf ref, ours bool) (*rec, error) {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return nil, err
 	}
 	r := e.slab.lookup(rf.slot)
@@ -159,7 +159,7 @@ func (e *Engine) unack(id uint64, u *unacked, ks *keyState) {
 	}
 	r := e.slab.at(slot)
 	m := u.message()
-	r.fill(&m, u.queue, u.enqueuedAt, u.attempts, u.crashes, u.hist, ks)
+	r.fill(&m, u.queue, u.enqueuedAt, u.attempts, u.crashes, u.fails, ks)
 	e.uniqueBack(r, id)
 	e.ctr.added.Add(1)
 	now := e.now()
@@ -200,7 +200,7 @@ func (e *Engine) unack(id uint64, u *unacked, ks *keyState) {
 // logged, its messages are pending again, as for Ack, and the error says
 // so. Safe for concurrent use; no allocation per lease.
 func (e *Engine) AckBatch(ls []Lease) error {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return err
 	}
 	if len(ls) == 0 {
@@ -400,7 +400,7 @@ func (e *Engine) Nack(l Lease, cause error) error {
 // message comes back pending). A stale lease gets ErrStaleLease. Safe for
 // concurrent use.
 func (e *Engine) Extend(l Lease, d time.Duration) error {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return err
 	}
 	if d <= 0 {

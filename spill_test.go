@@ -27,7 +27,7 @@ func TestSpillKeepsOrderAndLosesNothing(t *testing.T) {
 	}
 	fake.Advance(time.Second + time.Millisecond)
 	require.Eventually(t, func() bool { return e.Stats().Pending == n }, 5*time.Second, time.Millisecond)
-	assert.NotZero(t, e.rt0.spilled.Load(), "the ring of 4 overflowed into the spill queue")
+	assert.NotZero(t, e.defaultDelivery.spilled.Load(), "the ring of 4 overflowed into the spill queue")
 	for i := 0; i < n; i++ {
 		d, ok := e.TryDequeue()
 		require.True(t, ok, "message %d of %d", i, n)
@@ -36,5 +36,5 @@ func TestSpillKeepsOrderAndLosesNothing(t *testing.T) {
 	}
 	_, ok := e.TryDequeue()
 	assert.False(t, ok)
-	assert.Zero(t, e.rt0.spilled.Load())
+	assert.Zero(t, e.defaultDelivery.spilled.Load())
 }

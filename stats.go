@@ -205,13 +205,13 @@ func (e *Engine) oldestReadyIn(q *queue) int64 {
 	}
 	runs := e.eachRun
 	if q != nil {
-		runs = func(fn func(*qrun)) {
+		runs = func(fn func(*queueDelivery)) {
 			if rt := q.rt.Load(); rt != nil {
 				fn(rt)
 			}
 		}
 	}
-	runs(func(rt *qrun) {
+	runs(func(rt *queueDelivery) {
 		for t := 0; t < ring.NumTiers; t++ {
 			rt.tiers.Peek(t, peekLimit, func(rf ref) bool { return !consider(rf, stPending) })
 			q := &rt.spill[t]
@@ -384,7 +384,7 @@ func (e *Engine) Stats() Stats {
 		}
 	}
 	for t := 0; t < ring.NumTiers; t++ {
-		s.TierUtilization[t] = float64(e.rt0.tiers.LenOf(t)) / float64(e.rt0.tiers.Cap(t))
+		s.TierUtilization[t] = float64(e.defaultDelivery.tiers.LenOf(t)) / float64(e.defaultDelivery.tiers.Cap(t))
 	}
 	e.queuesStats(&s, qs, qc)
 	return s

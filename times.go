@@ -64,3 +64,12 @@ func (e *Engine) checkTimes(m *Message) error {
 	}
 	return checkSpan("TTL", now, m.TTL)
 }
+
+// addSat is a+b for due times (unix ns), saturating instead of wrapping:
+// a duration of hundreds of years must not make something due at once.
+func addSat(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}

@@ -25,7 +25,7 @@ func TestUniqueAnswerWaitsForFirstToBeDurable(t *testing.T) {
 			// Play the first enqueue by hand, up to its log write.
 			mine := newDedupLogging()
 			first := Message{DedupID: "imp-7", Unique: m.Unique, Payload: []byte("first")}
-			now, slot, id, err := e.claimWaiting(context.Background(), &first, &e.q0, nil, true)
+			now, slot, id, err := e.claimWaiting(context.Background(), &first, &e.defaultQueue, nil, true)
 			require.NoError(t, err)
 			_, dup, busy := e.dedup.reserve(first.DedupID, id, now, 0, first.Unique, 0, mine)
 			require.False(t, dup)

@@ -83,7 +83,7 @@ func (c *liveCounts) idle() bool {
 // dequeued (a dequeue frees room in a tier, and signals the same
 // sleepers), none while nothing moves. Safe for concurrent use; any number may wait.
 func (e *Engine) WaitIdle(ctx context.Context) error {
-	if err := e.usable(); err != nil {
+	if err := e.errIfClosed(); err != nil {
 		return err
 	}
 	e.counts.start(e.slab)

@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// timeline is the engine's history (timeline.go) and what its sampler
+// history is Engine.History's samples (history.go) and what its sampler
 // remembers between samples. The sampler runs on the timer goroutine
 // only (maintain); readers take the series' and mu's locks.
-type timeline struct {
+type history struct {
 	epoch  time.Time // the engine's Open: point times count from it
 	next   int64     // unix ns: when the next sample ends
 	engine series
@@ -28,7 +28,7 @@ type totals struct {
 	byCategory                             [numCategories]uint64
 }
 
-func (t *timeline) init(now time.Time) {
+func (t *history) init(now time.Time) {
 	t.epoch = now
 	t.next = now.Add(sampleEvery).UnixNano()
 	t.queues = map[string]*series{"": {}}
@@ -40,7 +40,7 @@ func (t *timeline) init(now time.Time) {
 // stopped in a debugger, a fake clock moved by hours) gives one sample
 // for the last interval, not one per interval missed. Timer goroutine.
 func (e *Engine) sampleHistory(now int64) {
-	t := &e.timeline
+	t := &e.history
 	if now < t.next {
 		return
 	}
@@ -181,7 +181,7 @@ func (t *totals) less(enqueued, acked, deadLettered uint64) {
 // past that. A deleted queue's history stays (a queue declared again
 // under its name goes on with it).
 func (e *Engine) queueSeries(name string) *series {
-	t := &e.timeline
+	t := &e.history
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s, ok := t.queues[name]; ok {
