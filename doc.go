@@ -15,65 +15,42 @@
 //	})
 //	// Or by hand: d, err := e.Dequeue(ctx); ...; err = e.Ack(d.Lease)
 //
-// The runnable examples go further: Example (priorities), ExampleEngine_Run,
-// ExampleEngine_Nack (retries), ExampleEngine_Redrive (dead letters),
-// ExampleOpen_durable (restarts), Example_failingDownstreams (breakers and
-// held messages), Example_keys, ExampleEngine_Queue (named queues),
-// ExampleEngine_AddSchedule, ExampleUnique_debounce, ExampleChain
-// (middleware), ExampleEngine_RedriveMatching and ExampleEngine_WaitIdle
-// (bulk verbs and waiting), Example_testRetryTimingWithFakeClock. README.md
-// is the tour; ARCHITECTURE.md maps each mechanism to the one file that
-// owns it.
+// # What it does
 //
-// The root package owns the public API (Engine, Message, Options), the
-// record lifecycle, the journal (log records and their replay), recovery,
-// checkpoints and Stats. It does not own the data structures below it
-// (ring, sched, wal, classify, breaker, dlq, the dead-letter store in
-// internal/dlqstore, clock) nor any adapter: the HTTP admin API and web
-// console live in package admin, the Prometheus collector in package prom,
-// and the root imports neither net/http nor client_golang. Its exported
-// names are chiefly the engine (Open, Engine and its methods, Options, Queue,
-// QueueOptions), what goes in and comes out (Message, ID, Delivery, Lease,
-// Info, State, DeadLetter, Filter), the policies (Priority, KeyPolicy,
-// Unique, Schedule, Middleware), Stats and its parts, and the sentinel
-// errors: everything a producer, a consumer or an operator calls.
+// Open returns an Engine over a data directory, or over memory only. A
+// producer enqueues a Message with a priority, and optionally a delay, a
+// deadline, a TTL, a DedupID and a Key that names its downstream target. A
+// consumer leases a Delivery and acks or nacks it, or hands a handler to
+// Run. A failure is classified, counted against the key's circuit breaker,
+// retried with backoff, and finally moved to a dead-letter queue of its
+// category. Every change is logged before it is acknowledged, so a process
+// killed with kill -9 comes back with nothing it acknowledged lost.
 //
-// # Goroutines
+// # Where to go next
 //
-// An Engine starts exactly these goroutines, and Close stops all of them:
+// Each feature has a runnable example:
+//   - Priorities and workers: Example, ExampleEngine_Run.
+//   - Retries and dead letters: ExampleEngine_Nack, ExampleEngine_Redrive,
+//     ExampleEngine_CountDeadLetters, ExampleEngine_RedriveMatching.
+//   - Restarts and backups: ExampleOpen_durable, ExampleEngine_Checkpoint,
+//     ExampleEngine_Backup.
+//   - Batches: ExampleEngine_EnqueueBatch, ExampleEngine_DequeueBatch,
+//     ExampleEngine_AckBatch.
+//   - Long handlers and time limits: ExampleEngine_Extend,
+//     ExampleMessage_ttl, ExampleMessage_deadline.
+//   - Downstream targets: Example_keys, Example_failingDownstreams.
+//   - Queues and topics: ExampleEngine_Queue, ExampleQueue_Pause,
+//     ExampleEngine_Publish, ExampleEngine_DeleteQueue.
+//   - Schedules and uniqueness: ExampleEngine_AddSchedule,
+//     ExampleUnique_debounce, ExampleUnique_importJob.
+//   - Inspection: ExampleEngine_Stats, ExampleEngine_Peek,
+//     ExampleEngine_Messages, ExampleEngine_WaitIdle.
+//   - Middleware: ExampleChain.
+//   - Tests on a fake clock: Example_testRetryTimingWithFakeClock, and
+//     package ringwaltest.
 //
-//   - the housekeeper (housekeeper.go): the sched.Timers goroutine that owns
-//     the timing wheel, fed through an MPSC ring; it makes delayed and
-//     retried messages ready, expires TTLs and leases (by scanning the
-//     records when the earliest lease is due: a timer per lease would cost
-//     more than the delivery), releases held messages when their breaker
-//     half-opens, calls OnDeadLetter, and runs the maintenance pass
-//     (maintenance.go: dedup and retention sweeps, a dead-letter summary,
-//     automatic checkpoints). With nothing due it sleeps;
-//   - the clock ticker (coarseclock.go), which caches the wall clock every
-//     millisecond for the hot path while the engine is used, and parks
-//     when nobody read it for 16-32 ms (an idle engine costs no CPU),
-//     unless Options.Clock is set;
-//   - the WAL writer (package wal), unless the engine is memory-only, and
-//     the WAL's gather timer, which writes in the writer's place what was
-//     appended during an fsync (its function runs on a goroutine of its
-//     own for a moment; Close stops the timer), and in Write and Buffered
-//     modes the WAL's writeback goroutine, which starts the kernel's
-//     writeback of the tail segment as it grows (internal/wal/writeback.go; the
-//     writer stops it as it closes);
-//   - Run's workers and one watcher per Run call that ends the handlers'
-//     contexts when Close's grace runs out, while Run is running (Run owns
-//     and waits for them).
-//
-// Open also uses short-lived helpers, each waited for before Open
-// returns: two allocate the memory replay will fill while it starts, and
-// replay stops them once it is done (reserve.go); the WAL's replay decodes
-// the snapshot and the log a few chunks or batches ahead of the records
-// being applied, on up to four goroutines (wal.Log.Replay; there
-// replay.go's prepareRecord copies payloads and allocates slab chunks);
-// restore allocates the tiers' rings and scans half the slab while it
-// orders the messages it places, and publishes the plain ones in parts,
-// one goroutine a part (restore.go).
-//
-// Every other piece of work runs on the caller's goroutine.
+// README.md is the tour. Package admin serves the JSON API and the web
+// console, package prom exports metrics, and cmd/ringwal is the operator's
+// command line. ARCHITECTURE.md maps each mechanism to the one file that
+// owns it, and lists the goroutines an Engine starts.
 package ringwal
