@@ -6,14 +6,20 @@ package ringwal_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/clock"
 )
 
 // checkDedup: every answer for one DedupID (a new message, or a repeat's
@@ -281,4 +287,170 @@ func (h *historyRun) checkLinearizable() {
 	}
 	h.t.Errorf("seed %d (rerun with RINGWAL_HISTORY_SEED=%d): the history is not linearizable; visualization: %s; data directory kept at %s%s",
 		h.seed, h.seed, viz, kept, b.String())
+}
+
+// The history test's rounds: an engine opened in a fresh directory (or
+// memory-only), phases of workers beside a checkpointer, waited for with
+// a bound (history_stall_test.go).
+
+// newHistoryRun opens a round's engine (on a fake clock) in a fresh
+// directory.
+func newHistoryRun(t *testing.T, dir string, seed uint64, mode ringwal.Durability, perOp int) *historyRun {
+	h := &historyRun{t: t, seed: seed, dir: dir, fake: clock.NewFake(time.Unix(1_700_000_000, 0)), perOp: perOp,
+		known: map[ringwal.ID]bool{}, group: map[ringwal.ID]string{}, admin: map[string]historyAdmin{}}
+	h.opts = historyOptions(mode)
+	h.opts.Clock = h.fake
+	e, err := ringwal.Open(h.dir, h.opts)
+	require.NoError(t, err)
+	h.e = e
+	return h
+}
+
+// close closes the engine at the round's end, unless a wait gave up on it
+// (its Close would hang too).
+func (h *historyRun) close() {
+	if !h.stalled {
+		_ = h.e.Close()
+	}
+}
+
+// phase runs historyWorkers workers (work) and the checkpointer until the
+// workers are done, waiting for them as await does.
+func (h *historyRun) phase(p int, work func(w int, rng *rand.Rand)) {
+	var wg, cp sync.WaitGroup
+	stop := make(chan struct{})
+	h.checkpointer(stop, &cp)
+	for w := 0; w < historyWorkers; w++ {
+		rng := rand.New(rand.NewPCG(h.seed, uint64(p*100+w)))
+		wg.Add(1)
+		go func() { defer wg.Done(); work(w, rng) }()
+	}
+	h.run(fmt.Sprintf("phase %d's workers", p), wg.Wait)
+	close(stop)
+	h.run(fmt.Sprintf("phase %d's checkpointer", p), cp.Wait)
+}
+
+// historyVariant is a round's engine: durable in mode, or memory-only
+// (whose phases end without a reopening).
+type historyVariant struct {
+	mode   ringwal.Durability
+	memory bool
+}
+
+var historyVariants = []historyVariant{{mode: ringwal.Write}, {mode: ringwal.Buffered}, {memory: true}}
+
+func (v historyVariant) String() string {
+	if v.memory {
+		return "memory"
+	}
+	return v.mode.String()
+}
+
+// historyRuns runs rounds of a history test, round r with seed
+// historySeed+r, until one fails or, with RINGWAL_HISTORY, its budget is
+// spent (else historyRounds of them). It skips in a crash child, where
+// only the child half runs. round runs one round as a subtest.
+func historyRuns(t *testing.T, round func(t *testing.T, seed uint64, round int)) {
+	if os.Getenv(historyCrashDirEnv) != "" {
+		t.Skip("in the crash child")
+	}
+	seed := historySeed(t)
+	budget := historyBudget(t)
+	end := time.Now().Add(budget)
+	for r := 0; ; r++ {
+		round(t, seed+uint64(r), r)
+		if t.Failed() || (budget == 0 && r+1 >= historyRounds(t)) || (budget > 0 && time.Now().After(end)) {
+			return
+		}
+	}
+}
+
+// The history tests wait for their workers, their checkpointer and Close
+// with a bound: a stall (a DequeueBatch waiting for ever on a lease it
+// holds, an EnqueueBatch spinning on its own DedupID's entry, a Stats or
+// Checkpoint behind either) is reported as a failure of the round, with
+// the goroutines' stacks, instead of hanging the suite. The bound is on
+// progress, not on time taken: the round fails once no operation has
+// started or returned for historyStall, however slow the machine.
+
+// historyStall is how long a round may go without an operation starting
+// or returning before it is reported as stalled: long, so that a loaded
+// machine is not taken for a bug.
+const historyStall = 30 * time.Second
+
+// await waits until done is closed, failing the round (and ending it:
+// t.FailNow) if h's operations stop moving for historyStall meanwhile.
+// what names what it waited for.
+func (h *historyRun) await(done <-chan struct{}, what string) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	last, since := h.clock.Load(), time.Now()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		if now := h.clock.Load(); now != last {
+			last, since = now, time.Now()
+			continue
+		}
+		if time.Since(since) < historyStall {
+			continue
+		}
+		h.stalled = true // the engine cannot be closed: leave it
+		h.t.Errorf("seed %d (rerun with RINGWAL_HISTORY_SEED=%d): stalled: no operation started or returned for %v while waiting for %s; %s",
+			h.seed, h.seed, historyStall, what, stallStacks())
+		h.t.FailNow()
+	}
+}
+
+// run calls fn and waits for it as await does.
+func (h *historyRun) run(what string, fn func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	h.await(done, what)
+}
+
+// stallStacks writes every goroutine's stack to a file it names, and
+// quotes those of the workers stuck in a call of the engine: down to the
+// call, from the first ringwal frame.
+func stallStacks() string {
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	where := "(not written)"
+	if f, err := os.CreateTemp("", "ringwal-history-stall-*.txt"); err == nil {
+		if _, err := f.Write(buf); err == nil {
+			where = f.Name()
+		}
+		_ = f.Close()
+	}
+	var quoted []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		lines := strings.Split(g, "\n")
+		from, to := -1, -1
+		for i, l := range lines {
+			if from < 0 && strings.HasPrefix(l, "github.com/ringwal/ringwal.") {
+				from = i
+			}
+			if from >= 0 && strings.HasPrefix(l, "github.com/ringwal/ringwal_test.") {
+				to = i
+				break
+			}
+		}
+		if to < 0 || len(quoted) == 6 {
+			continue
+		}
+		var calls []string
+		for _, l := range lines[from:to] {
+			if !strings.HasPrefix(l, "\t") {
+				calls = append(calls, l[:strings.LastIndexByte(l, '(')])
+			}
+		}
+		quoted = append(quoted, lines[0]+" "+strings.Join(calls, " < ")+" < "+lines[to][:strings.LastIndexByte(lines[to], '(')])
+	}
+	return "every goroutine's stack in " + where + "; the workers in the engine:\n" + strings.Join(quoted, "\n")
 }
