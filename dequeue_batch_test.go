@@ -105,3 +105,39 @@ func TestDequeueBatchDeliversWhatDequeueWould(t *testing.T) {
 		})
 	}
 }
+
+func TestDequeueBatch(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	var want []ringwal.ID
+	for i := 0; i < 5; i++ {
+		want = append(want, enqueueP(t, e, ringwal.Normal, fmt.Sprint(i)))
+	}
+	waitCounts(t, e, stateCounts{Pending: 5})
+	b1, err := e.DequeueBatch(ctxBG, 3)
+	require.NoError(t, err)
+	assert.Len(t, b1, 3, "5 ready, max 3")
+	b2, err := e.DequeueBatch(ctxBG, 10)
+	require.NoError(t, err)
+	assert.Len(t, b2, 2, "the 2 left, without waiting for more")
+	assert.Equal(t, want, append(ids(b1), ids(b2)...))
+	for _, d := range append(b1, b2...) {
+		assert.Equal(t, 1, d.Attempt)
+		assert.NoError(t, e.Ack(d.Lease))
+	}
+
+	// Blocks for the first only.
+	ch := make(chan []ringwal.Delivery, 1)
+	go func() {
+		ds, _ := e.DequeueBatch(ctxBG, 4)
+		ch <- ds
+	}()
+	time.Sleep(quiet)
+	id := enqueueP(t, e, ringwal.Normal, "late")
+	select {
+	case ds := <-ch:
+		require.NotEmpty(t, ds)
+		assert.Equal(t, id, ds[0].ID)
+	case <-time.After(waitFor):
+		t.Fatal("DequeueBatch did not return after the first message")
+	}
+}

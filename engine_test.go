@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -22,161 +21,6 @@ import (
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/dlq"
 )
-
-func TestInvalidInput(t *testing.T) {
-	const maxPayload = 16
-	// leased returns a live lease on a fresh message.
-	leased := func(t *testing.T, e *ringwal.Engine) ringwal.Lease {
-		enqueueP(t, e, ringwal.Normal, "x")
-		return dequeue(t, e).Lease
-	}
-	cases := []struct {
-		name string
-		// words: the error's text must contain one of them (lower case).
-		words []string
-		// enqueue: a rejected message must not be enqueued.
-		enqueue bool
-		call    func(t *testing.T, e *ringwal.Engine) error
-	}{
-		{"priority too high", []string{"priority"}, true, func(t *testing.T, e *ringwal.Engine) error {
-			_, err := e.Enqueue(ctxBG, ringwal.Message{Priority: ringwal.Critical + 1})
-			return err
-		}},
-		{"priority too low", []string{"priority"}, true, func(t *testing.T, e *ringwal.Engine) error {
-			_, err := e.Enqueue(ctxBG, ringwal.Message{Priority: ringwal.Background - 1})
-			return err
-		}},
-		{"priority TryEnqueue", []string{"priority"}, true, func(t *testing.T, e *ringwal.Engine) error {
-			_, err := e.TryEnqueue(ringwal.Message{Priority: 100})
-			return err
-		}},
-		{"payload over MaxPayload", []string{"payload"}, true, func(t *testing.T, e *ringwal.Engine) error {
-			_, err := e.Enqueue(ctxBG, ringwal.Message{Payload: make([]byte, maxPayload+1)})
-			return err
-		}},
-		{"payload over MaxPayload TryEnqueue", []string{"payload"}, true, func(t *testing.T, e *ringwal.Engine) error {
-			_, err := e.TryEnqueue(ringwal.Message{Payload: make([]byte, maxPayload+1)})
-			return err
-		}},
-		{"negative Delay", []string{"delay"}, true, func(t *testing.T, e *ringwal.Engine) error {
-			_, err := e.Enqueue(ctxBG, ringwal.Message{Delay: -time.Millisecond})
-			return err
-		}},
-		{"negative TTL", []string{"ttl"}, true, func(t *testing.T, e *ringwal.Engine) error {
-			_, err := e.Enqueue(ctxBG, ringwal.Message{TTL: -time.Second})
-			return err
-		}},
-		{"negative MaxAttempts", []string{"attempts"}, true, func(t *testing.T, e *ringwal.Engine) error {
-			_, err := e.Enqueue(ctxBG, ringwal.Message{MaxAttempts: -1})
-			return err
-		}},
-		{"batch with one bad message", []string{"priority"}, true, func(t *testing.T, e *ringwal.Engine) error {
-			_, err := e.EnqueueBatch(ctxBG, []ringwal.Message{{}, {Priority: 7}, {}})
-			return err
-		}},
-		{"DequeueBatch max 0", []string{"max", "batch", "positive"}, false, func(t *testing.T, e *ringwal.Engine) error {
-			_, err := e.DequeueBatch(ctxBG, 0)
-			return err
-		}},
-		{"DequeueBatch max -1", []string{"max", "batch", "positive"}, false, func(t *testing.T, e *ringwal.Engine) error {
-			_, err := e.DequeueBatch(ctxBG, -1)
-			return err
-		}},
-		{"Extend by 0", []string{"extend", "duration", "positive"}, false, func(t *testing.T, e *ringwal.Engine) error {
-			return e.Extend(leased(t, e), 0)
-		}},
-		{"Extend by negative", []string{"extend", "duration", "positive"}, false, func(t *testing.T, e *ringwal.Engine) error {
-			return e.Extend(leased(t, e), -time.Second)
-		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			e, _ := memEngine(t, ringwal.Options{MaxPayload: maxPayload})
-			var err error
-			require.NotPanics(t, func() { err = tc.call(t, e) })
-			require.Error(t, err)
-			assert.ErrorIs(t, err, ringwal.ErrInvalid)
-			assert.True(t, containsAny(errText(err), tc.words), "error %q should say what was wrong (one of %q)", err, tc.words)
-			if tc.enqueue {
-				s := e.Stats()
-				assert.Equal(t, uint64(0), s.Enqueued, "a rejected message is not enqueued")
-				assert.Equal(t, 0, s.Pending)
-			}
-			// The engine still works.
-			id := enqueueP(t, e, ringwal.Normal, "fine")
-			d := dequeue(t, e)
-			assert.Equal(t, id, d.ID)
-		})
-	}
-
-	t.Run("payload of exactly MaxPayload is fine", func(t *testing.T) {
-		e, _ := memEngine(t, ringwal.Options{MaxPayload: maxPayload})
-		_, err := e.Enqueue(ctxBG, ringwal.Message{Payload: make([]byte, maxPayload)})
-		assert.NoError(t, err)
-	})
-
-	t.Run("Peek with n <= 0", func(t *testing.T) {
-		e, _ := memEngine(t, ringwal.Options{})
-		enqueueP(t, e, ringwal.Normal, "x")
-		assert.NotPanics(t, func() {
-			assert.Empty(t, e.Peek(0))
-			assert.Empty(t, e.Peek(-1))
-		})
-	})
-}
-
-func TestInvalidOptions(t *testing.T) {
-	cases := []struct {
-		name  string
-		o     ringwal.Options
-		words []string
-	}{
-		{"unknown durability", ringwal.Options{Durability: ringwal.Durability(200)}, []string{"durability"}},
-		{"negative LeaseTimeout", ringwal.Options{LeaseTimeout: -time.Second}, []string{"lease"}},
-		{"negative TierCapacity", ringwal.Options{TierCapacity: -1}, []string{"tiercapacity", "capacity"}},
-		{"negative MaxPayload", ringwal.Options{MaxPayload: -1}, []string{"maxpayload", "payload"}},
-		{"negative MaxMessages", ringwal.Options{MaxMessages: -1}, []string{"maxmessages", "messages"}},
-		{"negative weight", ringwal.Options{Weights: [5]int{16, 8, -4, 2, 1}}, []string{"weight"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			for _, dir := range []string{"", t.TempDir()} {
-				var e *ringwal.Engine
-				var err error
-				require.NotPanics(t, func() { e, err = ringwal.Open(dir, tc.o) })
-				if e != nil {
-					_ = e.Close()
-				}
-				require.Error(t, err, "Open(%q)", dir)
-				assert.ErrorIs(t, err, ringwal.ErrInvalid)
-				assert.True(t, containsAny(errText(err), tc.words), "error %q should say what was wrong (one of %q)", err, tc.words)
-			}
-		})
-	}
-}
-
-func containsAny(s string, words []string) bool {
-	for _, w := range words {
-		if strings.Contains(s, w) {
-			return true
-		}
-	}
-	return false
-}
-
-func TestUnknownIDs(t *testing.T) {
-	e, _ := memEngine(t, ringwal.Options{})
-	acked := enqueueP(t, e, ringwal.Normal, "a")
-	d := dequeue(t, e)
-	require.NoError(t, e.Ack(d.Lease))
-	for _, id := range []ringwal.ID{0, 12345, 1 << 62, acked} {
-		_, err := e.Get(id)
-		assert.ErrorIs(t, err, ringwal.ErrNotFound, "Get(%d)", id)
-		assert.ErrorIs(t, e.Requeue(id), ringwal.ErrNotFound, "Requeue(%d)", id)
-		assert.ErrorIs(t, e.Redrive(id), ringwal.ErrNotFound, "Redrive(%d)", id)
-		assert.ErrorIs(t, e.MarkReviewed(id, "n"), ringwal.ErrNotFound, "MarkReviewed(%d)", id)
-	}
-}
 
 func TestAfterClose(t *testing.T) {
 	for _, mode := range []struct {
@@ -437,4 +281,51 @@ func TestOpenRefusesAnUnsafeDataDirectory(t *testing.T) {
 	_, err = ringwal.Open(dir, ringwal.Options{})
 	require.ErrorIs(t, err, ringwal.ErrUnsafeDir)
 	assert.Contains(t, err.Error(), "uid 65534")
+}
+
+// A handler that calls Close (a "shutdown" message, say) used to hang
+// Close and Run for good: Close waited for the handler, which waited for
+// Close. Close now returns after the grace and one more; the message,
+// leased when the engine closed, is pending after a reopen.
+func TestCloseFromHandlerReturns(t *testing.T) {
+	dir := t.TempDir()
+	e, err := ringwal.Open(dir, ringwal.Options{CloseGrace: 30 * time.Millisecond})
+	require.NoError(t, err)
+	closed := make(chan error, 1)
+	run := make(chan error, 1)
+	go func() {
+		run <- e.Run(ctxBG, 2, func(ctx context.Context, d ringwal.Delivery) error {
+			closed <- e.Close()
+			return nil
+		})
+	}()
+	id := enqueue(t, e, ringwal.Message{Payload: []byte("shutdown")})
+	select {
+	case err := <-closed:
+		assert.NoError(t, err)
+	case <-time.After(waitFor):
+		t.Fatal("Close called from a handler does not return")
+	}
+	select {
+	case err := <-run:
+		assert.NoError(t, err)
+	case <-time.After(waitFor):
+		t.Fatal("Run does not return after its handler's Close")
+	}
+	e2 := open(t, dir, ringwal.Options{})
+	info, err := e2.Get(id)
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Pending, info.State)
+	assert.Equal(t, 1, info.Attempts)
+}
+
+// After Close every method says ErrClosed, even to bad arguments.
+func TestClosedWinsOverBadArguments(t *testing.T) {
+	e, err := ringwal.Open("", ringwal.Options{})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	assert.ErrorIs(t, e.Run(ctxBG, 0, nil), ringwal.ErrClosed)
+	assert.ErrorIs(t, e.Extend(ringwal.Lease{}, 0), ringwal.ErrClosed)
+	_, err = e.DequeueBatch(ctxBG, 0)
+	assert.ErrorIs(t, err, ringwal.ErrClosed)
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal"
-	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/dlq"
 )
@@ -238,77 +237,6 @@ func memEngineIn(t *testing.T, dir string, o ringwal.Options) (*ringwal.Engine, 
 	return open(t, dir, o), nil
 }
 
-func TestBadOptions(t *testing.T) {
-	bad := []struct {
-		name string
-		o    ringwal.Options
-	}{
-		{"unknown Durability", ringwal.Options{Durability: 9}},
-		{"negative LeaseTimeout", ringwal.Options{LeaseTimeout: -1}},
-		{"negative DeadlineSlack", ringwal.Options{DeadlineSlack: math.MinInt64}},
-		{"negative FlushInterval", ringwal.Options{FlushInterval: -time.Second}},
-		{"negative CloseGrace", ringwal.Options{CloseGrace: -1}},
-		{"negative TierCapacity", ringwal.Options{TierCapacity: -1}},
-		{"huge TierCapacity", ringwal.Options{TierCapacity: math.MaxInt}},
-		{"negative MaxMessages", ringwal.Options{MaxMessages: math.MinInt}},
-		{"huge MaxMessages", ringwal.Options{MaxMessages: math.MaxInt}},
-		{"negative MaxPayload", ringwal.Options{MaxPayload: -1}},
-		{"negative CrashLoopLimit", ringwal.Options{CrashLoopLimit: -1}},
-		{"negative weight", ringwal.Options{Weights: [5]int{1, -1}}},
-		{"FailureRate above 1", ringwal.Options{Breaker: breaker.Options{FailureRate: 2}}},
-		{"FailureRate NaN", ringwal.Options{Breaker: breaker.Options{FailureRate: math.NaN()}}},
-		{"huge Breaker.Buckets", ringwal.Options{Breaker: breaker.Options{Buckets: math.MaxInt}}},
-		{"policy with negative MaxAttempts", ringwal.Options{Policies: map[classify.Category]classify.RetryPolicy{
-			classify.Transient: {MaxAttempts: -1}}}},
-		{"policy with Base above Max", ringwal.Options{Policies: map[classify.Category]classify.RetryPolicy{
-			classify.Transient: {Base: time.Hour, Max: time.Second}}}},
-		{"policy with infinite Multiplier", ringwal.Options{Policies: map[classify.Category]classify.RetryPolicy{
-			classify.Transient: {Multiplier: math.Inf(1)}}}},
-	}
-	for _, c := range bad {
-		t.Run(c.name, func(t *testing.T) {
-			e, err := callOpen(t, c.o)
-			if e != nil {
-				_ = e.Close()
-			}
-			assert.ErrorIs(t, err, ringwal.ErrInvalid)
-		})
-	}
-	// At the edge of their range, these are fine.
-	edge := []struct {
-		name string
-		o    ringwal.Options
-	}{
-		{"huge LeaseTimeout", ringwal.Options{LeaseTimeout: math.MaxInt64}},
-		{"huge DedupWindow", ringwal.Options{DedupWindow: math.MaxInt64}},
-		{"negative DedupWindow (off)", ringwal.Options{DedupWindow: -1}},
-		{"negative AgingAfter (off)", ringwal.Options{AgingAfter: math.MinInt64}},
-		{"huge DeadlineSlack", ringwal.Options{DeadlineSlack: math.MaxInt64}},
-		{"negative CheckpointBytes (off)", ringwal.Options{CheckpointBytes: -1}},
-		{"huge CheckpointBytes", ringwal.Options{CheckpointBytes: math.MaxInt64}},
-		{"huge CrashLoopLimit", ringwal.Options{CrashLoopLimit: math.MaxInt}},
-		{"huge weights", ringwal.Options{Weights: [5]int{math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt}}},
-		{"huge DeadLetterRetention", ringwal.Options{DeadLetterRetention: math.MaxInt64}},
-		{"negative DeadLetterRetention (forever)", ringwal.Options{DeadLetterRetention: -1}},
-		{"huge CloseGrace", ringwal.Options{CloseGrace: math.MaxInt64}},
-		{"huge Breaker durations", ringwal.Options{Breaker: breaker.Options{OpenTimeout: math.MaxInt64, Window: math.MaxInt64}}},
-	}
-	for _, c := range edge {
-		t.Run(c.name, func(t *testing.T) {
-			e, err := callOpen(t, c.o)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = e.Close() })
-			id, err := e.Enqueue(ctxBG, ringwal.Message{DedupID: "d", Key: "k", TTL: time.Hour})
-			require.NoError(t, err)
-			d := dequeue(t, e)
-			require.Equal(t, id, d.ID)
-			require.NoError(t, e.Nack(d.Lease, fmt.Errorf("once")))
-			_ = e.Stats()
-			require.NoError(t, e.Close())
-		})
-	}
-}
-
 // callOpen opens a memory engine with o, turning a panic into a failure.
 func callOpen(t *testing.T, o ringwal.Options) (e *ringwal.Engine, err error) {
 	t.Helper()
@@ -317,4 +245,120 @@ func callOpen(t *testing.T, o ringwal.Options) (e *ringwal.Engine, err error) {
 		return err
 	})
 	return e, err
+}
+
+func TestInvalidInput(t *testing.T) {
+	const maxPayload = 16
+	// leased returns a live lease on a fresh message.
+	leased := func(t *testing.T, e *ringwal.Engine) ringwal.Lease {
+		enqueueP(t, e, ringwal.Normal, "x")
+		return dequeue(t, e).Lease
+	}
+	cases := []struct {
+		name string
+		// words: the error's text must contain one of them (lower case).
+		words []string
+		// enqueue: a rejected message must not be enqueued.
+		enqueue bool
+		call    func(t *testing.T, e *ringwal.Engine) error
+	}{
+		{"priority too high", []string{"priority"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.Enqueue(ctxBG, ringwal.Message{Priority: ringwal.Critical + 1})
+			return err
+		}},
+		{"priority too low", []string{"priority"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.Enqueue(ctxBG, ringwal.Message{Priority: ringwal.Background - 1})
+			return err
+		}},
+		{"priority TryEnqueue", []string{"priority"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.TryEnqueue(ringwal.Message{Priority: 100})
+			return err
+		}},
+		{"payload over MaxPayload", []string{"payload"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.Enqueue(ctxBG, ringwal.Message{Payload: make([]byte, maxPayload+1)})
+			return err
+		}},
+		{"payload over MaxPayload TryEnqueue", []string{"payload"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.TryEnqueue(ringwal.Message{Payload: make([]byte, maxPayload+1)})
+			return err
+		}},
+		{"negative Delay", []string{"delay"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.Enqueue(ctxBG, ringwal.Message{Delay: -time.Millisecond})
+			return err
+		}},
+		{"negative TTL", []string{"ttl"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.Enqueue(ctxBG, ringwal.Message{TTL: -time.Second})
+			return err
+		}},
+		{"negative MaxAttempts", []string{"attempts"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.Enqueue(ctxBG, ringwal.Message{MaxAttempts: -1})
+			return err
+		}},
+		{"batch with one bad message", []string{"priority"}, true, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.EnqueueBatch(ctxBG, []ringwal.Message{{}, {Priority: 7}, {}})
+			return err
+		}},
+		{"DequeueBatch max 0", []string{"max", "batch", "positive"}, false, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.DequeueBatch(ctxBG, 0)
+			return err
+		}},
+		{"DequeueBatch max -1", []string{"max", "batch", "positive"}, false, func(t *testing.T, e *ringwal.Engine) error {
+			_, err := e.DequeueBatch(ctxBG, -1)
+			return err
+		}},
+		{"Extend by 0", []string{"extend", "duration", "positive"}, false, func(t *testing.T, e *ringwal.Engine) error {
+			return e.Extend(leased(t, e), 0)
+		}},
+		{"Extend by negative", []string{"extend", "duration", "positive"}, false, func(t *testing.T, e *ringwal.Engine) error {
+			return e.Extend(leased(t, e), -time.Second)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := memEngine(t, ringwal.Options{MaxPayload: maxPayload})
+			var err error
+			require.NotPanics(t, func() { err = tc.call(t, e) })
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ringwal.ErrInvalid)
+			assert.True(t, containsAny(errText(err), tc.words), "error %q should say what was wrong (one of %q)", err, tc.words)
+			if tc.enqueue {
+				s := e.Stats()
+				assert.Equal(t, uint64(0), s.Enqueued, "a rejected message is not enqueued")
+				assert.Equal(t, 0, s.Pending)
+			}
+			// The engine still works.
+			id := enqueueP(t, e, ringwal.Normal, "fine")
+			d := dequeue(t, e)
+			assert.Equal(t, id, d.ID)
+		})
+	}
+
+	t.Run("payload of exactly MaxPayload is fine", func(t *testing.T) {
+		e, _ := memEngine(t, ringwal.Options{MaxPayload: maxPayload})
+		_, err := e.Enqueue(ctxBG, ringwal.Message{Payload: make([]byte, maxPayload)})
+		assert.NoError(t, err)
+	})
+
+	t.Run("Peek with n <= 0", func(t *testing.T) {
+		e, _ := memEngine(t, ringwal.Options{})
+		enqueueP(t, e, ringwal.Normal, "x")
+		assert.NotPanics(t, func() {
+			assert.Empty(t, e.Peek(0))
+			assert.Empty(t, e.Peek(-1))
+		})
+	})
+}
+
+func TestUnknownIDs(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	acked := enqueueP(t, e, ringwal.Normal, "a")
+	d := dequeue(t, e)
+	require.NoError(t, e.Ack(d.Lease))
+	for _, id := range []ringwal.ID{0, 12345, 1 << 62, acked} {
+		_, err := e.Get(id)
+		assert.ErrorIs(t, err, ringwal.ErrNotFound, "Get(%d)", id)
+		assert.ErrorIs(t, e.Requeue(id), ringwal.ErrNotFound, "Requeue(%d)", id)
+		assert.ErrorIs(t, e.Redrive(id), ringwal.ErrNotFound, "Redrive(%d)", id)
+		assert.ErrorIs(t, e.MarkReviewed(id, "n"), ringwal.ErrNotFound, "MarkReviewed(%d)", id)
+	}
 }

@@ -3,6 +3,7 @@ package ringwal_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,4 +72,45 @@ func TestLeasesOfManyEnginesAreTheirOwn(t *testing.T) {
 	for i, e := range engines {
 		assert.NoError(t, e.Ack(leases[i]))
 	}
+}
+
+func TestStaleLease(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{Policies: fastPolicies(5)})
+	enqueueP(t, e, ringwal.Normal, "a")
+	d := dequeue(t, e)
+	require.NoError(t, e.Ack(d.Lease))
+	assert.ErrorIs(t, e.Ack(d.Lease), ringwal.ErrStaleLease, "Ack twice")
+	assert.ErrorIs(t, e.Nack(d.Lease, errors.New("x")), ringwal.ErrStaleLease, "Nack after Ack")
+	assert.ErrorIs(t, e.Extend(d.Lease, time.Second), ringwal.ErrStaleLease, "Extend after Ack")
+
+	enqueueP(t, e, ringwal.Normal, "b")
+	d = dequeue(t, e)
+	require.NoError(t, e.Nack(d.Lease, transient("x")))
+	assert.ErrorIs(t, e.Ack(d.Lease), ringwal.ErrStaleLease, "Ack after Nack")
+	assert.ErrorIs(t, e.Nack(d.Lease, transient("x")), ringwal.ErrStaleLease, "Nack twice")
+
+	// The slot of an acked record is reused: an old lease must not touch
+	// the new occupant.
+	var old []ringwal.Lease
+	for i := 0; i < 50; i++ {
+		enqueueP(t, e, ringwal.High, "c")
+		d := dequeue(t, e)
+		require.NoError(t, e.Ack(d.Lease))
+		old = append(old, d.Lease)
+	}
+	id := enqueueP(t, e, ringwal.High, "new")
+	dn := dequeue(t, e)
+	for _, l := range old {
+		assert.ErrorIs(t, e.Ack(l), ringwal.ErrStaleLease)
+	}
+	info, err := e.Get(id)
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Leased, info.State, "old leases did not ack the slot's new message")
+	assert.NoError(t, e.Ack(dn.Lease))
+
+	assert.NotPanics(t, func() {
+		err := e.Ack(ringwal.Lease{})
+		assert.True(t, errors.Is(err, ringwal.ErrStaleLease) || errors.Is(err, ringwal.ErrInvalid),
+			"Ack of the zero Lease: %v", err)
+	})
 }

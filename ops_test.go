@@ -3,7 +3,14 @@ package ringwal_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -90,4 +97,308 @@ func TestDeadLetterIDIsTheEngineID(t *testing.T) {
 	info, err = e.Get(rest[0].ID)
 	require.NoError(t, err)
 	assert.Equal(t, ringwal.Pending, info.State)
+}
+
+func TestGetStates(t *testing.T) {
+	e, fake := memEngine(t, ringwal.Options{})
+	t0 := fake.Now()
+
+	_, err := e.Get(ringwal.ID(987654321))
+	assert.ErrorIs(t, err, ringwal.ErrNotFound, "Get of an unknown ID")
+
+	pending := enqueueP(t, e, ringwal.Normal, "p")
+	delayed := enqueue(t, e, ringwal.Message{Payload: []byte("d"), Delay: 10 * time.Second})
+
+	leased := dequeue(t, e)
+	require.Equal(t, pending, leased.ID)
+	deadID := enqueueP(t, e, ringwal.Normal, "x")
+	dd := dequeue(t, e)
+	require.Equal(t, deadID, dd.ID)
+	require.NoError(t, e.Nack(dd.Lease, classify.Mark(errors.New("bad request body"), classify.Permanent)))
+
+	info, err := e.Get(delayed)
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Delayed, info.State)
+	assert.True(t, info.NextAt.Equal(t0.Add(10*time.Second)), "NextAt %v, want enqueue+Delay %v", info.NextAt, t0.Add(10*time.Second))
+	assert.Equal(t, "d", string(info.Message.Payload))
+
+	info, err = e.Get(pending)
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Leased, info.State)
+
+	info = waitState(t, e, deadID, ringwal.Dead)
+	assert.Equal(t, classify.Permanent, info.LastCategory)
+	assert.Equal(t, "bad request body", info.LastError)
+	assert.Equal(t, 1, info.Attempts)
+	assert.Equal(t, "x", string(info.Message.Payload))
+}
+
+func TestDeadLettersQuery(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	kill := func(key string, cat classify.Category) ringwal.ID {
+		id := enqueue(t, e, ringwal.Message{Key: key, Payload: []byte(key + "/" + cat.String())})
+		d := dequeue(t, e)
+		require.Equal(t, id, d.ID)
+		require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("fail "+cat.String()), cat)))
+		waitState(t, e, id, ringwal.Dead)
+		return id
+	}
+	a1 := kill("a", classify.Permanent)
+	b1 := kill("b", classify.Permanent)
+	a2 := kill("a", classify.Poison)
+
+	entryIDs := func(q dlq.Query) []ringwal.ID {
+		t.Helper()
+		es, err := e.DeadLetters(q)
+		require.NoError(t, err)
+		var out []ringwal.ID
+		for _, x := range es {
+			out = append(out, x.ID)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+		return out
+	}
+	sorted := func(xs ...ringwal.ID) []ringwal.ID {
+		sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] })
+		return xs
+	}
+	assert.Equal(t, sorted(a1, b1, a2), entryIDs(dlq.Query{}), "all")
+	assert.Equal(t, sorted(a1, a2), entryIDs(dlq.Query{Key: "a"}), "by key")
+	assert.Equal(t, sorted(a1, b1), entryIDs(dlq.Query{Categories: []classify.Category{classify.Permanent}}), "by category")
+	assert.Equal(t, []ringwal.ID{a2}, entryIDs(dlq.Query{Categories: []classify.Category{classify.Poison}, Key: "a"}))
+	assert.Len(t, entryIDs(dlq.Query{Limit: 2}), 2, "Limit")
+
+	es, err := e.DeadLetters(dlq.Query{Key: "b"})
+	require.NoError(t, err)
+	require.Len(t, es, 1)
+	x := es[0]
+	assert.Equal(t, "b", x.Key)
+	assert.Equal(t, classify.Permanent, x.Category)
+	assert.Equal(t, "b/permanent", string(x.Message.Payload))
+	assert.Equal(t, 1, x.Attempts)
+	require.NotEmpty(t, x.Failures)
+	assert.Equal(t, "fail permanent", x.Failures[len(x.Failures)-1].Error)
+	assert.False(t, x.DeadAt.IsZero())
+	assert.False(t, x.Reviewed)
+	assert.True(t, strings.HasPrefix(x.Failures[0].Error, "fail"))
+}
+
+func TestRedrive(t *testing.T) {
+	e, fake := memEngine(t, ringwal.Options{Policies: fastPolicies(2)})
+	id := enqueue(t, e, ringwal.Message{Key: "k", Payload: []byte("again")})
+	exhaust := func() {
+		t.Helper()
+		for attempt := 1; attempt <= 2; attempt++ {
+			d := dequeue(t, e)
+			require.Equal(t, id, d.ID)
+			require.Equal(t, attempt, d.Attempt, "attempts reset by Redrive")
+			require.NoError(t, e.Nack(d.Lease, transient("down")))
+			if attempt == 1 {
+				waitState(t, e, id, ringwal.Delayed)
+				fake.Advance(15 * time.Millisecond)
+			}
+		}
+		waitState(t, e, id, ringwal.Dead)
+	}
+	exhaust()
+
+	require.NoError(t, e.Redrive(id))
+	info, err := e.Get(id)
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Pending, info.State)
+	assert.Equal(t, 0, info.Attempts, "Redrive resets attempts")
+	assert.Equal(t, "again", string(info.Message.Payload))
+	es, err := e.DeadLetters(dlq.Query{})
+	require.NoError(t, err)
+	assert.Empty(t, es, "a redriven message leaves the dead-letter queue")
+	assert.Equal(t, 0, e.Stats().Dead)
+
+	exhaust() // two fresh attempts, then dead again
+	require.NoError(t, e.Redrive(id))
+	d := dequeue(t, e)
+	assert.Equal(t, 1, d.Attempt)
+	require.NoError(t, e.Ack(d.Lease))
+
+	assert.ErrorIs(t, e.Redrive(id), ringwal.ErrNotFound, "Redrive of an acked ID")
+	assert.ErrorIs(t, e.Redrive(ringwal.ID(1<<40)), ringwal.ErrNotFound, "Redrive of an unknown ID")
+}
+
+func TestMarkReviewed(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	var dead []ringwal.ID
+	for i := 0; i < 2; i++ {
+		id := enqueueP(t, e, ringwal.Normal, fmt.Sprint(i))
+		d := dequeue(t, e)
+		require.NoError(t, e.Nack(d.Lease, permanent("rejected")))
+		waitState(t, e, id, ringwal.Dead)
+		dead = append(dead, id)
+	}
+	require.NoError(t, e.MarkReviewed(dead[0], "looked: upstream bug #12"))
+
+	rev, err := e.DeadLetters(dlq.Query{Reviewed: dlq.OnlyReviewed})
+	require.NoError(t, err)
+	require.Len(t, rev, 1)
+	assert.Equal(t, dead[0], rev[0].ID)
+	assert.True(t, rev[0].Reviewed)
+	assert.Equal(t, "looked: upstream bug #12", rev[0].Note)
+
+	unrev, err := e.DeadLetters(dlq.Query{Reviewed: dlq.OnlyUnreviewed})
+	require.NoError(t, err)
+	require.Len(t, unrev, 1)
+	assert.Equal(t, dead[1], unrev[0].ID)
+	assert.False(t, unrev[0].Reviewed)
+
+	info, err := e.Get(dead[0])
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Dead, info.State, "reviewing does not move the message")
+
+	assert.ErrorIs(t, e.MarkReviewed(ringwal.ID(1<<40), "x"), ringwal.ErrNotFound, "unknown ID")
+	acked := enqueueP(t, e, ringwal.Normal, "acked")
+	d := dequeue(t, e)
+	require.NoError(t, e.Ack(d.Lease))
+	assert.ErrorIs(t, e.MarkReviewed(acked, "x"), ringwal.ErrNotFound, "acked ID")
+}
+
+func TestPurgeDeadLetters(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	kill := func(cause error) ringwal.ID {
+		id := enqueueP(t, e, ringwal.Normal, cause.Error())
+		d := dequeue(t, e)
+		require.Equal(t, id, d.ID)
+		require.NoError(t, e.Nack(d.Lease, cause))
+		waitState(t, e, id, ringwal.Dead)
+		return id
+	}
+	p1 := kill(permanent("p1"))
+	p2 := kill(permanent("p2"))
+	p3 := kill(permanent("p3"))
+	poison := kill(classify.Mark(errors.New("crash"), classify.Poison))
+	require.NoError(t, e.MarkReviewed(p1, "ok to drop"))
+
+	n, err := e.PurgeDeadLetters(dlq.Query{Categories: []classify.Category{classify.Permanent}, Reviewed: dlq.OnlyReviewed})
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "reviewed Permanent")
+	_, err = e.Get(p1)
+	assert.ErrorIs(t, err, ringwal.ErrNotFound, "Get of a purged ID")
+
+	n, err = e.PurgeDeadLetters(dlq.Query{Categories: []classify.Category{classify.Permanent}})
+	require.NoError(t, err)
+	assert.Equal(t, 2, n, "remaining Permanent")
+	for _, id := range []ringwal.ID{p1, p2, p3} {
+		_, err := e.Get(id)
+		assert.ErrorIs(t, err, ringwal.ErrNotFound, "Get of purged %d", id)
+		assert.ErrorIs(t, e.Redrive(id), ringwal.ErrNotFound, "Redrive of purged %d", id)
+		assert.ErrorIs(t, e.MarkReviewed(id, "x"), ringwal.ErrNotFound, "MarkReviewed of purged %d", id)
+		assert.ErrorIs(t, e.Requeue(id), ringwal.ErrNotFound, "Requeue of purged %d", id)
+	}
+	es, err := e.DeadLetters(dlq.Query{})
+	require.NoError(t, err)
+	require.Len(t, es, 1)
+	assert.Equal(t, poison, es[0].ID)
+	assert.Equal(t, 1, e.Stats().Dead)
+
+	n, err = e.PurgeDeadLetters(dlq.Query{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	n, err = e.PurgeDeadLetters(dlq.Query{})
+	require.NoError(t, err)
+	assert.Equal(t, 0, n, "nothing left")
+	assert.Equal(t, 0, e.Stats().Dead)
+}
+
+func TestRequeue(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{Policies: fastPolicies(5)})
+	t.Run("leased", func(t *testing.T) {
+		id := enqueueP(t, e, ringwal.Normal, "l")
+		d := dequeue(t, e)
+		require.NoError(t, e.Requeue(id))
+		info, err := e.Get(id)
+		require.NoError(t, err)
+		assert.Equal(t, ringwal.Pending, info.State)
+		assert.ErrorIs(t, e.Ack(d.Lease), ringwal.ErrStaleLease, "the requeued lease is stale")
+		d2 := dequeue(t, e)
+		assert.Equal(t, id, d2.ID)
+		assert.Equal(t, 2, d2.Attempt, "second delivery")
+		require.NoError(t, e.Ack(d2.Lease))
+	})
+	t.Run("delayed", func(t *testing.T) {
+		id := enqueue(t, e, ringwal.Message{Payload: []byte("d"), Delay: time.Hour})
+		require.NoError(t, e.Requeue(id))
+		d := dequeue(t, e) // no clock advance
+		assert.Equal(t, id, d.ID)
+		assert.Equal(t, 1, d.Attempt)
+		require.NoError(t, e.Ack(d.Lease))
+	})
+	t.Run("retry backoff", func(t *testing.T) {
+		id := enqueueP(t, e, ringwal.Normal, "r")
+		d := dequeue(t, e)
+		require.NoError(t, e.Nack(d.Lease, transient("x")))
+		waitState(t, e, id, ringwal.Delayed)
+		require.NoError(t, e.Requeue(id))
+		d = dequeue(t, e)
+		assert.Equal(t, id, d.ID)
+		assert.Equal(t, 2, d.Attempt)
+		require.NoError(t, e.Ack(d.Lease))
+		assertNothingReady(t, e, "the cancelled retry must not fire later")
+	})
+	t.Run("unknown and acked", func(t *testing.T) {
+		assert.ErrorIs(t, e.Requeue(ringwal.ID(1<<40)), ringwal.ErrNotFound)
+		id := enqueueP(t, e, ringwal.Normal, "a")
+		d := dequeue(t, e)
+		require.NoError(t, e.Ack(d.Lease))
+		assert.ErrorIs(t, e.Requeue(id), ringwal.ErrNotFound)
+	})
+}
+
+// Get of a message being redriven finds it, dead or pending: it used to
+// answer ErrNotFound in the moment between its leaving the dead-letter
+// store and its landing in the slab.
+func TestGetDuringRedriveFindsTheMessage(t *testing.T) {
+	for _, dir := range []string{"", t.TempDir()} {
+		e := open(t, dir, ringwal.Options{})
+		id := enqueue(t, e, ringwal.Message{})
+		var gets, notFound atomic.Int64
+		deadline := time.Now().Add(300 * time.Millisecond)
+		for round := 0; time.Now().Before(deadline) && round < 2000; round++ {
+			d := dequeue(t, e)
+			require.NoError(t, e.Nack(d.Lease, permanent("x")))
+			waitState(t, e, id, ringwal.Dead)
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			var n atomic.Int64
+			go func() {
+				defer close(done)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					_, err := e.Get(id)
+					n.Add(1)
+					if errors.Is(err, ringwal.ErrNotFound) {
+						notFound.Add(1)
+					}
+				}
+			}()
+			for n.Load() < 20 {
+				runtime.Gosched()
+			}
+			require.NoError(t, e.Redrive(id))
+			close(stop)
+			<-done
+			gets.Add(n.Load())
+		}
+		assert.Zero(t, notFound.Load(), "dir %q: Get said ErrNotFound %d times in %d during Redrive", dir, notFound.Load(), gets.Load())
+		require.NoError(t, e.Close())
+	}
+}
+
+// Peek's n is a bound, not a size: a huge n allocates nothing extra.
+func TestPeekHugeN(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	enqueue(t, e, ringwal.Message{Payload: []byte("a")})
+	got := e.Peek(math.MaxInt)
+	require.Len(t, got, 1)
+	assert.Equal(t, "a", string(got[0].Message.Payload))
 }

@@ -4,12 +4,9 @@ package ringwal_test
 // capacity, dedup, options and Close racing producers.
 
 import (
-	"context"
 	"errors"
+	"fmt"
 	"math"
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,89 +38,6 @@ func TestTierCapacityTooLargeIsInvalid(t *testing.T) {
 	}
 	_, err := e.TryEnqueue(ringwal.Message{})
 	assert.ErrorIs(t, err, ringwal.ErrFull, "MaxMessages still binds")
-}
-
-// Producers racing Close get either an ID (and the message is there after
-// a reopen) or an error that matches ErrClosed, never some other error.
-func TestEnqueueRacingCloseReportsErrClosed(t *testing.T) {
-	for round := 0; round < 5; round++ {
-		dir := t.TempDir()
-		e, err := ringwal.Open(dir, ringwal.Options{})
-		require.NoError(t, err)
-		var (
-			mu   sync.Mutex
-			ok   []ringwal.ID
-			errs []error
-			wg   sync.WaitGroup
-		)
-		for p := 0; p < 8; p++ {
-			wg.Add(1)
-			go func(batch bool) {
-				defer wg.Done()
-				for {
-					var ids []ringwal.ID
-					var err error
-					if batch {
-						ids, err = e.EnqueueBatch(ctxBG, []ringwal.Message{{Payload: []byte("b")}, {Payload: []byte("b")}})
-					} else {
-						var id ringwal.ID
-						id, err = e.Enqueue(ctxBG, ringwal.Message{Payload: []byte("x")})
-						ids = []ringwal.ID{id}
-					}
-					mu.Lock()
-					if err != nil {
-						errs = append(errs, err)
-						mu.Unlock()
-						return
-					}
-					ok = append(ok, ids...)
-					mu.Unlock()
-				}
-			}(p%2 == 0)
-		}
-		time.Sleep(5 * time.Millisecond)
-		require.NoError(t, e.Close())
-		wg.Wait()
-		for _, err := range errs {
-			assert.ErrorIs(t, err, ringwal.ErrClosed)
-		}
-		e2 := open(t, dir, ringwal.Options{})
-		assert.Equal(t, len(ok), e2.Stats().Pending, "every acknowledged enqueue is there after a reopen")
-		require.NoError(t, e2.Close())
-	}
-}
-
-// A repeat of a DedupID is answered as a duplicate even when the engine is
-// full: it needs no space, so TryEnqueue must not say ErrFull and Enqueue
-// must not wait for room it will never use.
-func TestDuplicateWhileFull(t *testing.T) {
-	e, _ := memEngine(t, ringwal.Options{MaxMessages: 1, DedupWindow: time.Minute})
-	first, err := e.Enqueue(ctxBG, ringwal.Message{DedupID: "order-7"})
-	require.NoError(t, err)
-
-	id, err := e.TryEnqueue(ringwal.Message{DedupID: "order-7"})
-	assert.ErrorIs(t, err, ringwal.ErrDuplicate, "TryEnqueue of a repeat while full")
-	assert.Equal(t, first, id)
-
-	ctx, cancel := context.WithTimeout(ctxBG, 300*time.Millisecond)
-	defer cancel()
-	id, err = e.Enqueue(ctx, ringwal.Message{DedupID: "order-7"})
-	assert.ErrorIs(t, err, ringwal.ErrDuplicate, "Enqueue of a repeat while full")
-	assert.Equal(t, first, id)
-
-	ids, err := e.EnqueueBatch(ctx, []ringwal.Message{{DedupID: "order-7"}})
-	assert.ErrorIs(t, err, ringwal.ErrDuplicate, "EnqueueBatch of a repeat while full")
-	assert.Equal(t, []ringwal.ID{first}, ids)
-	assert.Equal(t, uint64(3), e.Stats().Duplicates, "each refused repeat counted once")
-	assert.Equal(t, uint64(1), e.Stats().Enqueued)
-
-	// A new DedupID still waits for room and takes none on giving up.
-	_, err = e.TryEnqueue(ringwal.Message{DedupID: "order-8"})
-	assert.ErrorIs(t, err, ringwal.ErrFull)
-	d := dequeue(t, e)
-	require.NoError(t, e.Ack(d.Lease))
-	_, err = e.TryEnqueue(ringwal.Message{DedupID: "order-8"})
-	assert.NoError(t, err, "a DedupID refused for lack of room is not remembered")
 }
 
 // Breaker options are checked by Open: a FailureRate above 1 (a
@@ -172,157 +86,103 @@ func TestOddOptionsWork(t *testing.T) {
 	}
 }
 
-// Messages that expired while pending leave their ring entries behind
-// until a consumer pops them. With no consumer around, the tier looked
-// full for good: TryEnqueue said ErrFull and Enqueue waited with not one
-// live message in the engine. The room is real once they are gone, up to
-// the ring's size in live messages, and order holds.
-func TestExpiredMessagesLeaveRoomInTheirTier(t *testing.T) {
-	e, fake := memEngine(t, ringwal.Options{TierCapacity: 4, MaxMessages: 64})
-	for i := 0; i < 4; i++ {
-		enqueue(t, e, ringwal.Message{TTL: time.Second})
+func TestInvalidOptions(t *testing.T) {
+	cases := []struct {
+		name  string
+		o     ringwal.Options
+		words []string
+	}{
+		{"unknown durability", ringwal.Options{Durability: ringwal.Durability(200)}, []string{"durability"}},
+		{"negative LeaseTimeout", ringwal.Options{LeaseTimeout: -time.Second}, []string{"lease"}},
+		{"negative TierCapacity", ringwal.Options{TierCapacity: -1}, []string{"tiercapacity", "capacity"}},
+		{"negative MaxPayload", ringwal.Options{MaxPayload: -1}, []string{"maxpayload", "payload"}},
+		{"negative MaxMessages", ringwal.Options{MaxMessages: -1}, []string{"maxmessages", "messages"}},
+		{"negative weight", ringwal.Options{Weights: [5]int{16, 8, -4, 2, 1}}, []string{"weight"}},
 	}
-	fake.Advance(2 * time.Second)
-	require.Eventually(t, func() bool { s := e.Stats(); return s.Dead == 4 && s.Pending == 0 }, waitFor, tick)
-
-	var ids []ringwal.ID
-	id, err := e.TryEnqueue(ringwal.Message{})
-	require.NoError(t, err, "no live message: TryEnqueue has room")
-	ids = append(ids, id)
-	ctx, cancel := context.WithTimeout(ctxBG, time.Second)
-	defer cancel()
-	for i := 0; i < 3; i++ {
-		id, err := e.Enqueue(ctx, ringwal.Message{})
-		require.NoError(t, err, "Enqueue %d does not wait for a consumer", i)
-		ids = append(ids, id)
-	}
-	_, err = e.TryEnqueue(ringwal.Message{})
-	assert.ErrorIs(t, err, ringwal.ErrFull, "four live messages fill a tier of four")
-	for _, want := range ids {
-		d := dequeue(t, e)
-		require.Equal(t, want, d.ID, "FIFO")
-		require.NoError(t, e.Ack(d.Lease))
-	}
-	_, ok := e.TryDequeue()
-	assert.False(t, ok)
-}
-
-// A handler that calls Close (a "shutdown" message, say) used to hang
-// Close and Run for good: Close waited for the handler, which waited for
-// Close. Close now returns after the grace and one more; the message,
-// leased when the engine closed, is pending after a reopen.
-func TestCloseFromHandlerReturns(t *testing.T) {
-	dir := t.TempDir()
-	e, err := ringwal.Open(dir, ringwal.Options{CloseGrace: 30 * time.Millisecond})
-	require.NoError(t, err)
-	closed := make(chan error, 1)
-	run := make(chan error, 1)
-	go func() {
-		run <- e.Run(ctxBG, 2, func(ctx context.Context, d ringwal.Delivery) error {
-			closed <- e.Close()
-			return nil
-		})
-	}()
-	id := enqueue(t, e, ringwal.Message{Payload: []byte("shutdown")})
-	select {
-	case err := <-closed:
-		assert.NoError(t, err)
-	case <-time.After(waitFor):
-		t.Fatal("Close called from a handler does not return")
-	}
-	select {
-	case err := <-run:
-		assert.NoError(t, err)
-	case <-time.After(waitFor):
-		t.Fatal("Run does not return after its handler's Close")
-	}
-	e2 := open(t, dir, ringwal.Options{})
-	info, err := e2.Get(id)
-	require.NoError(t, err)
-	assert.Equal(t, ringwal.Pending, info.State)
-	assert.Equal(t, 1, info.Attempts)
-}
-
-// Get of a message being redriven finds it, dead or pending: it used to
-// answer ErrNotFound in the moment between its leaving the dead-letter
-// store and its landing in the slab.
-func TestGetDuringRedriveFindsTheMessage(t *testing.T) {
-	for _, dir := range []string{"", t.TempDir()} {
-		e := open(t, dir, ringwal.Options{})
-		id := enqueue(t, e, ringwal.Message{})
-		var gets, notFound atomic.Int64
-		deadline := time.Now().Add(300 * time.Millisecond)
-		for round := 0; time.Now().Before(deadline) && round < 2000; round++ {
-			d := dequeue(t, e)
-			require.NoError(t, e.Nack(d.Lease, permanent("x")))
-			waitState(t, e, id, ringwal.Dead)
-			stop := make(chan struct{})
-			done := make(chan struct{})
-			var n atomic.Int64
-			go func() {
-				defer close(done)
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					_, err := e.Get(id)
-					n.Add(1)
-					if errors.Is(err, ringwal.ErrNotFound) {
-						notFound.Add(1)
-					}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, dir := range []string{"", t.TempDir()} {
+				var e *ringwal.Engine
+				var err error
+				require.NotPanics(t, func() { e, err = ringwal.Open(dir, tc.o) })
+				if e != nil {
+					_ = e.Close()
 				}
-			}()
-			for n.Load() < 20 {
-				runtime.Gosched()
+				require.Error(t, err, "Open(%q)", dir)
+				assert.ErrorIs(t, err, ringwal.ErrInvalid)
+				assert.True(t, containsAny(errText(err), tc.words), "error %q should say what was wrong (one of %q)", err, tc.words)
 			}
-			require.NoError(t, e.Redrive(id))
-			close(stop)
-			<-done
-			gets.Add(n.Load())
-		}
-		assert.Zero(t, notFound.Load(), "dir %q: Get said ErrNotFound %d times in %d during Redrive", dir, notFound.Load(), gets.Load())
-		require.NoError(t, e.Close())
+		})
 	}
 }
 
-// A batch bigger than its tier's ring goes partly to the spill queue;
-// single enqueues made meanwhile (waiting for the tier) come out after it,
-// and everything comes out once, in ID order.
-func TestBatchSpillThenSinglesKeepFIFO(t *testing.T) {
-	e, _ := memEngine(t, ringwal.Options{TierCapacity: 4, MaxMessages: 256})
-	batch := make([]ringwal.Message, 100)
-	ids, err := e.EnqueueBatch(ctxBG, batch)
-	require.NoError(t, err)
-	require.Len(t, ids, 100)
-	singles := make(chan ringwal.ID, 50)
-	go func() {
-		defer close(singles)
-		for i := 0; i < 50; i++ {
-			id, err := e.Enqueue(ctxBG, ringwal.Message{})
-			if err != nil {
-				t.Error(err)
-				return
+func TestBadOptions(t *testing.T) {
+	bad := []struct {
+		name string
+		o    ringwal.Options
+	}{
+		{"unknown Durability", ringwal.Options{Durability: 9}},
+		{"negative LeaseTimeout", ringwal.Options{LeaseTimeout: -1}},
+		{"negative DeadlineSlack", ringwal.Options{DeadlineSlack: math.MinInt64}},
+		{"negative FlushInterval", ringwal.Options{FlushInterval: -time.Second}},
+		{"negative CloseGrace", ringwal.Options{CloseGrace: -1}},
+		{"negative TierCapacity", ringwal.Options{TierCapacity: -1}},
+		{"huge TierCapacity", ringwal.Options{TierCapacity: math.MaxInt}},
+		{"negative MaxMessages", ringwal.Options{MaxMessages: math.MinInt}},
+		{"huge MaxMessages", ringwal.Options{MaxMessages: math.MaxInt}},
+		{"negative MaxPayload", ringwal.Options{MaxPayload: -1}},
+		{"negative CrashLoopLimit", ringwal.Options{CrashLoopLimit: -1}},
+		{"negative weight", ringwal.Options{Weights: [5]int{1, -1}}},
+		{"FailureRate above 1", ringwal.Options{Breaker: breaker.Options{FailureRate: 2}}},
+		{"FailureRate NaN", ringwal.Options{Breaker: breaker.Options{FailureRate: math.NaN()}}},
+		{"huge Breaker.Buckets", ringwal.Options{Breaker: breaker.Options{Buckets: math.MaxInt}}},
+		{"policy with negative MaxAttempts", ringwal.Options{Policies: map[classify.Category]classify.RetryPolicy{
+			classify.Transient: {MaxAttempts: -1}}}},
+		{"policy with Base above Max", ringwal.Options{Policies: map[classify.Category]classify.RetryPolicy{
+			classify.Transient: {Base: time.Hour, Max: time.Second}}}},
+		{"policy with infinite Multiplier", ringwal.Options{Policies: map[classify.Category]classify.RetryPolicy{
+			classify.Transient: {Multiplier: math.Inf(1)}}}},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := callOpen(t, c.o)
+			if e != nil {
+				_ = e.Close()
 			}
-			singles <- id
-		}
-	}()
-	var got []ringwal.ID
-	for len(got) < 150 {
-		d := dequeue(t, e)
-		got = append(got, d.ID)
-		require.NoError(t, e.Ack(d.Lease))
+			assert.ErrorIs(t, err, ringwal.ErrInvalid)
+		})
 	}
-	for i := 1; i < len(got); i++ {
-		require.Less(t, got[i-1], got[i], "FIFO within the tier at %d: %v", i, got)
+	// At the edge of their range, these are fine.
+	edge := []struct {
+		name string
+		o    ringwal.Options
+	}{
+		{"huge LeaseTimeout", ringwal.Options{LeaseTimeout: math.MaxInt64}},
+		{"huge DedupWindow", ringwal.Options{DedupWindow: math.MaxInt64}},
+		{"negative DedupWindow (off)", ringwal.Options{DedupWindow: -1}},
+		{"negative AgingAfter (off)", ringwal.Options{AgingAfter: math.MinInt64}},
+		{"huge DeadlineSlack", ringwal.Options{DeadlineSlack: math.MaxInt64}},
+		{"negative CheckpointBytes (off)", ringwal.Options{CheckpointBytes: -1}},
+		{"huge CheckpointBytes", ringwal.Options{CheckpointBytes: math.MaxInt64}},
+		{"huge CrashLoopLimit", ringwal.Options{CrashLoopLimit: math.MaxInt}},
+		{"huge weights", ringwal.Options{Weights: [5]int{math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt}}},
+		{"huge DeadLetterRetention", ringwal.Options{DeadLetterRetention: math.MaxInt64}},
+		{"negative DeadLetterRetention (forever)", ringwal.Options{DeadLetterRetention: -1}},
+		{"huge CloseGrace", ringwal.Options{CloseGrace: math.MaxInt64}},
+		{"huge Breaker durations", ringwal.Options{Breaker: breaker.Options{OpenTimeout: math.MaxInt64, Window: math.MaxInt64}}},
 	}
-	assert.Equal(t, ids, got[:100])
-	var single []ringwal.ID
-	for id := range singles {
-		single = append(single, id)
+	for _, c := range edge {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := callOpen(t, c.o)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = e.Close() })
+			id, err := e.Enqueue(ctxBG, ringwal.Message{DedupID: "d", Key: "k", TTL: time.Hour})
+			require.NoError(t, err)
+			d := dequeue(t, e)
+			require.Equal(t, id, d.ID)
+			require.NoError(t, e.Nack(d.Lease, fmt.Errorf("once")))
+			_ = e.Stats()
+			require.NoError(t, e.Close())
+		})
 	}
-	assert.Equal(t, single, got[100:])
-	_, ok := e.TryDequeue()
-	assert.False(t, ok)
 }

@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/classify"
 )
 
 // live is the number of messages an engine still holds.
@@ -226,4 +228,39 @@ func TestAckBatchConcurrent(t *testing.T) {
 	st := e.Stats()
 	assert.Equal(t, uint64(n), st.Acked)
 	assert.Zero(t, live(e))
+}
+
+func TestExtend(t *testing.T) {
+	t.Run("outlives the old expiry", func(t *testing.T) {
+		e, fake := memEngine(t, ringwal.Options{LeaseTimeout: time.Second})
+		id := enqueueP(t, e, ringwal.Normal, "x")
+		d := dequeue(t, e)
+		fake.Advance(500 * time.Millisecond)
+		require.NoError(t, e.Extend(d.Lease, 2*time.Second)) // now ends at +2.5s
+		fake.Advance(time.Second)                            // +1.5s: past the old end
+		stays(t, e, id, ringwal.Leased, "extended lease past its old end")
+		assert.NoError(t, e.Ack(d.Lease), "the extended lease is still valid")
+	})
+	t.Run("expires at the new time", func(t *testing.T) {
+		e, fake := memEngine(t, ringwal.Options{LeaseTimeout: time.Second, Policies: fastPolicies(3)})
+		id := enqueueP(t, e, ringwal.Normal, "x")
+		d := dequeue(t, e)
+		fake.Advance(500 * time.Millisecond)
+		require.NoError(t, e.Extend(d.Lease, time.Second)) // ends at +1.5s
+		fake.Advance(700 * time.Millisecond)               // +1.2s
+		stays(t, e, id, ringwal.Leased, "before the extended end")
+		fake.Advance(400 * time.Millisecond) // +1.6s
+		info := stateNot(t, e, id, ringwal.Leased)
+		assert.Equal(t, classify.Timeout, info.LastCategory)
+		assert.ErrorIs(t, e.Ack(d.Lease), ringwal.ErrStaleLease)
+	})
+	t.Run("shorter than the remainder", func(t *testing.T) {
+		e, fake := memEngine(t, ringwal.Options{LeaseTimeout: time.Minute, Policies: fastPolicies(3)})
+		id := enqueueP(t, e, ringwal.Normal, "x")
+		d := dequeue(t, e)
+		require.NoError(t, e.Extend(d.Lease, 100*time.Millisecond)) // "now ends d from now"
+		fake.Advance(105 * time.Millisecond)
+		stateNot(t, e, id, ringwal.Leased)
+		assert.ErrorIs(t, e.Ack(d.Lease), ringwal.ErrStaleLease)
+	})
 }

@@ -3,6 +3,7 @@ package ringwal_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -130,4 +131,47 @@ func TestStatsTimesASampleOfEnqueueCalls(t *testing.T) {
 	l := e.Stats().EnqueueLatency
 	assert.Equal(t, uint64(2), l.Count, "IDs 64 and 128: one Enqueue in 64 is timed, a batch's messages are not")
 	assert.Positive(t, l.Sum, "a Write-mode enqueue waits for the log")
+}
+
+func TestStatsAfterKnownWorkload(t *testing.T) {
+	e, fake := memEngine(t, ringwal.Options{Policies: fastPolicies(5)})
+	var ready []ringwal.ID
+	for i := 0; i < 6; i++ {
+		ready = append(ready, enqueueP(t, e, ringwal.Normal, fmt.Sprint(i)))
+	}
+	for i := 0; i < 2; i++ {
+		enqueue(t, e, ringwal.Message{Payload: []byte("later"), Delay: time.Second})
+	}
+	waitCounts(t, e, stateCounts{Pending: 6, Delayed: 2})
+
+	var ds []ringwal.Delivery
+	for i := 0; i < 4; i++ {
+		ds = append(ds, dequeue(t, e))
+	}
+	assert.Equal(t, ready[:4], ids(ds))
+	waitCounts(t, e, stateCounts{Pending: 2, Delayed: 2, Leased: 4})
+
+	require.NoError(t, e.Ack(ds[0].Lease))
+	require.NoError(t, e.Nack(ds[1].Lease, classify.Mark(errors.New("flaky"), classify.Transient)))
+	require.NoError(t, e.Nack(ds[2].Lease, classify.Mark(errors.New("nope"), classify.Permanent)))
+	waitCounts(t, e, stateCounts{Pending: 2, Delayed: 3, Leased: 1, Dead: 1})
+
+	s := e.Stats()
+	assert.Equal(t, uint64(8), s.Enqueued, "Enqueued")
+	assert.Equal(t, uint64(1), s.Acked, "Acked")
+	assert.Equal(t, uint64(2), s.Nacked, "Nacked")
+	assert.Equal(t, uint64(1), s.Retried, "Retried")
+	assert.Equal(t, uint64(1), s.DeadLettered, "DeadLettered")
+	assert.Equal(t, uint64(0), s.Expired, "Expired")
+
+	// A TTL'd message expires with no consumer; the retry (10ms) comes due
+	// on the way.
+	enqueue(t, e, ringwal.Message{Payload: []byte("ttl"), TTL: 50 * time.Millisecond})
+	fake.Advance(55 * time.Millisecond)
+	waitCounts(t, e, stateCounts{Pending: 3, Delayed: 2, Leased: 1, Dead: 2})
+	s = e.Stats()
+	assert.Equal(t, uint64(9), s.Enqueued, "Enqueued")
+	assert.Equal(t, uint64(1), s.Expired, "Expired")
+	assert.GreaterOrEqual(t, s.DeadLettered, uint64(1), "DeadLettered")
+	assert.Equal(t, uint64(1), s.Retried, "Retried")
 }
