@@ -32,8 +32,11 @@ type hookHandler struct {
 }
 
 func (h *hookHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *hookHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h *hookHandler) WithGroup(string) slog.Handler            { return h }
+
+func (h *hookHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+
+func (h *hookHandler) WithGroup(string) slog.Handler { return h }
+
 func (h *hookHandler) Handle(_ context.Context, r slog.Record) error {
 	if r.Message != h.msg {
 		return nil
@@ -52,78 +55,6 @@ func (h *hookHandler) set(fn func()) {
 	h.mu.Lock()
 	h.fn = fn
 	h.mu.Unlock()
-}
-
-// TestDeadLetterRaceWithOperatorSurvivesRestart: an operator acting on a
-// dead letter the instant it became visible (review, purge, redrive)
-// must find that action in place after a restart, even though the
-// engine's dead-letter record may reach the log after the operator's.
-func TestDeadLetterRaceWithOperatorSurvivesRestart(t *testing.T) {
-	for _, op := range []string{"review", "purge", "redrive", "redrive and ack"} {
-		t.Run(op, func(t *testing.T) {
-			dir := t.TempDir()
-			hook := &hookHandler{msg: "ringwal: dead-lettered"}
-			fake := clock.NewFake(time.Time{})
-			o := ringwal.Options{Clock: fake, Logger: slog.New(hook)}
-			e1, err := ringwal.Open(dir, o)
-			require.NoError(t, err)
-			closed := false
-			t.Cleanup(func() {
-				if !closed {
-					_ = e1.Close()
-				}
-			})
-
-			id := enqueue(t, e1, ringwal.Message{Payload: []byte("x")})
-			d := dequeue(t, e1)
-			require.Equal(t, id, d.ID)
-			var opErr error
-			hook.set(func() {
-				switch op {
-				case "review":
-					opErr = e1.MarkReviewed(id, "seen")
-				case "purge":
-					_, opErr = e1.PurgeDeadLetters(dlq.Query{})
-				case "redrive", "redrive and ack":
-					opErr = e1.Redrive(id)
-				}
-			})
-			require.NoError(t, e1.Nack(d.Lease, permanent("rejected")))
-			require.NoError(t, opErr)
-
-			if op == "redrive and ack" {
-				d := dequeue(t, e1)
-				require.Equal(t, id, d.ID)
-				require.NoError(t, e1.Ack(d.Lease))
-			}
-			require.NoError(t, e1.Close())
-			closed = true
-
-			o.Logger = nil
-			o.Clock = clock.NewFake(fake.Now())
-			e2 := open(t, dir, o)
-			info, err := e2.Get(id)
-			switch op {
-			case "review":
-				require.NoError(t, err)
-				require.Equal(t, ringwal.Dead, info.State)
-				dl := deadEntry(t, e2, id)
-				assert.True(t, dl.Reviewed, "the review survives the restart")
-				assert.Equal(t, "seen", dl.Note)
-			case "redrive":
-				require.NoError(t, err)
-				assert.Equal(t, ringwal.Pending, info.State, "the redriven message stays pending")
-				assert.Equal(t, 0, info.Attempts)
-			case "purge", "redrive and ack":
-				assert.ErrorIs(t, err, ringwal.ErrNotFound, "%s: got %+v", op, info)
-			}
-			if op != "review" {
-				dls, err := e2.DeadLetters(dlq.Query{})
-				require.NoError(t, err)
-				assert.Empty(t, dls, "%s: no dead letter comes back", op)
-			}
-		})
-	}
 }
 
 // TestDeadLetterMessageSurvivesCheckpoint: a dead letter's message comes

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal"
+	"github.com/ringwal/ringwal/breaker"
 	"github.com/ringwal/ringwal/classify"
 )
 
@@ -88,4 +89,41 @@ func TestLeaseExpiry(t *testing.T) {
 	assert.Equal(t, classify.Timeout, x.Category)
 	assert.Equal(t, 2, x.Attempts)
 	assert.ErrorIs(t, e.Ack(d2.Lease), ringwal.ErrStaleLease)
+}
+
+// TryDequeue reports false only when nothing is ready: stale tier entries
+// (messages whose TTL expired while pending) in front of a ready message
+// must not make it give up.
+func TestTryDequeueSkipsStaleEntries(t *testing.T) {
+	e, fake := memEngine(t, ringwal.Options{})
+	const n = 200
+	for i := 0; i < n; i++ {
+		enqueue(t, e, ringwal.Message{TTL: time.Second})
+	}
+	fake.Advance(2 * time.Second)
+	require.Eventually(t, func() bool { return e.Stats().Dead == n }, waitFor, tick)
+	id := enqueueP(t, e, ringwal.Normal, "live")
+	d, ok := e.TryDequeue()
+	require.True(t, ok, "TryDequeue returned false with a message ready")
+	assert.Equal(t, id, d.ID)
+}
+
+// Messages set aside (held) while TryDequeue looks for a deliverable one
+// must not make it give up either.
+func TestTryDequeuePastHeldMessages(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{
+		Breaker:    breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Hour},
+		AgingAfter: noAging,
+	})
+	enqueue(t, e, ringwal.Message{Key: "down"})
+	d := dequeue(t, e)
+	require.NoError(t, e.Nack(d.Lease, transient("refused"))) // trips "down"
+	const n = 200
+	for i := 0; i < n; i++ {
+		enqueue(t, e, ringwal.Message{Key: "down"})
+	}
+	id := enqueue(t, e, ringwal.Message{Key: "up"})
+	d, ok := e.TryDequeue()
+	require.True(t, ok, "TryDequeue returned false with a message ready")
+	assert.Equal(t, id, d.ID)
 }

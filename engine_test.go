@@ -329,3 +329,29 @@ func TestClosedWinsOverBadArguments(t *testing.T) {
 	_, err = e.DequeueBatch(ctxBG, 0)
 	assert.ErrorIs(t, err, ringwal.ErrClosed)
 }
+
+func TestSecondOpenLocked(t *testing.T) {
+	dir := t.TempDir()
+	e1, err := ringwal.Open(dir, ringwal.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e1.Close() })
+
+	e2, err := ringwal.Open(dir, ringwal.Options{})
+	if e2 != nil {
+		t.Cleanup(func() { _ = e2.Close() })
+	}
+	require.Error(t, err, "second Open of a directory in use")
+	assert.ErrorIs(t, err, ringwal.ErrLocked)
+	assert.Nil(t, e2)
+
+	// The first engine is unaffected, and the lock goes with Close.
+	id := enqueueP(t, e1, ringwal.Normal, "x")
+	require.NoError(t, e1.Close())
+	e3 := open(t, dir, ringwal.Options{})
+	info, err := e3.Get(id)
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Pending, info.State)
+}
+
+// ---------------------------------------------------------------------------
+// SIGKILL crash test

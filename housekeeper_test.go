@@ -90,3 +90,27 @@ func TestTTLEndsDuringLease(t *testing.T) {
 		})
 	}
 }
+
+// A short TTL under the real (coarse) clock dead-letters the message about
+// then, with no consumer: the TTL is eager.
+func TestShortTTLExpiresEagerlyRealClock(t *testing.T) {
+	e, err := ringwal.Open("", ringwal.Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	for i := 0; i < 20; i++ {
+		id, err := e.Enqueue(ctxBG, ringwal.Message{TTL: 3 * time.Millisecond})
+		require.NoError(t, err)
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			info, err := e.Get(id)
+			require.NoError(t, err)
+			if info.State == ringwal.Dead {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: a message with a 3ms TTL still %v after 500ms", i, info.State)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package ringwal_test
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,5 +70,49 @@ func TestDelaysNeverEarlyOnRealClock(t *testing.T) {
 		require.NoError(t, err)
 		assert.GreaterOrEqual(t, time.Since(start), d, "classify.After ended early")
 		require.NoError(t, e.Ack(again.Lease))
+	}
+}
+
+// TestConsumersAtTheHeadLoseNothing: consumers that pop each message the
+// moment it is pushed (while its enqueue is still being published) get
+// every one, with and without a log.
+func TestConsumersAtTheHeadLoseNothing(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		dir  func(t *testing.T) string
+	}{
+		{"memory", func(*testing.T) string { return "" }},
+		{"buffered log", func(t *testing.T) string { return t.TempDir() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := open(t, c.dir(t), ringwal.Options{Durability: ringwal.Buffered})
+			const producers, perProducer = 2, 20_000
+			var acked atomic.Int64
+			var wg sync.WaitGroup
+			for p := 0; p < producers; p++ {
+				wg.Add(2)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < perProducer; i++ {
+						_, err := e.Enqueue(ctxBG, ringwal.Message{})
+						if !assert.NoError(t, err) {
+							return
+						}
+					}
+				}()
+				go func() { // a consumer spinning on the head
+					defer wg.Done()
+					deadline := time.Now().Add(waitFor)
+					for acked.Load() < producers*perProducer && time.Now().Before(deadline) {
+						if d, ok := e.TryDequeue(); ok && assert.NoError(t, e.Ack(d.Lease)) {
+							acked.Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			s := e.Stats()
+			assert.Equal(t, int64(producers*perProducer), acked.Load(), "acked; left: %+v", counts(s))
+		})
 	}
 }

@@ -3,7 +3,9 @@ package ringwal_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,4 +155,103 @@ func TestRunHandlerCtxEndsWhenLeaseExpires(t *testing.T) {
 	}
 	info := waitState(t, e, id, ringwal.Dead)
 	assert.Equal(t, classify.Timeout, info.LastCategory, "an expired lease is a Timeout failure")
+}
+
+// Run must return soon after its ctx ends even when messages keep being
+// ready: a worker must not go on taking deliveries with an ended ctx.
+func TestRunReturnsWhenCtxEndsWithBacklog(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	const n = 3000
+	for i := 0; i < n; i++ {
+		enqueueP(t, e, ringwal.Normal, "x")
+	}
+	var handled atomic.Int64
+	ctx, cancel := context.WithCancel(ctxBG)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- e.Run(ctx, 2, func(context.Context, ringwal.Delivery) error {
+			if handled.Add(1) == 5 {
+				cancel()
+			}
+			time.Sleep(time.Millisecond)
+			return nil
+		})
+	}()
+	select {
+	case err := <-runErr:
+		require.NoError(t, err)
+	case <-time.After(waitFor):
+		<-runErr
+		t.Fatalf("Run kept handling after its ctx ended (%d of %d handled)", handled.Load(), n)
+	}
+	assert.Less(t, handled.Load(), int64(20), "deliveries taken after ctx ended")
+}
+
+// A Run handler's ctx ends when its lease expires, even if a reader (Get)
+// happens to look at the record just as the worker starts the handler.
+func TestRunCtxEndsOnExpiryDespiteReaders(t *testing.T) {
+	e, fake := memEngine(t, ringwal.Options{
+		LeaseTimeout: 100 * time.Millisecond,
+		Policies:     map[classify.Category]classify.RetryPolicy{classify.Timeout: fastPolicy(1)},
+	})
+	const rounds = 100
+	ids := make([]ringwal.ID, rounds+1)
+	for i := range ids {
+		ids[i] = enqueueP(t, e, ringwal.Normal, "x")
+	}
+	var cur, spin atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() { // a reader: keeps looking at the next message to be leased
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = e.Get(ids[cur.Load()])
+				for range rand.IntN(64) { // vary the phase against the worker's
+					spin.Add(1)
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+
+	started := make(chan ringwal.ID, 1)
+	ended := make(chan ringwal.ID, 1)
+	ctx, cancel := context.WithCancel(ctxBG)
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- e.Run(ctx, 1, func(hctx context.Context, d ringwal.Delivery) error {
+			started <- d.ID
+			select {
+			case <-hctx.Done():
+			case <-ctx.Done():
+			}
+			ended <- d.ID
+			return errors.New("done")
+		})
+	}()
+	defer func() { cancel(); <-runErr }()
+
+	for i := 0; i < rounds; i++ {
+		select {
+		case id := <-started:
+			require.Equal(t, ids[i], id)
+		case <-time.After(waitFor):
+			t.Fatalf("round %d: handler not called", i)
+		}
+		cur.Store(int64(i + 1))
+		fake.Advance(150 * time.Millisecond)
+		select {
+		case <-ended:
+		case <-time.After(waitFor):
+			t.Fatalf("round %d: the handler's ctx did not end when its lease expired", i)
+		}
+	}
 }

@@ -6,6 +6,8 @@ package ringwal_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -263,4 +265,65 @@ func TestExtend(t *testing.T) {
 		stateNot(t, e, id, ringwal.Leased)
 		assert.ErrorIs(t, e.Ack(d.Lease), ringwal.ErrStaleLease)
 	})
+}
+
+// Extend by a huge duration keeps the lease, it does not end it at once.
+func TestExtendHugeDuration(t *testing.T) {
+	e, fake := memEngine(t, ringwal.Options{
+		LeaseTimeout: 100 * time.Millisecond,
+		Policies:     fastPolicies(5),
+	})
+	enqueueP(t, e, ringwal.Normal, "x")
+	d := dequeue(t, e)
+	require.NoError(t, e.Extend(d.Lease, time.Duration(math.MaxInt64)))
+	fake.Advance(200 * time.Millisecond)
+	time.Sleep(quiet)
+	fake.Advance(200 * time.Millisecond)
+	time.Sleep(quiet)
+	assert.NoError(t, e.Ack(d.Lease), "the lease was extended for ever")
+}
+
+// A nack whose retry delay is huge retries much later, not at once.
+func TestNackHugeDelay(t *testing.T) {
+	e, fake := memEngine(t, ringwal.Options{Policies: fastPolicies(5)})
+	id := enqueueP(t, e, ringwal.Normal, "x")
+	d := dequeue(t, e)
+	require.NoError(t, e.Nack(d.Lease, classify.After(transient("later"), time.Duration(math.MaxInt64))))
+	fake.Advance(time.Second)
+	assertNothingReady(t, e, "retry delay of ~292 years")
+	info, err := e.Get(id)
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Delayed, info.State)
+}
+
+// A short Extend under the real (coarse) clock ends the lease about then,
+// not at the next periodic lease scan (LeaseTimeout later).
+func TestShortExtendExpiresOnTimeRealClock(t *testing.T) {
+	e, err := ringwal.Open("", ringwal.Options{
+		LeaseTimeout: 5 * time.Second,
+		Policies:     fastPolicies(5),
+	})
+	require.NoError(t, err)
+	defer e.Close()
+	for i := 0; i < 20; i++ {
+		_, err := e.Enqueue(ctxBG, ringwal.Message{Payload: []byte(fmt.Sprint(i))})
+		require.NoError(t, err)
+		d := dequeue(t, e)
+		require.NoError(t, e.Extend(d.Lease, 3*time.Millisecond))
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			info, err := e.Get(d.ID)
+			require.NoError(t, err)
+			if info.State != ringwal.Leased {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: a lease extended by 3ms still held after 500ms", i)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		// Drain the retry.
+		d = dequeue(t, e)
+		require.NoError(t, e.Ack(d.Lease))
+	}
 }
