@@ -289,11 +289,7 @@ func tickerGoroutines() int {
 // On the wall clock, in an engine: an idle engine's clock parks, and the
 // next enqueue is stamped with the current time, not the time it parked.
 func TestCoarseClockEngineStampAfterPark(t *testing.T) {
-	e, err := Open("", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openEngine(t, "", Options{})
 	// Parked now (not merely once: a slow Open may see it park and wake
 	// it), so the cache holds no time and a stale stamp would be a bug.
 	waitFor(t, "the idle engine's clock to park", func() bool { return e.coarse.ns.Load() == 0 })

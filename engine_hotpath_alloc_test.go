@@ -14,9 +14,7 @@ import (
 // that takes the message's address must not move every caller's message
 // to the heap). The benchmarks say how fast; this says it stays at zero.
 func TestHotPathAllocatesNothing(t *testing.T) {
-	e, err := Open("", Options{TierCapacity: 1 << 12, MaxMessages: 1 << 13})
-	require.NoError(t, err)
-	defer e.Close()
+	e := openEngine(t, "", Options{TierCapacity: 1 << 12, MaxMessages: 1 << 13})
 	ctx := context.Background()
 	payload := make([]byte, 64)
 	paths := []struct {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal/classify"
 )
@@ -19,11 +18,9 @@ import (
 // a bench run once lost producers to a "no free slot" error when every
 // slot near the next IDs held a delayed retry.
 func TestEnqueueAtCapacityWaitsInsteadOfFailing(t *testing.T) {
-	e, err := Open("", Options{MaxMessages: 1024, TierCapacity: 256, Policies: map[classify.Category]classify.RetryPolicy{
+	e := openEngine(t, "", Options{MaxMessages: 1024, TierCapacity: 256, Policies: map[classify.Category]classify.RetryPolicy{
 		classify.Transient: {MaxAttempts: 1 << 20, Base: time.Millisecond, Max: 4 * time.Millisecond, Multiplier: 2},
 	}})
-	require.NoError(t, err)
-	defer e.Close()
 	total := int64(200_000)
 	if testing.Short() {
 		total = 40_000

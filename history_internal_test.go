@@ -21,7 +21,7 @@ import (
 func historyEngine(t *testing.T) (*Engine, time.Time) {
 	t.Helper()
 	start := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	e := openIdleTest(t, Options{Clock: clock.NewFake(start)})
+	e := openEngine(t, "", Options{Clock: clock.NewFake(start)})
 	return e, start
 }
 
@@ -197,7 +197,7 @@ func TestHistoryWaitP95IsTheIntervals(t *testing.T) {
 
 func TestHousekeeperSamplesHistory(t *testing.T) {
 	fake := clock.NewFake(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
-	e := openIdleTest(t, Options{Clock: fake})
+	e := openEngine(t, "", Options{Clock: fake})
 	_, err := e.Enqueue(context.Background(), Message{})
 	require.NoError(t, err)
 	for range 10 {

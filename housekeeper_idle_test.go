@@ -48,9 +48,7 @@ func TestIdleEngineWakesOnlyForDueWork(t *testing.T) {
 			if tc.disk {
 				dir = t.TempDir()
 			}
-			e, err := Open(dir, Options{Clock: c})
-			require.NoError(t, err)
-			defer e.Close()
+			e := openEngine(t, dir, Options{Clock: c})
 			for i := range tc.schedules {
 				require.NoError(t, e.AddSchedule(Schedule{Name: fmt.Sprint("s", i), Spec: tc.spec}))
 			}

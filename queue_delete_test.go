@@ -86,16 +86,14 @@ func TestQueueNumberIsReusedOnlyAfterACheckpoint(t *testing.T) {
 }
 
 func TestMemoryEngineReusesADeletedQueuesNumberAtOnce(t *testing.T) {
-	e, err := Open("", Options{})
-	require.NoError(t, err)
-	defer e.Close()
+	e := openEngine(t, "", Options{})
 	require.NoError(t, e.DeclareQueue("old", QueueOptions{}))
 	num := numberOf(t, e, "old")
 	takeEveryFreeNumber(e)
 	require.NoError(t, e.DeleteQueue("old"))
 	require.NoError(t, e.DeclareQueue("new", QueueOptions{}))
 	assert.Equal(t, num, numberOf(t, e, "new"))
-	err = e.DeclareQueue("one-too-many", QueueOptions{})
+	err := e.DeclareQueue("one-too-many", QueueOptions{})
 	assert.ErrorIs(t, err, ErrFull)
 	assert.Contains(t, err.Error(), "queue numbers are in use")
 }
@@ -122,9 +120,7 @@ func TestLogWithANumberGivenAgainReplaysEachQueuesRecords(t *testing.T) {
 	}
 	require.NoError(t, l.Close())
 
-	e, err := Open(dir, Options{})
-	require.NoError(t, err)
-	defer e.Close()
+	e := openEngine(t, dir, Options{})
 	_, err = e.queueNamed("old", false)
 	assert.ErrorIs(t, err, ErrNotFound)
 	d, ok := e.Queue("new").TryDequeue()
@@ -221,7 +217,7 @@ func TestNumbersPassingBetweenQueuesKeepEveryMessageInItsQueue(t *testing.T) {
 // queue, and every checkpoint after the next Open fails.)
 func TestDeleteQueueFollowsThePurgeOfItsLastDeadLetter(t *testing.T) {
 	dir := t.TempDir()
-	e := openCore(t, dir, Options{})
+	e := openEngine(t, dir, Options{})
 	q := e.Queue("q")
 	ctx := context.Background()
 	id, err := q.Enqueue(ctx, Message{Payload: []byte("x")})

@@ -16,11 +16,10 @@ import (
 // still come out in order, each exactly once.
 func TestSpillKeepsOrderAndLosesNothing(t *testing.T) {
 	fake := clock.NewFake(time.Time{})
-	e, err := Open("", Options{Clock: fake, TierCapacity: 4, MaxMessages: 4096})
-	require.NoError(t, err)
-	defer e.Close()
+	e := openEngine(t, "", Options{Clock: fake, TierCapacity: 4, MaxMessages: 4096})
 	const n = 3000
 	ids := make([]ID, n)
+	var err error
 	for i := range ids {
 		ids[i], err = e.Enqueue(context.Background(), Message{Delay: time.Second})
 		require.NoError(t, err)

@@ -61,9 +61,7 @@ func TestDeletionTheSnapshotAlreadyHoldsIsIgnored(t *testing.T) {
 			}
 			require.NoError(t, l.Close())
 
-			e, err := Open(dir, Options{})
-			require.NoError(t, err)
-			defer e.Close()
+			e := openEngine(t, dir, Options{})
 			var names []string
 			for _, q := range e.Queues() {
 				names = append(names, q.Name)
