@@ -7,7 +7,6 @@ package ringwal_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -20,42 +19,6 @@ import (
 	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/dlq"
 )
-
-// hookHandler is a slog handler that calls fn, synchronously, for every
-// record whose message is msg: a way to run an operation at exactly the
-// point where the engine logs that message, as a concurrent caller
-// scheduled at that moment would.
-type hookHandler struct {
-	msg string
-	mu  sync.Mutex
-	fn  func()
-}
-
-func (h *hookHandler) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h *hookHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
-
-func (h *hookHandler) WithGroup(string) slog.Handler { return h }
-
-func (h *hookHandler) Handle(_ context.Context, r slog.Record) error {
-	if r.Message != h.msg {
-		return nil
-	}
-	h.mu.Lock()
-	fn := h.fn
-	h.fn = nil
-	h.mu.Unlock()
-	if fn != nil {
-		fn()
-	}
-	return nil
-}
-
-func (h *hookHandler) set(fn func()) {
-	h.mu.Lock()
-	h.fn = fn
-	h.mu.Unlock()
-}
 
 // TestDeadLetterMessageSurvivesCheckpoint: a dead letter's message comes
 // back whole after a restart, whether the log or a checkpoint carried it.

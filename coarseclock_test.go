@@ -32,20 +32,6 @@ func newFakeCoarse(t *testing.T) (*coarseClock, *clock.Fake) {
 	return c, f
 }
 
-// waitFor polls cond until it holds. The deadline only turns a hang into
-// a failure; nothing is asserted about how long the wait takes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.Gosched()
-		time.Sleep(20 * time.Microsecond)
-	}
-}
-
 // step fires one tick and waits until the ticker has handled it. The
 // ticker must be running (armed).
 func step(t *testing.T, c *coarseClock, f *clock.Fake) {

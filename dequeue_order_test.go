@@ -16,10 +16,6 @@ import (
 
 var allPriorities = []ringwal.Priority{ringwal.Critical, ringwal.High, ringwal.Normal, ringwal.Low, ringwal.Background}
 
-// noAging keeps aging out of tests that are about something else (the fake
-// clock does not move in them anyway).
-const noAging = time.Hour
-
 func TestFirstPickIsHighestNonEmptyTier(t *testing.T) {
 	cases := []struct {
 		name  string

@@ -18,7 +18,6 @@ import (
 
 	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/clock"
-	"github.com/ringwal/ringwal/dlq"
 )
 
 // A batch that must wait for a key's room (MaxQueued) holds no record
@@ -99,10 +98,6 @@ func TestFailedEnqueueBatchLeavesNoDedupReservation(t *testing.T) {
 			assert.Equal(t, "order-1", info.Message.DedupID)
 		})
 	}
-}
-
-func failureAt(now int64) dlq.Failure {
-	return dlq.Failure{At: time.Unix(0, now), Category: classify.Permanent, Error: "x"}
 }
 
 // Inside one EnqueueBatch a message repeating an earlier one's DedupID

@@ -237,16 +237,6 @@ func memEngineIn(t *testing.T, dir string, o ringwal.Options) (*ringwal.Engine, 
 	return open(t, dir, o), nil
 }
 
-// callOpen opens a memory engine with o, turning a panic into a failure.
-func callOpen(t *testing.T, o ringwal.Options) (e *ringwal.Engine, err error) {
-	t.Helper()
-	_, _ = callNoPanic(t, func() error {
-		e, err = ringwal.Open("", o)
-		return err
-	})
-	return e, err
-}
-
 func TestInvalidInput(t *testing.T) {
 	const maxPayload = 16
 	// leased returns a live lease on a fresh message.

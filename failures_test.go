@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringwal/ringwal"
@@ -12,29 +11,6 @@ import (
 	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/dlq"
 )
-
-// sameFailures compares two failure histories entry by entry (times by
-// instant).
-func sameFailures(t *testing.T, want, got []dlq.Failure) {
-	t.Helper()
-	if !assert.Len(t, got, len(want), "failures: want %+v, got %+v", want, got) {
-		return
-	}
-	for i := range want {
-		assert.True(t, want[i].At.Equal(got[i].At), "failure %d at %v, want %v", i, got[i].At, want[i].At)
-		assert.Equal(t, want[i].Category, got[i].Category, "failure %d", i)
-		assert.Equal(t, want[i].Error, got[i].Error, "failure %d", i)
-	}
-}
-
-func sameDeadLetter(t *testing.T, want, got ringwal.DeadLetter) {
-	t.Helper()
-	sameFailures(t, want.Failures, got.Failures)
-	assert.True(t, want.FirstFailedAt.Equal(got.FirstFailedAt), "FirstFailedAt %v, want %v", got.FirstFailedAt, want.FirstFailedAt)
-	assert.True(t, want.DeadAt.Equal(got.DeadAt), "DeadAt %v, want %v", got.DeadAt, want.DeadAt)
-	assert.Equal(t, want.Category, got.Category)
-	assert.Equal(t, want.Attempts, got.Attempts)
-}
 
 // TestNackCauseKeptWhenTTLEndsDuringDelivery: a nack whose message's TTL
 // ran out during the delivery dead-letters it as Expired; the nack's

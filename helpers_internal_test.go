@@ -2,12 +2,15 @@ package ringwal
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/clock"
+	"github.com/ringwal/ringwal/dlq"
 	"github.com/ringwal/ringwal/internal/wal"
 )
 
@@ -76,4 +79,22 @@ func drain(e *Engine) []string {
 		}
 		got = append(got, string(d.Message.Payload))
 	}
+}
+
+// waitFor polls cond until it holds. The deadline only turns a hang into
+// a failure; nothing is asserted about how long the wait takes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		runtime.Gosched()
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
+func failureAt(now int64) dlq.Failure {
+	return dlq.Failure{At: time.Unix(0, now), Category: classify.Permanent, Error: "x"}
 }

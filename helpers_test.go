@@ -1,9 +1,8 @@
 package ringwal_test
 
-// Black-box tests of the root package against the contract in DESIGN.md:
-// helpers and the basic enqueue / dequeue / ack flow. The other
-// engine_*_test.go files cover scheduling order, failures, durability, bad
-// input and benchmarks.
+// The helpers the black-box tests (package ringwal_test) share: each
+// test file is named after the source file that owns what it tests; the
+// internal tests (package ringwal) have theirs in helpers_internal_test.go.
 //
 // Time-based behaviour always runs on a *clock.Fake: a test advances it and
 // then polls (in real time) for the asynchronous effect. Nothing here sleeps
@@ -17,12 +16,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -197,9 +199,6 @@ func ids(ds []ringwal.Delivery) []ringwal.ID {
 	}
 	return out
 }
-
-// ---------------------------------------------------------------------------
-// Basic flow
 
 // crashChild is a child process of this test binary that runs one test
 // (the child half of a crash test) and reports on its stdout, for the
@@ -390,6 +389,204 @@ func errText(err error) string {
 func containsAny(s string, words []string) bool {
 	for _, w := range words {
 		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// hookHandler is a slog handler that calls fn, synchronously, for every
+// record whose message is msg: a way to run an operation at exactly the
+// point where the engine logs that message, as a concurrent caller
+// scheduled at that moment would.
+type hookHandler struct {
+	msg string
+	mu  sync.Mutex
+	fn  func()
+}
+
+func (h *hookHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *hookHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+
+func (h *hookHandler) WithGroup(string) slog.Handler { return h }
+
+func (h *hookHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != h.msg {
+		return nil
+	}
+	h.mu.Lock()
+	fn := h.fn
+	h.fn = nil
+	h.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+	return nil
+}
+
+func (h *hookHandler) set(fn func()) {
+	h.mu.Lock()
+	h.fn = fn
+	h.mu.Unlock()
+}
+
+// noAging keeps aging out of tests that are about something else (the fake
+// clock does not move in them anyway).
+const noAging = time.Hour
+
+// callOpen opens a memory engine with o, turning a panic into a failure.
+func callOpen(t *testing.T, o ringwal.Options) (e *ringwal.Engine, err error) {
+	t.Helper()
+	_, _ = callNoPanic(t, func() error {
+		e, err = ringwal.Open("", o)
+		return err
+	})
+	return e, err
+}
+
+func deadIDs(t testing.TB, e *ringwal.Engine) []ringwal.ID {
+	t.Helper()
+	ds, err := e.DeadLetters(dlq.Query{})
+	require.NoError(t, err)
+	out := make([]ringwal.ID, len(ds))
+	for i, d := range ds {
+		out[i] = d.ID
+	}
+	return out
+}
+
+// sameFailures compares two failure histories entry by entry (times by
+// instant).
+func sameFailures(t *testing.T, want, got []dlq.Failure) {
+	t.Helper()
+	if !assert.Len(t, got, len(want), "failures: want %+v, got %+v", want, got) {
+		return
+	}
+	for i := range want {
+		assert.True(t, want[i].At.Equal(got[i].At), "failure %d at %v, want %v", i, got[i].At, want[i].At)
+		assert.Equal(t, want[i].Category, got[i].Category, "failure %d", i)
+		assert.Equal(t, want[i].Error, got[i].Error, "failure %d", i)
+	}
+}
+
+func sameDeadLetter(t *testing.T, want, got ringwal.DeadLetter) {
+	t.Helper()
+	sameFailures(t, want.Failures, got.Failures)
+	assert.True(t, want.FirstFailedAt.Equal(got.FirstFailedAt), "FirstFailedAt %v, want %v", got.FirstFailedAt, want.FirstFailedAt)
+	assert.True(t, want.DeadAt.Equal(got.DeadAt), "DeadAt %v, want %v", got.DeadAt, want.DeadAt)
+	assert.Equal(t, want.Category, got.Category)
+	assert.Equal(t, want.Attempts, got.Attempts)
+}
+
+func policyFor(p ringwal.KeyPolicy) func(string) ringwal.KeyPolicy {
+	return func(string) ringwal.KeyPolicy { return p }
+}
+
+func mustEnqueue(t *testing.T, e *ringwal.Engine, m ringwal.Message) ringwal.ID {
+	t.Helper()
+	id, err := e.TryEnqueue(m)
+	require.NoError(t, err)
+	return id
+}
+
+// drainQueue takes every message deliverable from dequeue and acks it,
+// returning the payloads in delivery order.
+func drainQueue(t *testing.T, e *ringwal.Engine, try func() (ringwal.Delivery, bool)) []string {
+	t.Helper()
+	var got []string
+	for {
+		d, ok := try()
+		if !ok {
+			return got
+		}
+		got = append(got, string(d.Message.Payload))
+		require.NoError(t, e.Ack(d.Lease))
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// richQuiesce waits until the reopened engine's housekeeper has done what
+// was due at the frozen clock's time and Stats holds still.
+func richQuiesce(t *testing.T, e *ringwal.Engine, fake *clock.Fake) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for fake.Waiters() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("housekeeper never waited on the clock")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	prev, stable := counts(e.Stats()), 0
+	for stable < 3 {
+		time.Sleep(5 * time.Millisecond)
+		c := counts(e.Stats())
+		if c == prev {
+			stable++
+		} else {
+			prev, stable = c, 0
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Stats never settled")
+		}
+	}
+}
+
+// reopener opens engines on one directory in turn: each reopen closes the
+// previous engine (checkpointing first when asked) and opens the next one
+// on a fresh fake clock set to at.
+type reopener struct {
+	t   *testing.T
+	dir string
+	o   ringwal.Options
+	e   *ringwal.Engine
+}
+
+func newReopener(t *testing.T, o ringwal.Options) *reopener {
+	t.Helper()
+	r := &reopener{t: t, dir: t.TempDir(), o: o}
+	r.e = r.open()
+	return r
+}
+
+func (r *reopener) open() *ringwal.Engine {
+	r.t.Helper()
+	e, err := ringwal.Open(r.dir, r.o)
+	require.NoError(r.t, err, "Open")
+	r.t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// reopen closes the current engine (after a checkpoint if checkpoint) and
+// opens the directory again on a fake clock at at.
+func (r *reopener) reopen(checkpoint bool, at time.Time) (*ringwal.Engine, *clock.Fake) {
+	r.t.Helper()
+	if checkpoint {
+		require.NoError(r.t, r.e.Checkpoint())
+	}
+	require.NoError(r.t, r.e.Close())
+	fake := clock.NewFake(at)
+	r.o.Clock = fake
+	r.e = r.open()
+	return r.e, fake
+}
+
+// anyGoroutine reports whether some goroutine's stack holds every one of
+// frames.
+func anyGoroutine(frames ...string) bool {
+	buf := make([]byte, 1<<20)
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		all := true
+		for _, f := range frames {
+			all = all && strings.Contains(g, f)
+		}
+		if all {
 			return true
 		}
 	}

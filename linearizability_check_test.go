@@ -291,7 +291,7 @@ func (h *historyRun) checkLinearizable() {
 
 // The history test's rounds: an engine opened in a fresh directory (or
 // memory-only), phases of workers beside a checkpointer, waited for with
-// a bound (history_stall_test.go).
+// a bound (linearizability_check_test.go).
 
 // newHistoryRun opens a round's engine (on a fake clock) in a fresh
 // directory.

@@ -9,13 +9,13 @@ package ringwal_test
 // back (nor after a later clean Close), and every DedupID answer is
 // honoured: a repeat named a message that really exists, and after the
 // crash a repeat still gets the first one's ID. The child works on the
-// history tests' queues (history_queues_test.go) and publishes to their
+// history tests' queues (linearizability_queues_test.go) and publishes to their
 // topic: after the crash every message is back in its own queue, each
 // queue delivers only its own, and a publish has all its copies or none
-// (history_crash_queues_test.go). It also takes batches beside messages
+// (linearizability_crash_more_test.go). It also takes batches beside messages
 // with Deadlines, repeats unique DedupIDs within batches, and adds and
 // removes schedules and queues beside a checkpointer; the parent checks
-// that it kept moving until the kill (history_crash_more_test.go).
+// that it kept moving until the kill (linearizability_crash_more_test.go).
 //
 // Reporting protocol (one write(2) per line; every line about an ID but
 // E and D is written under a per-ID lock held across the call, so for

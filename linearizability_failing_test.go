@@ -4,7 +4,7 @@ package ringwal_test
 // runs the history workload on the named queues (Write mode), then makes
 // the log's writes fail (RLIMIT_FSIZE, as a full disk does: EFBIG) while
 // workers dequeue and ack (one, or a batch) and read, and gives the space
-// back while they go on. The model (history_model_test.go) takes a failed
+// back while they go on. The model (linearizability_model_test.go) takes a failed
 // ack for no ack: the message is pending again, its attempt counted, in
 // its queue; the history must stay linearizable against it. Afterwards
 // DeleteQueue of each named queue that holds messages must refuse it,

@@ -6,16 +6,16 @@ package ringwal_test
 // enqueue the ID it was answered with), so that porcupine checks each
 // message's short history on its own. The messages of one unique DedupID
 // (UniqueQueued, UniqueLive) are one partition, since a repeat is judged
-// against the last of them accepted (history_unique_test.go). Operations
+// against the last of them accepted (linearizability_unique_test.go). Operations
 // that span messages (Stats, a Dequeue that found nothing, Checkpoint, a
 // queue's pause, schedules and declarations) are checked outside the
-// model (history_check_test.go, history_admin_test.go). A message's queue
+// model (linearizability_check_test.go, linearizability_model_test.go). A message's queue
 // is part of its state: it is set by its enqueue (or its Publish copy)
 // and never changes, a dequeue from a queue returns only that queue's
 // messages, and Get, a redrive and a reopening keep it. So is its
 // Deadline, which a dequeue and Get return.
 //
-// An ack the log refuses (history_failing_test.go) is no ack: the message
+// An ack the log refuses (linearizability_failing_test.go) is no ack: the message
 // is pending again with its attempts. The engine makes an ack visible
 // before the log answers (log, then make visible, then wait), so a reader
 // during a failing ack may miss the message for that moment: such an ack
@@ -116,7 +116,7 @@ func errClass(err error) string {
 	case err == nil:
 		return ""
 	case errors.Is(err, syscall.EFBIG):
-		return "io" // the log's write failed: a full disk (history_failing_test.go)
+		return "io" // the log's write failed: a full disk (linearizability_failing_test.go)
 	case errors.Is(err, ringwal.ErrDuplicate):
 		return "dup"
 	case errors.Is(err, ringwal.ErrStaleLease):

@@ -6,8 +6,8 @@ package ringwal_test
 // queue (Engine.TryDequeue and DequeueBatch for the default queue, the
 // handle's otherwise), a Publish records one enqueue per copy in its
 // copy's queue, and workers pause and resume queues now and then. The
-// model (history_model_test.go) keeps each message's queue; what spans
-// messages is checked here and in history_check_test.go: a dequeue made
+// model (linearizability_model_test.go) keeps each message's queue; what spans
+// messages is checked here and in linearizability_check_test.go: a dequeue made
 // while its queue was surely paused returned nothing, and each queue's
 // Stats.
 
@@ -289,7 +289,7 @@ func (c stateCounts) base() historyBase { return historyBase{total: c.total(), d
 // queuesDiffer says how quiescent Stats s's queues (got) differ from
 // what Get found in each queue (want), or "": Stats.Queues lists exactly
 // the history's queues (and the workers' own, empty:
-// history_admin_test.go), each queue's counts and Queue.Stats' equal
+// linearizability_model_test.go), each queue's counts and Queue.Stats' equal
 // Get's, and they sum to the engine's.
 func (h *historyRun) queuesDiffer(s ringwal.Stats, got, want map[string]stateCounts) string {
 	var bad []string

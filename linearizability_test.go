@@ -2,22 +2,22 @@ package ringwal_test
 
 // A randomized concurrent history of the engine's public operations,
 // checked for linearizability against a sequential model of one message
-// (history_model_test.go) with porcupine, and its Stats checked with
+// (linearizability_model_test.go) with porcupine, and its Stats checked with
 // bounds that hold under concurrency and exactly when quiescent.
 //
 // Workers enqueue (single and batched, with DedupIDs drawn from a small
 // shared pool so that repeats race, and batches repeating a unique
-// DedupID of their own: history_unique_test.go), publish, dequeue (one,
+// DedupID of their own: linearizability_unique_test.go), publish, dequeue (one,
 // or batches of up to 16 that meet messages with Deadlines inside
 // Options.DeadlineSlack, leased earliest-deadline-first), ack (one, or a
 // batch), nack, extend, cancel, requeue, redrive, get, pause and resume a
 // queue, add and remove schedules and declare and delete queues while a
-// checkpointer runs (history_admin_test.go), and read Stats at random;
+// checkpointer runs (linearizability_model_test.go), and read Stats at random;
 // every call and its return are stamped from one counter. A round whose
-// calls stop moving fails as stalled (history_stall_test.go). The
+// calls stop moving fails as stalled (linearizability_check_test.go). The
 // engine has named queues besides the default one (historyQueues), two of
 // them bound to a topic: each enqueue, dequeue and pause picks a queue
-// (history_queues_test.go). Between phases the engine is
+// (linearizability_queues_test.go). Between phases the engine is
 // checkpointed (every other time), closed and reopened (leases end: their
 // messages are pending), and
 // sometimes the fake clock jumps past every delay and backoff; both are

@@ -402,3 +402,64 @@ func TestPeekHugeN(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, "a", string(got[0].Message.Payload))
 }
+
+// The reads an operator's console makes cost what they return, not the
+// size of the store: with 100k dead letters (a scan would allocate per entry), finding one by ID, counting
+// a key's and counting what a purge would take allocate a constant.
+func TestDeadLetterReadsDoNotGrowWithTheStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills 100k dead letters")
+	}
+	const dead = 100_000
+	e, _ := memEngine(t, ringwal.Options{MaxMessages: 1 << 12})
+	ids := enginetest.DeadLetterN(t, e, "k", dead)
+	allocs := testing.AllocsPerRun(20, func() {
+		if _, err := e.DeadLetter(ids[dead/2]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.LessOrEqual(t, allocs, 4.0, "DeadLetter by ID")
+	bytes := enginetest.BytesPerRun(20, func() { _, _ = e.DeadLetter(ids[dead/2]) })
+	assert.Less(t, bytes, uint64(4<<10), "DeadLetter by ID: bytes allocated")
+	allocs = testing.AllocsPerRun(20, func() {
+		if n, _, err := e.CountDeadLetters(dlq.Query{Key: "k"}); err != nil || n != dead {
+			t.Fatal(n, err)
+		}
+		if m, err := e.DeadLetterKeys(); err != nil || m["k"] != dead {
+			t.Fatal(m, err)
+		}
+	})
+	assert.LessOrEqual(t, allocs, 4.0, "counts")
+}
+
+// Peek(n) reads the queues' fronts: with 200k pending, Peek(1) allocates
+// a constant, and what it shows is what Dequeue hands out.
+func TestPeekCostsWhatItReturns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills 200k pending")
+	}
+	const n = 200_000
+	e, _ := memEngine(t, ringwal.Options{MaxMessages: 1 << 18, TierCapacity: 1 << 16})
+	batch := make([]ringwal.Message, 1000)
+	for i := range batch {
+		batch[i] = ringwal.Message{Payload: []byte("p")}
+	}
+	for range n / len(batch) {
+		_, err := e.EnqueueBatch(ctxBG, batch)
+		require.NoError(t, err)
+	}
+	allocs := testing.AllocsPerRun(10, func() {
+		if got := e.Peek(1); len(got) != 1 {
+			t.Fatal(len(got))
+		}
+	})
+	assert.LessOrEqual(t, allocs, 10.0, "Peek(1) with %d pending", n)
+	bytes := enginetest.BytesPerRun(10, func() { e.Peek(1) })
+	assert.Less(t, bytes, uint64(64<<10), "Peek(1) with %d pending: bytes allocated", n)
+
+	peeked := e.Peek(3)
+	require.Len(t, peeked, 3)
+	for _, p := range peeked {
+		assert.Equal(t, p.ID, dequeue(t, e).ID)
+	}
+}

@@ -77,13 +77,6 @@ func richOptions(mode ringwal.Durability) ringwal.Options {
 	}
 }
 
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 // richChild is the child's shared state.
 type richChild struct {
 	e     *ringwal.Engine
@@ -538,32 +531,6 @@ func richRound(t *testing.T, mode string) {
 	}
 	t.Logf("%s: %d lines, %d IDs, acknowledged %v, %d checkpoints, %d calls in flight; after reopening %d dead, %d delivered, %d dedup checks, %d unreported",
 		mode, rep.lines, len(rep.msgs), ops, rep.checkpoints, inflight, deadN, len(delivered), dedups, unreported)
-}
-
-// richQuiesce waits until the reopened engine's housekeeper has done what
-// was due at the frozen clock's time and Stats holds still.
-func richQuiesce(t *testing.T, e *ringwal.Engine, fake *clock.Fake) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for fake.Waiters() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("housekeeper never waited on the clock")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	prev, stable := counts(e.Stats()), 0
-	for stable < 3 {
-		time.Sleep(5 * time.Millisecond)
-		c := counts(e.Stats())
-		if c == prev {
-			stable++
-		} else {
-			prev, stable = c, 0
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Stats never settled")
-		}
-	}
 }
 
 // richDeadSummary lists an engine's dead letters by what recovery must keep.

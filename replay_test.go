@@ -20,45 +20,6 @@ import (
 	"github.com/ringwal/ringwal/dlq"
 )
 
-// reopener opens engines on one directory in turn: each reopen closes the
-// previous engine (checkpointing first when asked) and opens the next one
-// on a fresh fake clock set to at.
-type reopener struct {
-	t   *testing.T
-	dir string
-	o   ringwal.Options
-	e   *ringwal.Engine
-}
-
-func newReopener(t *testing.T, o ringwal.Options) *reopener {
-	t.Helper()
-	r := &reopener{t: t, dir: t.TempDir(), o: o}
-	r.e = r.open()
-	return r
-}
-
-func (r *reopener) open() *ringwal.Engine {
-	r.t.Helper()
-	e, err := ringwal.Open(r.dir, r.o)
-	require.NoError(r.t, err, "Open")
-	r.t.Cleanup(func() { _ = e.Close() })
-	return e
-}
-
-// reopen closes the current engine (after a checkpoint if checkpoint) and
-// opens the directory again on a fake clock at at.
-func (r *reopener) reopen(checkpoint bool, at time.Time) (*ringwal.Engine, *clock.Fake) {
-	r.t.Helper()
-	if checkpoint {
-		require.NoError(r.t, r.e.Checkpoint())
-	}
-	require.NoError(r.t, r.e.Close())
-	fake := clock.NewFake(at)
-	r.o.Clock = fake
-	r.e = r.open()
-	return r.e, fake
-}
-
 // TestRequeueBeforeDelaySurvivesReopen: a message requeued before its
 // Delay ended is pending, and stays pending after a reopen, with its
 // Delay still in its Message.

@@ -300,7 +300,8 @@ func (h writeFailHandler) Handle(_ context.Context, r slog.Record) error {
 }
 
 func (h writeFailHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h writeFailHandler) WithGroup(string) slog.Handler      { return h }
+
+func (h writeFailHandler) WithGroup(string) slog.Handler { return h }
 
 // snapshotInPlace reports whether a snapshot file is in place under dir.
 func snapshotInPlace(dir string) bool {
@@ -324,20 +325,4 @@ func checkpointWaitsForTheLog() bool {
 // for a record being committed (an enqueue waiting for the log).
 func snapshotWaitsForACommit() bool {
 	return anyGoroutine(".(*rec).ownAny(", ".(*Engine).snapshot(")
-}
-
-// anyGoroutine reports whether some goroutine's stack holds every one of
-// frames.
-func anyGoroutine(frames ...string) bool {
-	buf := make([]byte, 1<<20)
-	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-		all := true
-		for _, f := range frames {
-			all = all && strings.Contains(g, f)
-		}
-		if all {
-			return true
-		}
-	}
-	return false
 }
