@@ -1,8 +1,8 @@
 package ringwal_test
 
-// Crash recovery: what a reopened engine rebuilds when records were
-// appended in another order than the state changes they describe, or when
-// a checkpoint carried the state.
+// Checkpoints: what a reopened engine rebuilds when a checkpoint carried
+// the state (a dead letter whole, its dedup window where it was), and
+// checkpoints under load losing nothing.
 
 import (
 	"context"

@@ -1,8 +1,8 @@
 package ringwal_test
 
-// Bad input, unknown IDs, and the engine after Close: errors wrap the
-// sentinels, nothing panics, Close is idempotent, blocked calls wake up, and
-// no goroutine outlives Close.
+// The engine's life: Open (the data directory, its lock), Close and the
+// engine after it: errors wrap ErrClosed, blocked calls wake up, handlers'
+// contexts end after the grace, and no goroutine outlives Close.
 
 import (
 	"context"

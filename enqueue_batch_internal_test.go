@@ -1,11 +1,8 @@
 package ringwal
 
-// The behaviours below each guard a way the concurrent core once lost or
-// stalled a message: an EnqueueBatch that waited while it held records, a
-// failed batch that kept its DedupID reservations, a duplicate answered
-// before its first was durable, Stats starved by overlapping
-// dead-letterings, a reader that made a deadline look stale, and a lease
-// generation that wrapped to the zero Lease.
+// Ways EnqueueBatch once lost or stalled a message: a batch that waited
+// while it held records, a failed batch that kept its DedupID
+// reservations, a unique DedupID repeated inside one batch.
 
 import (
 	"context"

@@ -1,9 +1,8 @@
 package ringwal_test
 
-// Failures: nack, backoff, redelivery, dead letters, classify.After and
-// Mark, the per-key breaker, Redrive / MarkReviewed / Purge, Run with a
-// handler that succeeds, fails or panics, lease expiry and Extend, stale
-// leases, Requeue and TTL.
+// The failure path: nack, backoff, redelivery, dead letters (and
+// OnDeadLetter), classify.After and Mark, MaxAttempts, the per-key
+// breaker.
 
 import (
 	"errors"

@@ -1,7 +1,7 @@
 package ringwal_test
 
-// Tests of the intake side: Enqueue, TryEnqueue, EnqueueBatch,
-// capacity, dedup, options and Close racing producers.
+// Options: what Open refuses (bad options, a TierCapacity no machine
+// holds, bad breaker options) and odd but valid options that work.
 
 import (
 	"errors"

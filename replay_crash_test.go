@@ -1,8 +1,7 @@
 package ringwal_test
 
-// Durability: close and reopen in every mode preserves every state; the
-// dedup index survives a restart; the directory lock; and a SIGKILL crash
-// loses nothing a Write-mode call returned for.
+// Crash recovery: a SIGKILL crash loses nothing a Write-mode call
+// returned for.
 
 import (
 	"bufio"
