@@ -463,3 +463,67 @@ func TestPeekCostsWhatItReturns(t *testing.T) {
 		assert.Equal(t, p.ID, dequeue(t, e).ID)
 	}
 }
+
+func TestPeekOrder(t *testing.T) {
+	t.Run("strict", func(t *testing.T) {
+		e, _ := memEngine(t, ringwal.Options{Strict: true, AgingAfter: noAging})
+		a := enqueueP(t, e, ringwal.Low, "a")
+		b := enqueueP(t, e, ringwal.Normal, "b")
+		c := enqueueP(t, e, ringwal.Critical, "c")
+		d := enqueueP(t, e, ringwal.High, "d")
+		x := enqueueP(t, e, ringwal.Normal, "x")
+		f := enqueueP(t, e, ringwal.Background, "f")
+		enqueue(t, e, ringwal.Message{Priority: ringwal.Critical, Delay: time.Hour})
+		want := []ringwal.ID{c, d, b, x, a, f}
+
+		infoIDs := func(is []ringwal.Info) []ringwal.ID {
+			var out []ringwal.ID
+			for _, i := range is {
+				out = append(out, i.ID)
+			}
+			return out
+		}
+		assert.Equal(t, want[:3], infoIDs(e.Peek(3)))
+		all := e.Peek(100)
+		require.GreaterOrEqual(t, len(all), len(want))
+		assert.Equal(t, want, infoIDs(all[:len(want)]))
+		assert.Empty(t, e.Peek(0))
+		for _, i := range all[:len(want)] {
+			assert.Equal(t, ringwal.Pending, i.State, "Peek leases nothing")
+		}
+		s := e.Stats()
+		assert.Equal(t, 0, s.Leased, "Peek leases nothing")
+		assert.Equal(t, 6, s.Pending)
+
+		var got []ringwal.ID
+		for range want {
+			got = append(got, dequeue(t, e).ID)
+		}
+		assert.Equal(t, want, got, "dequeue order matches Peek")
+	})
+
+	t.Run("weighted", func(t *testing.T) {
+		e, fake := memEngine(t, ringwal.Options{AgingAfter: noAging})
+		for i := 0; i < 10; i++ {
+			for _, p := range allPriorities {
+				enqueueP(t, e, p, fmt.Sprintf("%v-%d", p, i))
+			}
+		}
+		urgent := enqueue(t, e, ringwal.Message{Priority: ringwal.Low, Deadline: fake.Now().Add(time.Millisecond)})
+		peek := e.Peek(40)
+		require.Len(t, peek, 40)
+		assert.Equal(t, urgent, peek[0].ID, "the message within its deadline slack is next")
+		again := e.Peek(40)
+		for i := range peek {
+			assert.Equal(t, peek[i].ID, again[i].ID, "Peek twice: position %d", i)
+		}
+		for i := range peek {
+			d := dequeue(t, e)
+			if !assert.Equal(t, peek[i].ID, d.ID, "position %d: Peek said %v, dequeue gave %v", i,
+				peek[i].Message.Priority, d.Message.Priority) {
+				return // the rest would only repeat the divergence
+			}
+		}
+		assert.Equal(t, 51-40, e.Stats().Pending, "Pending after 40 dequeues")
+	})
+}

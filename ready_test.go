@@ -116,3 +116,33 @@ func TestConsumersAtTheHeadLoseNothing(t *testing.T) {
 		})
 	}
 }
+
+func TestDelay(t *testing.T) {
+	e, fake := memEngine(t, ringwal.Options{AgingAfter: noAging})
+	t0 := fake.Now()
+	id := enqueue(t, e, ringwal.Message{Priority: ringwal.High, Payload: []byte("later"), Delay: 100 * time.Millisecond})
+	info, err := e.Get(id)
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Delayed, info.State)
+	assert.True(t, info.NextAt.Equal(t0.Add(100*time.Millisecond)), "NextAt %v", info.NextAt)
+
+	// An undelayed message behind it in the same tier is not blocked.
+	now := enqueueP(t, e, ringwal.High, "now")
+	d := dequeue(t, e)
+	assert.Equal(t, now, d.ID)
+	require.NoError(t, e.Ack(d.Lease))
+
+	assertNothingReady(t, e, "at enqueue")
+	fake.Advance(99 * time.Millisecond)
+	assertNothingReady(t, e, "1ms before enqueue+Delay")
+	info, err = e.Get(id)
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Delayed, info.State)
+
+	fake.Advance(3 * time.Millisecond)
+	d = dequeue(t, e)
+	assert.Equal(t, id, d.ID)
+	assert.Equal(t, 1, d.Attempt)
+	assert.Equal(t, "later", string(d.Message.Payload))
+	assert.True(t, d.EnqueuedAt.Equal(t0), "EnqueuedAt is the enqueue time, not the due time")
+}
