@@ -1,7 +1,8 @@
 package ringwal_test
 
-// Acks that do not wait for the log one by one: Run's workers (which append
-// their acks without waiting) and AckBatch (one wait for many).
+// Settling: acks that do not wait for the log one by one (Run's workers,
+// which append their acks without waiting, and AckBatch, one wait for
+// many), Nack and Extend.
 
 import (
 	"context"
