@@ -16,14 +16,6 @@ import (
 	"github.com/ringwal/ringwal/dlq"
 )
 
-func openIdleTest(t *testing.T, o Options) *Engine {
-	t.Helper()
-	e, err := Open("", o)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = e.Close() })
-	return e
-}
-
 // deadLetterSome enqueues n messages and dead-letters each (Permanent).
 func deadLetterSome(t *testing.T, e *Engine, n int) []ID {
 	t.Helper()
@@ -42,7 +34,7 @@ func deadLetterSome(t *testing.T, e *Engine, n int) []ID {
 // A bulk verb whose single verb fails part-way stops there and returns
 // the count done with the error: those done are done, the rest untouched.
 func TestBulkVerbStopsAtAFailureWithTheCountDone(t *testing.T) {
-	e := openIdleTest(t, Options{})
+	e := openEngine(t, "", Options{})
 	ids := deadLetterSome(t, e, 6)
 	disk := errors.New("disk on fire")
 	calls := 0
@@ -92,7 +84,7 @@ func result(t *testing.T, res <-chan error) error {
 // An idle engine (never used, or whose work is all acked or dead) is idle
 // at once; dead letters are not work.
 func TestWaitIdleReturnsAtOnceWhenNothingIsLive(t *testing.T) {
-	e := openIdleTest(t, Options{})
+	e := openEngine(t, "", Options{})
 	require.NoError(t, e.WaitIdle(context.Background()))
 	deadLetterSome(t, e, 3)
 	require.NoError(t, e.WaitIdle(context.Background()))
@@ -101,7 +93,7 @@ func TestWaitIdleReturnsAtOnceWhenNothingIsLive(t *testing.T) {
 // WaitIdle sleeps while a message is pending or leased, and returns once
 // the last one is acked; a ctx that ends first is its error.
 func TestWaitIdleWaitsForPendingAndLeased(t *testing.T) {
-	e := openIdleTest(t, Options{})
+	e := openEngine(t, "", Options{})
 	for range 2 {
 		_, err := e.Enqueue(context.Background(), Message{})
 		require.NoError(t, err)
@@ -130,7 +122,7 @@ func TestWaitIdleWaitsForPendingAndLeased(t *testing.T) {
 // handled, on the fake clock, with nothing sleeping.
 func TestWaitIdleWaitsForDelayed(t *testing.T) {
 	fake := clock.NewFake(time.Time{})
-	e := openIdleTest(t, Options{Clock: fake})
+	e := openEngine(t, "", Options{Clock: fake})
 	_, err := e.Enqueue(context.Background(), Message{Delay: time.Minute})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -150,7 +142,7 @@ func TestWaitIdleWaitsForDelayed(t *testing.T) {
 // they end, here dead-lettered by MaxHold.
 func TestWaitIdleWaitsForHeld(t *testing.T) {
 	fake := clock.NewFake(time.Time{})
-	e := openIdleTest(t, Options{Clock: fake, MaxHold: time.Minute,
+	e := openEngine(t, "", Options{Clock: fake, MaxHold: time.Minute,
 		Breaker:  breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Hour, MaxOpenTimeout: time.Hour},
 		Policies: map[classify.Category]classify.RetryPolicy{classify.Transient: {MaxAttempts: 1}}})
 	ctx := context.Background()
@@ -180,7 +172,7 @@ func TestWaitIdleWaitsForHeld(t *testing.T) {
 
 // Close ends a WaitIdle with ErrClosed.
 func TestWaitIdleEndsWithErrClosedAtClose(t *testing.T) {
-	e := openIdleTest(t, Options{})
+	e := openEngine(t, "", Options{})
 	_, err := e.Enqueue(context.Background(), Message{})
 	require.NoError(t, err)
 	res := waitIdleArmed(t, e, context.Background())
@@ -190,7 +182,7 @@ func TestWaitIdleEndsWithErrClosedAtClose(t *testing.T) {
 
 // Several WaitIdle calls share the wake-up: the last ack wakes them all.
 func TestWaitIdleWakesEveryWaiter(t *testing.T) {
-	e := openIdleTest(t, Options{})
+	e := openEngine(t, "", Options{})
 	_, err := e.Enqueue(context.Background(), Message{})
 	require.NoError(t, err)
 	var res []<-chan error

@@ -34,7 +34,7 @@ func TestBulkVerbsReadTheDeadLettersTheySkipOncePerRun(t *testing.T) {
 	const skipped, matching = 1500, 2*bulkPage + 88 // three pages
 	for _, verb := range []string{"redrive", "review"} {
 		t.Run(verb, func(t *testing.T) {
-			e := openIdleTest(t, Options{})
+			e := openEngine(t, "", Options{})
 			deadLetterWith(t, e, skipped, "other")
 			deadLetterWith(t, e, matching, "boom")
 			q := dlq.Query{Text: "boom", Reviewed: dlq.OnlyUnreviewed}

@@ -32,20 +32,6 @@ func newFakeCoarse(t *testing.T) (*coarseClock, *clock.Fake) {
 	return c, f
 }
 
-// waitFor polls cond until it holds. The deadline only turns a hang into
-// a failure; nothing is asserted about how long the wait takes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.Gosched()
-		time.Sleep(20 * time.Microsecond)
-	}
-}
-
 // step fires one tick and waits until the ticker has handled it. The
 // ticker must be running (armed).
 func step(t *testing.T, c *coarseClock, f *clock.Fake) {
@@ -289,11 +275,7 @@ func tickerGoroutines() int {
 // On the wall clock, in an engine: an idle engine's clock parks, and the
 // next enqueue is stamped with the current time, not the time it parked.
 func TestCoarseClockEngineStampAfterPark(t *testing.T) {
-	e, err := Open("", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openEngine(t, "", Options{})
 	// Parked now (not merely once: a slow Open may see it park and wake
 	// it), so the cache holds no time and a stale stamp would be a bug.
 	waitFor(t, "the idle engine's clock to park", func() bool { return e.coarse.ns.Load() == 0 })

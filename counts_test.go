@@ -86,7 +86,7 @@ func TestKeptCountsMatchAScan(t *testing.T) {
 
 func keptCountsMatchAScan(t *testing.T, dir string) {
 	fake := clock.NewFake(time.Time{})
-	e, err := Open(dir, Options{
+	e := openEngine(t, dir, Options{
 		Clock:        fake,
 		LeaseTimeout: 50 * time.Millisecond,
 		Policies: map[classify.Category]classify.RetryPolicy{
@@ -105,8 +105,6 @@ func keptCountsMatchAScan(t *testing.T, dir string) {
 			return KeyPolicy{}
 		},
 	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = e.Close() })
 	e.Stats() // counting starts
 	keys := []string{"", "a", "ordered", "capped", "rated", "flaky"}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -182,9 +180,7 @@ func keptCountsMatchAScan(t *testing.T, dir string) {
 // keeps no counts; the first Stats counts what is there, and from then on
 // every move is counted.
 func TestCountingStartsWithTheFirstStats(t *testing.T) {
-	e, err := Open("", Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = e.Close() })
+	e := openEngine(t, "", Options{})
 	for i := 0; i < 10; i++ {
 		_, err := e.TryEnqueue(Message{Priority: Priority(i%5 - 2), Delay: time.Duration(i%2) * time.Hour})
 		require.NoError(t, err)

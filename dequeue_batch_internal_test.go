@@ -16,7 +16,7 @@ import (
 // deadline the scheduler could serve now does.
 func TestTakeBatchIgnoresDeadlinesNotDue(t *testing.T) {
 	start := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	e := openIdleTest(t, Options{Clock: clock.NewFake(start)})
+	e := openEngine(t, "", Options{Clock: clock.NewFake(start)})
 	ctx := context.Background()
 	_, err := e.Enqueue(ctx, Message{Deadline: start.Add(24 * time.Hour)})
 	require.NoError(t, err)

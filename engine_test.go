@@ -1,22 +1,16 @@
 package ringwal_test
 
-// Black-box tests of the root package against the contract in DESIGN.md:
-// helpers and the basic enqueue / dequeue / ack flow. The other
-// engine_*_test.go files cover scheduling order, failures, durability, bad
-// input and benchmarks.
-//
-// Time-based behaviour always runs on a *clock.Fake: a test advances it and
-// then polls (in real time) for the asynchronous effect. Nothing here sleeps
-// to wait for engine time.
+// The engine's life: Open (the data directory, its lock), Close and the
+// engine after it: errors wrap ErrClosed, blocked calls wake up, handlers'
+// contexts end after the grace, and no goroutine outlives Close.
 
 import (
 	"context"
 	"errors"
-	"fmt"
+	"io/fs"
 	"os"
-	"sort"
-	"strings"
-	"sync"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,568 +19,339 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ringwal/ringwal"
-	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/dlq"
-	"github.com/ringwal/ringwal/internal/enginetest"
 )
 
-// TestMain fails the package if any goroutine outlives the tests (every
-// engine is closed by its test's Cleanup, and Close must stop all the
-// goroutines it started), and removes the directory BenchmarkRecovery
-// builds once per process.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
-		if recoveryDir != "" {
-			_ = os.RemoveAll(recoveryDir)
-		}
-	}))
-}
+func TestAfterClose(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		dir  bool
+	}{{"memory", false}, {"dir", true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			dir := ""
+			if mode.dir {
+				dir = t.TempDir()
+			}
+			e, err := ringwal.Open(dir, ringwal.Options{})
+			require.NoError(t, err)
+			id := enqueueP(t, e, ringwal.Normal, "x")
+			d := dequeue(t, e)
+			require.NoError(t, e.Close())
+			assert.NoError(t, e.Close(), "Close is idempotent")
 
-const (
-	waitFor = 5 * time.Second // real-time bound for an asynchronous effect
-	tick    = time.Millisecond
-	// quiet is how long (real time) a test watches for something that must
-	// not happen (a delivery before its due time, say).
-	quiet = 30 * time.Millisecond
-)
-
-var ctxBG = context.Background()
-
-// fastPolicy is a small explicit retry policy so that fake-clock tests
-// advance by milliseconds: delays 10ms, 20ms, 40ms, ... capped at 100ms.
-func fastPolicy(attempts int) classify.RetryPolicy {
-	return classify.RetryPolicy{MaxAttempts: attempts, Base: 10 * time.Millisecond,
-		Max: 100 * time.Millisecond, Multiplier: 2, Jitter: classify.NoJitter}
-}
-
-// fastPolicies uses fastPolicy(attempts) for every retryable category.
-func fastPolicies(attempts int) map[classify.Category]classify.RetryPolicy {
-	m := map[classify.Category]classify.RetryPolicy{}
-	for _, c := range []classify.Category{classify.Unknown, classify.Transient,
-		classify.Timeout, classify.RateLimited, classify.Resource} {
-		m[c] = fastPolicy(attempts)
-	}
-	return m
-}
-
-// open opens an engine on dir and closes it when the test ends.
-func open(t testing.TB, dir string, o ringwal.Options) *ringwal.Engine {
-	t.Helper()
-	return enginetest.Open(t, dir, o)
-}
-
-// memEngine opens a memory-only engine on a fresh fake clock (unless o
-// already has a clock).
-func memEngine(t testing.TB, o ringwal.Options) (*ringwal.Engine, *clock.Fake) {
-	t.Helper()
-	fake, _ := o.Clock.(*clock.Fake)
-	if o.Clock == nil {
-		fake = clock.NewFake(time.Time{})
-		o.Clock = fake
-	}
-	return open(t, "", o), fake
-}
-
-func enqueue(t testing.TB, e *ringwal.Engine, m ringwal.Message) ringwal.ID {
-	t.Helper()
-	id, err := e.Enqueue(ctxBG, m)
-	require.NoError(t, err, "Enqueue")
-	return id
-}
-
-// enqueueP enqueues a message of priority p whose payload is s.
-func enqueueP(t testing.TB, e *ringwal.Engine, p ringwal.Priority, s string) ringwal.ID {
-	t.Helper()
-	return enqueue(t, e, ringwal.Message{Priority: p, Payload: []byte(s)})
-}
-
-// forLogAndCheckpoint runs fn as two subtests: "log", where a reopened
-// engine rebuilds from the log alone, and "checkpoint", where fn is to take
-// a checkpoint before it closes.
-func forLogAndCheckpoint(t *testing.T, fn func(t *testing.T, checkpoint bool)) {
-	t.Run("log", func(t *testing.T) { fn(t, false) })
-	t.Run("checkpoint", func(t *testing.T) { fn(t, true) })
-}
-
-// dequeue waits (real time) until a delivery is ready and returns it.
-func dequeue(t testing.TB, e *ringwal.Engine) ringwal.Delivery {
-	t.Helper()
-	return enginetest.Dequeue(t, e)
-}
-
-// assertNothingReady checks that no delivery becomes ready for a short
-// while. If one does, the test fails and the delivery is returned.
-func assertNothingReady(t testing.TB, e *ringwal.Engine, why string) {
-	t.Helper()
-	deadline := time.Now().Add(quiet)
-	for time.Now().Before(deadline) {
-		if d, ok := e.TryDequeue(); ok {
-			assert.Failf(t, "unexpected delivery", "%s: got ID %d (payload %q, attempt %d)",
-				why, d.ID, d.Message.Payload, d.Attempt)
-			return
-		}
-		time.Sleep(tick)
+			calls := map[string]func() error{
+				"Enqueue":    func() error { _, err := e.Enqueue(ctxBG, ringwal.Message{}); return err },
+				"TryEnqueue": func() error { _, err := e.TryEnqueue(ringwal.Message{}); return err },
+				"EnqueueBatch": func() error {
+					_, err := e.EnqueueBatch(ctxBG, []ringwal.Message{{}})
+					return err
+				},
+				"Dequeue":      func() error { _, err := e.Dequeue(ctxBG); return err },
+				"DequeueBatch": func() error { _, err := e.DequeueBatch(ctxBG, 3); return err },
+				"Ack":          func() error { return e.Ack(d.Lease) },
+				"Nack":         func() error { return e.Nack(d.Lease, errors.New("x")) },
+				"Extend":       func() error { return e.Extend(d.Lease, time.Second) },
+				"Get":          func() error { _, err := e.Get(id); return err },
+				"Requeue":      func() error { return e.Requeue(id) },
+				"DeadLetters":  func() error { _, err := e.DeadLetters(dlq.Query{}); return err },
+				"Redrive":      func() error { return e.Redrive(id) },
+				"MarkReviewed": func() error { return e.MarkReviewed(id, "n") },
+				"PurgeDeadLetters": func() error {
+					_, err := e.PurgeDeadLetters(dlq.Query{})
+					return err
+				},
+				"Checkpoint": func() error { return e.Checkpoint() },
+			}
+			for name, call := range calls {
+				var err error
+				if assert.NotPanics(t, func() { err = call() }, name) {
+					assert.ErrorIs(t, err, ringwal.ErrClosed, name)
+				}
+			}
+			assert.NotPanics(t, func() {
+				_, ok := e.TryDequeue()
+				assert.False(t, ok, "TryDequeue after Close")
+				_ = e.Stats()
+				_ = e.Peek(3)
+			})
+			runDone := make(chan error, 1)
+			go func() { runDone <- e.Run(ctxBG, 2, func(context.Context, ringwal.Delivery) error { return nil }) }()
+			select {
+			case err := <-runDone:
+				assert.True(t, err == nil || errors.Is(err, ringwal.ErrClosed), "Run after Close: %v", err)
+			case <-time.After(waitFor):
+				t.Error("Run on a closed engine did not return")
+			}
+		})
 	}
 }
 
-// waitState polls Get(id) until its State is want.
-func waitState(t testing.TB, e *ringwal.Engine, id ringwal.ID, want ringwal.State) ringwal.Info {
-	t.Helper()
-	var info ringwal.Info
-	var err error
-	ok := assert.Eventually(t, func() bool {
-		info, err = e.Get(id)
-		return err == nil && info.State == want
-	}, waitFor, tick)
-	if !ok {
-		t.Errorf("ID %d: want state %v, last Get = %+v, %v", id, want, info, err)
-	}
-	return info
-}
+func TestCloseWakesBlockedCalls(t *testing.T) {
+	e, err := ringwal.Open("", ringwal.Options{MaxMessages: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
 
-// stateCounts is the part of Stats that tests compare.
-type stateCounts struct {
-	Pending, Delayed, Leased, Held, Dead int
-}
-
-func counts(s ringwal.Stats) stateCounts {
-	return stateCounts{s.Pending, s.Delayed, s.Leased, s.Held, s.Dead}
-}
-
-// waitCounts polls Stats until its state counts equal want.
-func waitCounts(t testing.TB, e *ringwal.Engine, want stateCounts) {
-	t.Helper()
-	var got stateCounts
-	if !assert.Eventually(t, func() bool {
-		got = counts(e.Stats())
-		return got == want
-	}, waitFor, tick) {
-		t.Errorf("Stats counts: got %+v, want %+v", got, want)
-	}
-}
-
-// deadLetterCh returns an OnDeadLetter hook and the channel it feeds.
-func deadLetterCh() (func(ringwal.DeadLetter), chan ringwal.DeadLetter) {
-	ch := make(chan ringwal.DeadLetter, 256)
-	return func(dl ringwal.DeadLetter) { ch <- dl }, ch
-}
-
-func recvDeadLetter(t testing.TB, ch <-chan ringwal.DeadLetter) ringwal.DeadLetter {
-	t.Helper()
+	errs := make(chan error, 4)
+	go func() { _, err := e.Dequeue(ctxBG); errs <- err }()
+	go func() { _, err := e.DequeueBatch(ctxBG, 5); errs <- err }()
+	time.Sleep(quiet) // let them block
+	// Fill the engine: one message, leased by whichever dequeuer wins; then
+	// Enqueue blocks on MaxMessages 1.
+	_, err = e.Enqueue(ctxBG, ringwal.Message{})
+	require.NoError(t, err)
+	var first error
 	select {
-	case dl := <-ch:
-		return dl
+	case first = <-errs:
+		require.NoError(t, first, "one dequeuer got the message")
 	case <-time.After(waitFor):
-		require.FailNow(t, "OnDeadLetter was not called")
-		return ringwal.DeadLetter{}
+		t.Fatal("no dequeuer got the message")
+	}
+	go func() { _, err := e.Enqueue(ctxBG, ringwal.Message{}); errs <- err }()
+	run := make(chan error, 1)
+	go func() {
+		run <- e.Run(ctxBG, 2, func(context.Context, ringwal.Delivery) error { return nil })
+	}()
+	time.Sleep(quiet)
+
+	require.NoError(t, e.Close())
+	for i := 0; i < 2; i++ { // the other dequeuer and the blocked Enqueue
+		select {
+		case err := <-errs:
+			assert.ErrorIs(t, err, ringwal.ErrClosed, "a blocked call returns ErrClosed on Close")
+		case <-time.After(waitFor):
+			t.Fatal("a blocked call did not return on Close")
+		}
+	}
+	select {
+	case err := <-run:
+		assert.NoError(t, err, "Run returns nil when the engine closes")
+	case <-time.After(waitFor):
+		t.Fatal("Run did not return on Close")
 	}
 }
 
-func ids(ds []ringwal.Delivery) []ringwal.ID {
-	out := make([]ringwal.ID, len(ds))
-	for i, d := range ds {
-		out[i] = d.ID
+// TestCloseGraceEndsHandlers: Close cancels a handler's ctx once
+// CloseGrace has passed, and Run returns nil. Real clock: the grace is the
+// only timing here and it is short.
+func TestCloseGraceEndsHandlers(t *testing.T) {
+	e, err := ringwal.Open("", ringwal.Options{CloseGrace: 50 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	started := make(chan struct{})
+	ended := make(chan struct{})
+	run := make(chan error, 1)
+	go func() {
+		run <- e.Run(ctxBG, 1, func(ctx context.Context, d ringwal.Delivery) error {
+			close(started)
+			<-ctx.Done()
+			close(ended)
+			return ctx.Err()
+		})
+	}()
+	enqueueP(t, e, ringwal.Normal, "stuck")
+	select {
+	case <-started:
+	case <-time.After(waitFor):
+		t.Fatal("handler not called")
 	}
-	return out
+	closed := make(chan error, 1)
+	go func() { closed <- e.Close() }()
+	select {
+	case <-ended:
+	case <-time.After(waitFor):
+		t.Fatal("the handler's ctx did not end after CloseGrace")
+	}
+	select {
+	case err := <-closed:
+		assert.NoError(t, err)
+	case <-time.After(waitFor):
+		t.Fatal("Close did not return")
+	}
+	select {
+	case err := <-run:
+		assert.NoError(t, err)
+	case <-time.After(waitFor):
+		t.Fatal("Run did not return")
+	}
+}
+
+// TestCloseStopsEveryGoroutine: after Close (and the callers' own
+// goroutines returning), nothing the engine started is left, in every mode.
+func TestCloseStopsEveryGoroutine(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		d    ringwal.Durability
+		dir  bool
+	}{{"memory", ringwal.Write, false}, {"write", ringwal.Write, true}, {"fsync", ringwal.Fsync, true}, {"buffered", ringwal.Buffered, true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			dir := ""
+			if mode.dir {
+				dir = t.TempDir()
+			}
+			e, err := ringwal.Open(dir, ringwal.Options{Durability: mode.d, LeaseTimeout: time.Hour})
+			require.NoError(t, err)
+			for i := 0; i < 10; i++ {
+				_, err := e.Enqueue(ctxBG, ringwal.Message{Payload: []byte("p"), Delay: time.Duration(i%2) * time.Hour, TTL: time.Hour})
+				require.NoError(t, err)
+			}
+			d := dequeue(t, e) // a live lease
+			_ = d
+			ctx, cancel := context.WithCancel(ctxBG)
+			defer cancel()
+			run := make(chan error, 1)
+			go func() {
+				run <- e.Run(ctx, 3, func(context.Context, ringwal.Delivery) error { return nil })
+			}()
+			blocked := make(chan error, 1)
+			go func() {
+				_, err := e.Dequeue(ctxBG)
+				for err == nil { // Run and this race for the ready messages
+					_, err = e.Dequeue(ctxBG)
+				}
+				blocked <- err
+			}()
+			time.Sleep(quiet)
+			require.NoError(t, e.Close())
+			for _, ch := range []chan error{run, blocked} {
+				select {
+				case <-ch:
+				case <-time.After(waitFor):
+					t.Fatal("a caller goroutine did not return after Close")
+				}
+			}
+		})
+	}
+}
+
+// The data directory holds every message and dead letter, payloads
+// included: its files are the owner's alone unless Options.GroupReadable,
+// whatever the umask, and Open refuses a directory others may write.
+
+func TestDataDirectoryIsOwnerOnlyAfterACheckpoint(t *testing.T) {
+	for _, group := range []bool{false, true} {
+		t.Run(map[bool]string{false: "owner only", true: "GroupReadable"}[group], func(t *testing.T) {
+			old := syscall.Umask(0o022)
+			t.Cleanup(func() { syscall.Umask(old) })
+			wantFile, wantDir := fs.FileMode(0o600), fs.FileMode(0o700)
+			if group {
+				wantFile, wantDir = 0o640, 0o750
+			}
+			dir := filepath.Join(t.TempDir(), "data")
+			e, err := ringwal.Open(dir, ringwal.Options{GroupReadable: group})
+			require.NoError(t, err)
+			for i := 0; i < 10; i++ {
+				_, err := e.Enqueue(ctxBG, ringwal.Message{Payload: []byte("secret")})
+				require.NoError(t, err)
+			}
+			require.NoError(t, e.Checkpoint())
+			require.NoError(t, e.Close())
+
+			files := 0
+			require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+				require.NoError(t, err)
+				fi, err := os.Lstat(p)
+				require.NoError(t, err)
+				if fi.IsDir() {
+					assert.Equal(t, wantDir, fi.Mode().Perm(), "directory %s", p)
+				} else {
+					files++
+					assert.True(t, fi.Mode().IsRegular(), "%s", p)
+					assert.Equal(t, wantFile, fi.Mode().Perm(), "file %s", p)
+				}
+				return nil
+			}))
+			assert.GreaterOrEqual(t, files, 4, "FORMAT, LOCK, a snapshot and a segment at least")
+		})
+	}
+}
+
+func TestOpenRefusesAnUnsafeDataDirectory(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o777))
+	_, err := ringwal.Open(dir, ringwal.Options{})
+	require.ErrorIs(t, err, ringwal.ErrUnsafeDir)
+	assert.Contains(t, err.Error(), "chmod 700 "+dir)
+
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a directory to another user")
+	}
+	dir = t.TempDir()
+	require.NoError(t, os.Chown(dir, 65534, 65534))
+	_, err = ringwal.Open(dir, ringwal.Options{})
+	require.ErrorIs(t, err, ringwal.ErrUnsafeDir)
+	assert.Contains(t, err.Error(), "uid 65534")
+}
+
+// A handler that calls Close (a "shutdown" message, say) used to hang
+// Close and Run for good: Close waited for the handler, which waited for
+// Close. Close now returns after the grace and one more; the message,
+// leased when the engine closed, is pending after a reopen.
+func TestCloseFromHandlerReturns(t *testing.T) {
+	dir := t.TempDir()
+	e, err := ringwal.Open(dir, ringwal.Options{CloseGrace: 30 * time.Millisecond})
+	require.NoError(t, err)
+	closed := make(chan error, 1)
+	run := make(chan error, 1)
+	go func() {
+		run <- e.Run(ctxBG, 2, func(ctx context.Context, d ringwal.Delivery) error {
+			closed <- e.Close()
+			return nil
+		})
+	}()
+	id := enqueue(t, e, ringwal.Message{Payload: []byte("shutdown")})
+	select {
+	case err := <-closed:
+		assert.NoError(t, err)
+	case <-time.After(waitFor):
+		t.Fatal("Close called from a handler does not return")
+	}
+	select {
+	case err := <-run:
+		assert.NoError(t, err)
+	case <-time.After(waitFor):
+		t.Fatal("Run does not return after its handler's Close")
+	}
+	e2 := open(t, dir, ringwal.Options{})
+	info, err := e2.Get(id)
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Pending, info.State)
+	assert.Equal(t, 1, info.Attempts)
+}
+
+// After Close every method says ErrClosed, even to bad arguments.
+func TestClosedWinsOverBadArguments(t *testing.T) {
+	e, err := ringwal.Open("", ringwal.Options{})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	assert.ErrorIs(t, e.Run(ctxBG, 0, nil), ringwal.ErrClosed)
+	assert.ErrorIs(t, e.Extend(ringwal.Lease{}, 0), ringwal.ErrClosed)
+	_, err = e.DequeueBatch(ctxBG, 0)
+	assert.ErrorIs(t, err, ringwal.ErrClosed)
+}
+
+func TestSecondOpenLocked(t *testing.T) {
+	dir := t.TempDir()
+	e1, err := ringwal.Open(dir, ringwal.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e1.Close() })
+
+	e2, err := ringwal.Open(dir, ringwal.Options{})
+	if e2 != nil {
+		t.Cleanup(func() { _ = e2.Close() })
+	}
+	require.Error(t, err, "second Open of a directory in use")
+	assert.ErrorIs(t, err, ringwal.ErrLocked)
+	assert.Nil(t, e2)
+
+	// The first engine is unaffected, and the lock goes with Close.
+	id := enqueueP(t, e1, ringwal.Normal, "x")
+	require.NoError(t, e1.Close())
+	e3 := open(t, dir, ringwal.Options{})
+	info, err := e3.Get(id)
+	require.NoError(t, err)
+	assert.Equal(t, ringwal.Pending, info.State)
 }
 
 // ---------------------------------------------------------------------------
-// Basic flow
-
-func TestEnqueueDequeueAck(t *testing.T) {
-	e, fake := memEngine(t, ringwal.Options{})
-	t0 := fake.Now()
-	m := ringwal.Message{
-		Key:      "api.example.com",
-		Priority: ringwal.High,
-		Payload:  []byte("hello"),
-		Headers:  map[string]string{"trace": "abc", "x": "y"},
-	}
-	id := enqueue(t, e, m)
-
-	info, err := e.Get(id)
-	require.NoError(t, err)
-	assert.Equal(t, id, info.ID)
-	assert.Equal(t, ringwal.Pending, info.State)
-	assert.Equal(t, 0, info.Attempts)
-	assert.True(t, info.EnqueuedAt.Equal(t0), "EnqueuedAt %v, want the fake clock's %v", info.EnqueuedAt, t0)
-
-	d := dequeue(t, e)
-	assert.Equal(t, id, d.ID)
-	assert.Equal(t, 1, d.Attempt, "first delivery is attempt 1")
-	assert.True(t, d.EnqueuedAt.Equal(t0), "Delivery.EnqueuedAt %v, want %v", d.EnqueuedAt, t0)
-	assert.Equal(t, "api.example.com", d.Message.Key)
-	assert.Equal(t, ringwal.High, d.Message.Priority)
-	assert.Equal(t, "hello", string(d.Message.Payload))
-	assert.Equal(t, m.Headers, d.Message.Headers)
-
-	info, err = e.Get(id)
-	require.NoError(t, err)
-	assert.Equal(t, ringwal.Leased, info.State)
-	assert.Equal(t, 1, info.Attempts)
-
-	_, ok := e.TryDequeue()
-	assert.False(t, ok, "a leased message must not be handed out twice")
-
-	require.NoError(t, e.Ack(d.Lease))
-	_, err = e.Get(id)
-	assert.ErrorIs(t, err, ringwal.ErrNotFound, "Get of an acked ID")
-	assert.ErrorIs(t, e.Ack(d.Lease), ringwal.ErrStaleLease, "second Ack")
-
-	s := e.Stats()
-	assert.Equal(t, uint64(1), s.Enqueued)
-	assert.Equal(t, uint64(1), s.Acked)
-	assert.Equal(t, stateCounts{}, counts(s))
-}
-
-func TestIDsUniqueAndFIFOWithinTier(t *testing.T) {
-	e, _ := memEngine(t, ringwal.Options{})
-	const n = 500
-	var want []ringwal.ID
-	seen := map[ringwal.ID]bool{}
-	for i := 0; i < n; i++ {
-		id := enqueueP(t, e, ringwal.Normal, fmt.Sprint(i))
-		require.False(t, seen[id], "ID %d assigned twice", id)
-		seen[id] = true
-		want = append(want, id)
-	}
-	var got []ringwal.ID
-	for i := 0; i < n; i++ {
-		d := dequeue(t, e)
-		assert.Equal(t, fmt.Sprint(i), string(d.Message.Payload), "FIFO within a tier")
-		got = append(got, d.ID)
-		require.NoError(t, e.Ack(d.Lease))
-	}
-	assert.Equal(t, want, got)
-}
-
-func TestEnqueueBatch(t *testing.T) {
-	e, _ := memEngine(t, ringwal.Options{})
-	ms := make([]ringwal.Message, 10)
-	for i := range ms {
-		ms[i] = ringwal.Message{Payload: []byte(fmt.Sprint(i))}
-	}
-	got, err := e.EnqueueBatch(ctxBG, ms)
-	require.NoError(t, err)
-	require.Len(t, got, len(ms))
-	for i, id := range got {
-		d := dequeue(t, e)
-		assert.Equal(t, id, d.ID, "batch order is FIFO order")
-		assert.Equal(t, fmt.Sprint(i), string(d.Message.Payload))
-	}
-	assert.Equal(t, uint64(10), e.Stats().Enqueued)
-}
-
-func TestDequeueBlocksUntilEnqueue(t *testing.T) {
-	e, _ := memEngine(t, ringwal.Options{})
-	type res struct {
-		d   ringwal.Delivery
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		d, err := e.Dequeue(ctxBG)
-		ch <- res{d, err}
-	}()
-	select {
-	case r := <-ch:
-		t.Fatalf("Dequeue returned on an empty engine: %+v", r)
-	case <-time.After(quiet):
-	}
-	id := enqueueP(t, e, ringwal.Low, "x")
-	select {
-	case r := <-ch:
-		require.NoError(t, r.err)
-		assert.Equal(t, id, r.d.ID)
-	case <-time.After(waitFor):
-		t.Fatal("Dequeue did not wake up on Enqueue")
-	}
-
-	// A canceled ctx ends a blocked Dequeue with the ctx's error.
-	ctx, cancel := context.WithCancel(ctxBG)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := e.Dequeue(ctx)
-		errc <- err
-	}()
-	time.Sleep(quiet) // let it block (real time; nothing engine-timed)
-	cancel()
-	select {
-	case err := <-errc:
-		assert.ErrorIs(t, err, context.Canceled)
-	case <-time.After(waitFor):
-		t.Fatal("Dequeue ignored its ctx")
-	}
-}
-
-func TestDequeueBatch(t *testing.T) {
-	e, _ := memEngine(t, ringwal.Options{})
-	var want []ringwal.ID
-	for i := 0; i < 5; i++ {
-		want = append(want, enqueueP(t, e, ringwal.Normal, fmt.Sprint(i)))
-	}
-	waitCounts(t, e, stateCounts{Pending: 5})
-	b1, err := e.DequeueBatch(ctxBG, 3)
-	require.NoError(t, err)
-	assert.Len(t, b1, 3, "5 ready, max 3")
-	b2, err := e.DequeueBatch(ctxBG, 10)
-	require.NoError(t, err)
-	assert.Len(t, b2, 2, "the 2 left, without waiting for more")
-	assert.Equal(t, want, append(ids(b1), ids(b2)...))
-	for _, d := range append(b1, b2...) {
-		assert.Equal(t, 1, d.Attempt)
-		assert.NoError(t, e.Ack(d.Lease))
-	}
-
-	// Blocks for the first only.
-	ch := make(chan []ringwal.Delivery, 1)
-	go func() {
-		ds, _ := e.DequeueBatch(ctxBG, 4)
-		ch <- ds
-	}()
-	time.Sleep(quiet)
-	id := enqueueP(t, e, ringwal.Normal, "late")
-	select {
-	case ds := <-ch:
-		require.NotEmpty(t, ds)
-		assert.Equal(t, id, ds[0].ID)
-	case <-time.After(waitFor):
-		t.Fatal("DequeueBatch did not return after the first message")
-	}
-}
-
-func TestGetStates(t *testing.T) {
-	e, fake := memEngine(t, ringwal.Options{})
-	t0 := fake.Now()
-
-	_, err := e.Get(ringwal.ID(987654321))
-	assert.ErrorIs(t, err, ringwal.ErrNotFound, "Get of an unknown ID")
-
-	pending := enqueueP(t, e, ringwal.Normal, "p")
-	delayed := enqueue(t, e, ringwal.Message{Payload: []byte("d"), Delay: 10 * time.Second})
-
-	leased := dequeue(t, e)
-	require.Equal(t, pending, leased.ID)
-	deadID := enqueueP(t, e, ringwal.Normal, "x")
-	dd := dequeue(t, e)
-	require.Equal(t, deadID, dd.ID)
-	require.NoError(t, e.Nack(dd.Lease, classify.Mark(errors.New("bad request body"), classify.Permanent)))
-
-	info, err := e.Get(delayed)
-	require.NoError(t, err)
-	assert.Equal(t, ringwal.Delayed, info.State)
-	assert.True(t, info.NextAt.Equal(t0.Add(10*time.Second)), "NextAt %v, want enqueue+Delay %v", info.NextAt, t0.Add(10*time.Second))
-	assert.Equal(t, "d", string(info.Message.Payload))
-
-	info, err = e.Get(pending)
-	require.NoError(t, err)
-	assert.Equal(t, ringwal.Leased, info.State)
-
-	info = waitState(t, e, deadID, ringwal.Dead)
-	assert.Equal(t, classify.Permanent, info.LastCategory)
-	assert.Equal(t, "bad request body", info.LastError)
-	assert.Equal(t, 1, info.Attempts)
-	assert.Equal(t, "x", string(info.Message.Payload))
-}
-
-func TestStatsAfterKnownWorkload(t *testing.T) {
-	e, fake := memEngine(t, ringwal.Options{Policies: fastPolicies(5)})
-	var ready []ringwal.ID
-	for i := 0; i < 6; i++ {
-		ready = append(ready, enqueueP(t, e, ringwal.Normal, fmt.Sprint(i)))
-	}
-	for i := 0; i < 2; i++ {
-		enqueue(t, e, ringwal.Message{Payload: []byte("later"), Delay: time.Second})
-	}
-	waitCounts(t, e, stateCounts{Pending: 6, Delayed: 2})
-
-	var ds []ringwal.Delivery
-	for i := 0; i < 4; i++ {
-		ds = append(ds, dequeue(t, e))
-	}
-	assert.Equal(t, ready[:4], ids(ds))
-	waitCounts(t, e, stateCounts{Pending: 2, Delayed: 2, Leased: 4})
-
-	require.NoError(t, e.Ack(ds[0].Lease))
-	require.NoError(t, e.Nack(ds[1].Lease, classify.Mark(errors.New("flaky"), classify.Transient)))
-	require.NoError(t, e.Nack(ds[2].Lease, classify.Mark(errors.New("nope"), classify.Permanent)))
-	waitCounts(t, e, stateCounts{Pending: 2, Delayed: 3, Leased: 1, Dead: 1})
-
-	s := e.Stats()
-	assert.Equal(t, uint64(8), s.Enqueued, "Enqueued")
-	assert.Equal(t, uint64(1), s.Acked, "Acked")
-	assert.Equal(t, uint64(2), s.Nacked, "Nacked")
-	assert.Equal(t, uint64(1), s.Retried, "Retried")
-	assert.Equal(t, uint64(1), s.DeadLettered, "DeadLettered")
-	assert.Equal(t, uint64(0), s.Expired, "Expired")
-
-	// A TTL'd message expires with no consumer; the retry (10ms) comes due
-	// on the way.
-	enqueue(t, e, ringwal.Message{Payload: []byte("ttl"), TTL: 50 * time.Millisecond})
-	fake.Advance(55 * time.Millisecond)
-	waitCounts(t, e, stateCounts{Pending: 3, Delayed: 2, Leased: 1, Dead: 2})
-	s = e.Stats()
-	assert.Equal(t, uint64(9), s.Enqueued, "Enqueued")
-	assert.Equal(t, uint64(1), s.Expired, "Expired")
-	assert.GreaterOrEqual(t, s.DeadLettered, uint64(1), "DeadLettered")
-	assert.Equal(t, uint64(1), s.Retried, "Retried")
-}
-
-func TestTryEnqueueFullAndEnqueueWaits(t *testing.T) {
-	t.Run("MaxMessages", func(t *testing.T) {
-		e, _ := memEngine(t, ringwal.Options{MaxMessages: 3})
-		for i := 0; i < 3; i++ {
-			_, err := e.TryEnqueue(ringwal.Message{Payload: []byte{byte(i)}})
-			require.NoError(t, err)
-		}
-		_, err := e.TryEnqueue(ringwal.Message{Priority: ringwal.Critical})
-		assert.ErrorIs(t, err, ringwal.ErrFull, "TryEnqueue past MaxMessages")
-
-		// A leased message is still live: dequeuing frees nothing.
-		d := dequeue(t, e)
-		_, err = e.TryEnqueue(ringwal.Message{})
-		assert.ErrorIs(t, err, ringwal.ErrFull, "leased messages count against MaxMessages")
-
-		// Enqueue waits, and gives up with its ctx.
-		ctx, cancel := context.WithTimeout(ctxBG, quiet)
-		defer cancel()
-		_, err = e.Enqueue(ctx, ringwal.Message{})
-		assert.ErrorIs(t, err, context.DeadlineExceeded, "Enqueue on a full engine waits until its ctx ends")
-
-		// Enqueue waits, and proceeds once there is room.
-		done := make(chan error, 1)
-		go func() {
-			_, err := e.Enqueue(ctxBG, ringwal.Message{Payload: []byte("waited")})
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			t.Fatalf("Enqueue returned while full: %v", err)
-		case <-time.After(quiet):
-		}
-		require.NoError(t, e.Ack(d.Lease))
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(waitFor):
-			t.Fatal("Enqueue did not proceed after an Ack made room")
-		}
-	})
-	t.Run("TierCapacity", func(t *testing.T) {
-		e, _ := memEngine(t, ringwal.Options{TierCapacity: 3}) // rounded up to 4
-		for i := 0; i < 4; i++ {
-			_, err := e.TryEnqueue(ringwal.Message{Priority: ringwal.Low})
-			require.NoError(t, err, "message %d of a 4-slot tier", i)
-		}
-		_, err := e.TryEnqueue(ringwal.Message{Priority: ringwal.Low})
-		assert.ErrorIs(t, err, ringwal.ErrFull, "fifth message in a tier of capacity 4")
-		_, err = e.TryEnqueue(ringwal.Message{Priority: ringwal.High})
-		assert.NoError(t, err, "another tier still has room")
-	})
-}
-
-func TestOnDeadLetterCalledForEachNewDeadLetter(t *testing.T) {
-	hook, ch := deadLetterCh()
-	var mu sync.Mutex
-	var calls int
-	e, fake := memEngine(t, ringwal.Options{
-		Policies: fastPolicies(2),
-		OnDeadLetter: func(dl ringwal.DeadLetter) {
-			mu.Lock()
-			calls++
-			mu.Unlock()
-			hook(dl)
-		},
-	})
-
-	// 1: permanent failure.
-	p := enqueueP(t, e, ringwal.Normal, "perm")
-	d := dequeue(t, e)
-	require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("gone"), classify.Permanent)))
-	dl := recvDeadLetter(t, ch)
-	assert.Equal(t, p, dl.ID)
-	assert.Equal(t, classify.Permanent, dl.Category)
-	assert.Equal(t, "perm", string(dl.Message.Payload))
-
-	// 2: attempts exhausted (2).
-	x := enqueueP(t, e, ringwal.Normal, "exhaust")
-	d = dequeue(t, e)
-	require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("flaky"), classify.Transient)))
-	fake.Advance(15 * time.Millisecond)
-	d = dequeue(t, e)
-	require.Equal(t, x, d.ID)
-	require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("flaky"), classify.Transient)))
-	dl = recvDeadLetter(t, ch)
-	assert.Equal(t, x, dl.ID)
-	assert.Equal(t, classify.Transient, dl.Category)
-	assert.Equal(t, 2, dl.Attempts)
-
-	// 3: TTL.
-	ttl := enqueue(t, e, ringwal.Message{Payload: []byte("ttl"), TTL: 20 * time.Millisecond})
-	fake.Advance(25 * time.Millisecond)
-	dl = recvDeadLetter(t, ch)
-	assert.Equal(t, ttl, dl.ID)
-	assert.Equal(t, classify.Expired, dl.Category)
-
-	// Reviewing or purging is not a new dead letter.
-	require.NoError(t, e.MarkReviewed(p, "seen"))
-	select {
-	case dl := <-ch:
-		t.Errorf("OnDeadLetter called again for %d", dl.ID)
-	case <-time.After(quiet):
-	}
-	mu.Lock()
-	assert.Equal(t, 3, calls)
-	mu.Unlock()
-}
-
-func TestDeadLettersQuery(t *testing.T) {
-	e, _ := memEngine(t, ringwal.Options{})
-	kill := func(key string, cat classify.Category) ringwal.ID {
-		id := enqueue(t, e, ringwal.Message{Key: key, Payload: []byte(key + "/" + cat.String())})
-		d := dequeue(t, e)
-		require.Equal(t, id, d.ID)
-		require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("fail "+cat.String()), cat)))
-		waitState(t, e, id, ringwal.Dead)
-		return id
-	}
-	a1 := kill("a", classify.Permanent)
-	b1 := kill("b", classify.Permanent)
-	a2 := kill("a", classify.Poison)
-
-	entryIDs := func(q dlq.Query) []ringwal.ID {
-		t.Helper()
-		es, err := e.DeadLetters(q)
-		require.NoError(t, err)
-		var out []ringwal.ID
-		for _, x := range es {
-			out = append(out, x.ID)
-		}
-		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-		return out
-	}
-	sorted := func(xs ...ringwal.ID) []ringwal.ID {
-		sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] })
-		return xs
-	}
-	assert.Equal(t, sorted(a1, b1, a2), entryIDs(dlq.Query{}), "all")
-	assert.Equal(t, sorted(a1, a2), entryIDs(dlq.Query{Key: "a"}), "by key")
-	assert.Equal(t, sorted(a1, b1), entryIDs(dlq.Query{Categories: []classify.Category{classify.Permanent}}), "by category")
-	assert.Equal(t, []ringwal.ID{a2}, entryIDs(dlq.Query{Categories: []classify.Category{classify.Poison}, Key: "a"}))
-	assert.Len(t, entryIDs(dlq.Query{Limit: 2}), 2, "Limit")
-
-	es, err := e.DeadLetters(dlq.Query{Key: "b"})
-	require.NoError(t, err)
-	require.Len(t, es, 1)
-	x := es[0]
-	assert.Equal(t, "b", x.Key)
-	assert.Equal(t, classify.Permanent, x.Category)
-	assert.Equal(t, "b/permanent", string(x.Message.Payload))
-	assert.Equal(t, 1, x.Attempts)
-	require.NotEmpty(t, x.Failures)
-	assert.Equal(t, "fail permanent", x.Failures[len(x.Failures)-1].Error)
-	assert.False(t, x.DeadAt.IsZero())
-	assert.False(t, x.Reviewed)
-	assert.True(t, strings.HasPrefix(x.Failures[0].Error, "fail"))
-}
+// SIGKILL crash test

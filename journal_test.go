@@ -276,9 +276,7 @@ func TestJournalRoundTripsEveryKind(t *testing.T) {
 		t.Run(c.kind.String(), func(t *testing.T) {
 			require.Equal(t, c.kind, c.rec.Kind, "the constructor's kind")
 			covered[c.kind] = true
-			e, err := Open("", Options{Clock: clock.NewFake(time.Unix(0, t0))})
-			require.NoError(t, err)
-			defer e.Close()
+			e := openEngine(t, "", Options{Clock: clock.NewFake(time.Unix(0, t0))})
 			rs := newReplayState(10)
 			// As replay does: prepared (on a decoding goroutine), then applied.
 			prepare := rs.newPreparer()
@@ -333,9 +331,7 @@ func mustQueueRecord(t *testing.T, num uint16, name string, o QueueOptions) wal.
 }
 
 func TestRecordOfAnUnknownKindStopsReplay(t *testing.T) {
-	e, err := Open("", Options{})
-	require.NoError(t, err)
-	defer e.Close()
+	e := openEngine(t, "", Options{})
 	rs := newReplayState(10)
 	e.apply(rs, &wal.Record{Kind: wal.Kind(99), ID: 1})
 	assert.ErrorIs(t, rs.err, ErrVersion, "a kind a newer build wrote is refused, not skipped")

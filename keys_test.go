@@ -22,12 +22,11 @@ import (
 // rateLimited is a downstream's 429 with a Retry-After header.
 type rateLimited struct{ after time.Duration }
 
-func (r rateLimited) Error() string             { return fmt.Sprintf("429 retry after %v", r.after) }
+func (r rateLimited) Error() string { return fmt.Sprintf("429 retry after %v", r.after) }
+
 func (r rateLimited) RetryAfter() time.Duration { return r.after }
-func (r rateLimited) StatusCode() int           { return 429 }
-func policyFor(p ringwal.KeyPolicy) func(string) ringwal.KeyPolicy {
-	return func(string) ringwal.KeyPolicy { return p }
-}
+
+func (r rateLimited) StatusCode() int { return 429 }
 
 // dequeueSoon polls TryDequeue for a while: the housekeeper puts set-aside
 // messages back on its own goroutine.
@@ -43,13 +42,6 @@ func dequeueSoon(t *testing.T, e *ringwal.Engine) (ringwal.Delivery, bool) {
 		}
 		time.Sleep(200 * time.Microsecond)
 	}
-}
-
-func mustEnqueue(t *testing.T, e *ringwal.Engine, m ringwal.Message) ringwal.ID {
-	t.Helper()
-	id, err := e.TryEnqueue(m)
-	require.NoError(t, err)
-	return id
 }
 
 func TestOrderedKeysKeepOrderUnderRetriesWithSixteenWorkers(t *testing.T) {

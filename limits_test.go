@@ -55,7 +55,7 @@ func TestHeadersPastTheirBoundsAreRefused(t *testing.T) {
 				assert.ErrorIs(t, err, ErrInvalid)
 				assert.ErrorContains(t, err, tt.why)
 			}
-			e := openCore(t, "", Options{})
+			e := openEngine(t, "", Options{})
 			_, err := e.Enqueue(context.Background(), Message{Headers: tt.headers})
 			check(t, err)
 			_, err = e.TryEnqueue(Message{Headers: tt.headers})
@@ -65,7 +65,7 @@ func TestHeadersPastTheirBoundsAreRefused(t *testing.T) {
 			err = e.AddSchedule(Schedule{Name: "s", Spec: "@every 1h", Message: Message{Headers: tt.headers}})
 			check(t, err)
 
-			hooked := openCore(t, "", Options{OnEnqueue: func(_ context.Context, m *Message) { m.Headers = tt.headers }})
+			hooked := openEngine(t, "", Options{OnEnqueue: func(_ context.Context, m *Message) { m.Headers = tt.headers }})
 			_, err = hooked.Enqueue(context.Background(), Message{})
 			check(t, err)
 		})

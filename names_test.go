@@ -40,11 +40,9 @@ func TestNewNamesRefuseInvisibleAndReorderingCharacters(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range invisibleNames {
 		t.Run(tt.what, func(t *testing.T) {
-			e, err := Open("", Options{})
-			require.NoError(t, err)
-			defer e.Close()
+			e := openEngine(t, "", Options{})
 			assert.ErrorIs(t, e.DeclareQueue(tt.name, QueueOptions{}), ErrInvalid, "DeclareQueue")
-			_, err = e.Enqueue(ctx, Message{Queue: tt.name})
+			_, err := e.Enqueue(ctx, Message{Queue: tt.name})
 			assert.ErrorIs(t, err, ErrInvalid, "Enqueue into a new queue")
 			err = e.AddSchedule(Schedule{Name: tt.name, Spec: "@every 1h"})
 			assert.ErrorIs(t, err, ErrInvalid, "AddSchedule")
@@ -57,11 +55,9 @@ func TestNewNamesRefuseInvisibleAndReorderingCharacters(t *testing.T) {
 	}
 	for _, name := range visibleNames {
 		t.Run(name, func(t *testing.T) {
-			e, err := Open("", Options{Queues: map[string]QueueOptions{name + "-opt": {}}})
-			require.NoError(t, err)
-			defer e.Close()
+			e := openEngine(t, "", Options{Queues: map[string]QueueOptions{name + "-opt": {}}})
 			assert.NoError(t, e.DeclareQueue(name, QueueOptions{}))
-			_, err = e.Enqueue(ctx, Message{Queue: name + "-new"})
+			_, err := e.Enqueue(ctx, Message{Queue: name + "-new"})
 			assert.NoError(t, err)
 			assert.NoError(t, e.AddSchedule(Schedule{Name: name, Spec: "@every 1h"}))
 		})
@@ -90,9 +86,7 @@ func TestNamesAnOlderVersionLoggedStillOpen(t *testing.T) {
 	}
 	require.NoError(t, l.Close())
 
-	e, err := Open(dir, Options{Queues: map[string]QueueOptions{queue: {}}})
-	require.NoError(t, err, "Options.Queues may name it too")
-	defer e.Close()
+	e := openEngine(t, dir, Options{Queues: map[string]QueueOptions{queue: {}}})
 	var names []string
 	for _, q := range e.Queues() {
 		names = append(names, q.Name)

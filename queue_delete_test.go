@@ -2,6 +2,7 @@ package ringwal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringwal/ringwal/classify"
 	"github.com/ringwal/ringwal/internal/wal"
 )
 
@@ -84,16 +86,14 @@ func TestQueueNumberIsReusedOnlyAfterACheckpoint(t *testing.T) {
 }
 
 func TestMemoryEngineReusesADeletedQueuesNumberAtOnce(t *testing.T) {
-	e, err := Open("", Options{})
-	require.NoError(t, err)
-	defer e.Close()
+	e := openEngine(t, "", Options{})
 	require.NoError(t, e.DeclareQueue("old", QueueOptions{}))
 	num := numberOf(t, e, "old")
 	takeEveryFreeNumber(e)
 	require.NoError(t, e.DeleteQueue("old"))
 	require.NoError(t, e.DeclareQueue("new", QueueOptions{}))
 	assert.Equal(t, num, numberOf(t, e, "new"))
-	err = e.DeclareQueue("one-too-many", QueueOptions{})
+	err := e.DeclareQueue("one-too-many", QueueOptions{})
 	assert.ErrorIs(t, err, ErrFull)
 	assert.Contains(t, err.Error(), "queue numbers are in use")
 }
@@ -120,9 +120,7 @@ func TestLogWithANumberGivenAgainReplaysEachQueuesRecords(t *testing.T) {
 	}
 	require.NoError(t, l.Close())
 
-	e, err := Open(dir, Options{})
-	require.NoError(t, err)
-	defer e.Close()
+	e := openEngine(t, dir, Options{})
 	_, err = e.queueNamed("old", false)
 	assert.ErrorIs(t, err, ErrNotFound)
 	d, ok := e.Queue("new").TryDequeue()
@@ -210,4 +208,47 @@ func TestNumbersPassingBetweenQueuesKeepEveryMessageInItsQueue(t *testing.T) {
 		_, ok = e.Queue(name).TryDequeue()
 		assert.False(t, ok, "queue %s holds only its own", name)
 	}
+}
+
+// A DeleteQueue that runs while a dead letter of its queue is being
+// purged comes after the purge record in the log: a crash between the
+// two then leaves a log whose every record names a declared queue. (The
+// other order, deletion first, leaves the dead letter naming a deleted
+// queue, and every checkpoint after the next Open fails.)
+func TestDeleteQueueFollowsThePurgeOfItsLastDeadLetter(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir, Options{})
+	q := e.Queue("q")
+	ctx := context.Background()
+	id, err := q.Enqueue(ctx, Message{Payload: []byte("x")})
+	require.NoError(t, err)
+	d, err := q.Dequeue(ctx)
+	require.NoError(t, err)
+	require.NoError(t, e.Nack(d.Lease, classify.Mark(errors.New("no"), classify.Permanent)))
+
+	deleted := make(chan error, 1)
+	hook := func() {
+		go func() { deleted <- e.DeleteQueue("q") }()
+		// A DeleteQueue that does not wait for the purge returns now.
+		select {
+		case err := <-deleted:
+			deleted <- err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	deadLetterRemoved.Store(&hook)
+	t.Cleanup(func() { deadLetterRemoved.Store(nil) })
+	require.NoError(t, e.PurgeDeadLetter(id))
+	deadLetterRemoved.Store(nil)
+	require.NoError(t, <-deleted)
+	require.NoError(t, e.Close())
+
+	var order []wal.Kind
+	require.NoError(t, wal.Dump(dir, func(_ uint64, r *wal.Record) error {
+		if r.Kind == wal.KindPurge || r.Kind == wal.KindQueueDelete {
+			order = append(order, r.Kind)
+		}
+		return nil
+	}))
+	assert.Equal(t, []wal.Kind{wal.KindPurge, wal.KindQueueDelete}, order)
 }

@@ -17,21 +17,6 @@ import (
 	"github.com/ringwal/ringwal/dlq"
 )
 
-// drainQueue takes every message deliverable from dequeue and acks it,
-// returning the payloads in delivery order.
-func drainQueue(t *testing.T, e *ringwal.Engine, try func() (ringwal.Delivery, bool)) []string {
-	t.Helper()
-	var got []string
-	for {
-		d, ok := try()
-		if !ok {
-			return got
-		}
-		got = append(got, string(d.Message.Payload))
-		require.NoError(t, e.Ack(d.Lease))
-	}
-}
-
 func TestQueuesDeliverOnlyTheirOwnMessages(t *testing.T) {
 	e, _ := memEngine(t, ringwal.Options{})
 	emails, webhooks := e.Queue("emails"), e.Queue("webhooks")

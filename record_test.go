@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The record's size is the engine's memory per queued message (see
@@ -35,4 +36,23 @@ func TestRecordKeepsEveryMessageField(t *testing.T) {
 		r.keepFor(&u)
 		assert.Equal(t, m, u.message(), "a put-back copy gives the same message")
 	}
+}
+
+// A slot's generation wraps past 2^32-1 without ever naming the zero
+// Lease: a message leased at the wrap can be acked.
+func TestLeaseAtGenerationWrapSettles(t *testing.T) {
+	e := openEngine(t, "", Options{MaxMessages: 8})
+	for slot := 0; slot < e.slab.size(); slot++ {
+		r := e.slab.at(uint32(slot))
+		r.word.Store(uint64(makeWord(^uint32(0)-1, 0, stFree)))
+	}
+	_, err := e.TryEnqueue(Message{Payload: []byte("x")}) // published at 2^32-1
+	require.NoError(t, err)
+	d, ok := e.TryDequeue() // leased at the next generation
+	require.True(t, ok)
+	rf, ours := e.leaseKey.ref(d.Lease)
+	require.True(t, ours)
+	require.NotZero(t, rf.gen, "generation 0 is never a live one")
+	require.NoError(t, e.Ack(d.Lease))
+	assert.Equal(t, 0, e.Stats().Leased)
 }

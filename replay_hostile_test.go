@@ -123,9 +123,7 @@ func TestMaxAttemptsBeyondARecordsRangeSurviveReopen(t *testing.T) {
 
 	old := t.TempDir()
 	writeFuzzLog(t, old, nil, []wal.Record{{Kind: wal.KindEnqueue, ID: 1, Time: fuzzBase, MaxAttempts: -1}})
-	e2, err := Open(old, Options{})
-	require.NoError(t, err)
-	defer e2.Close()
+	e2 := openEngine(t, old, Options{})
 	info, err := e2.Get(1)
 	require.NoError(t, err)
 	assert.Equal(t, math.MaxInt32, info.Message.MaxAttempts)
@@ -144,9 +142,7 @@ func TestFailuresOfAnUnknownCategoryReplayAsUnknown(t *testing.T) {
 		{Kind: wal.KindLease, ID: 1, Time: at, Attempt: 2, Until: at + 1},
 		{Kind: wal.KindDeadLetter, ID: 1, Time: at, Attempt: 2, Category: 201, Text: "odder"},
 	})
-	e, err := Open(dir, Options{})
-	require.NoError(t, err)
-	defer e.Close()
+	e := openEngine(t, dir, Options{})
 	d, err := e.DeadLetter(1)
 	require.NoError(t, err, "the dead letter is kept")
 	assert.Equal(t, classify.Unknown, d.Category)

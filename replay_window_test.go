@@ -163,9 +163,7 @@ func TestFailureRecordsOfNoAttemptReplayAsBefore(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeLog(t, dir, tc.snap, tc.tail)
-			e, err := Open(dir, Options{Clock: clock.NewFake(time.Unix(0, at))})
-			require.NoError(t, err)
-			defer e.Close()
+			e := openEngine(t, dir, Options{Clock: clock.NewFake(time.Unix(0, at))})
 			if _, err := e.DeadLetter(id); err != nil {
 				d, err := e.Dequeue(context.Background())
 				require.NoError(t, err)

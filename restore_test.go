@@ -198,9 +198,7 @@ func TestInOrderSlotsIsTheRestoreOrder(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e, err := Open("", Options{Clock: clock.NewFake(time.Unix(0, t0))})
-			require.NoError(t, err)
-			defer e.Close()
+			e := openEngine(t, "", Options{Clock: clock.NewFake(time.Unix(0, t0))})
 			rs := newReplayState(5) // 32 slots
 			prepare := rs.newPreparer()
 			for _, r := range c.recs {

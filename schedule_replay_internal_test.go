@@ -36,9 +36,7 @@ func skipRecord(name string, tick int64, n int32) wal.Record {
 // replayer applies records to a fresh replay state of a memory engine, as
 // replay does (encoded and decoded, prepared, applied).
 func replayer(t *testing.T, at int64) (*Engine, *replayState, func(wal.Record)) {
-	e, err := Open("", Options{Clock: clock.NewFake(time.Unix(0, at))})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = e.Close() })
+	e := openEngine(t, "", Options{Clock: clock.NewFake(time.Unix(0, at))})
 	rs := newReplayState(10)
 	prepare := rs.newPreparer()
 	return e, rs, func(r wal.Record) {

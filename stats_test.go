@@ -3,6 +3,8 @@ package ringwal_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
+	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/dlq"
 )
 
@@ -130,4 +133,125 @@ func TestStatsTimesASampleOfEnqueueCalls(t *testing.T) {
 	l := e.Stats().EnqueueLatency
 	assert.Equal(t, uint64(2), l.Count, "IDs 64 and 128: one Enqueue in 64 is timed, a batch's messages are not")
 	assert.Positive(t, l.Sum, "a Write-mode enqueue waits for the log")
+}
+
+func TestStatsAfterKnownWorkload(t *testing.T) {
+	e, fake := memEngine(t, ringwal.Options{Policies: fastPolicies(5)})
+	var ready []ringwal.ID
+	for i := 0; i < 6; i++ {
+		ready = append(ready, enqueueP(t, e, ringwal.Normal, fmt.Sprint(i)))
+	}
+	for i := 0; i < 2; i++ {
+		enqueue(t, e, ringwal.Message{Payload: []byte("later"), Delay: time.Second})
+	}
+	waitCounts(t, e, stateCounts{Pending: 6, Delayed: 2})
+
+	var ds []ringwal.Delivery
+	for i := 0; i < 4; i++ {
+		ds = append(ds, dequeue(t, e))
+	}
+	assert.Equal(t, ready[:4], ids(ds))
+	waitCounts(t, e, stateCounts{Pending: 2, Delayed: 2, Leased: 4})
+
+	require.NoError(t, e.Ack(ds[0].Lease))
+	require.NoError(t, e.Nack(ds[1].Lease, classify.Mark(errors.New("flaky"), classify.Transient)))
+	require.NoError(t, e.Nack(ds[2].Lease, classify.Mark(errors.New("nope"), classify.Permanent)))
+	waitCounts(t, e, stateCounts{Pending: 2, Delayed: 3, Leased: 1, Dead: 1})
+
+	s := e.Stats()
+	assert.Equal(t, uint64(8), s.Enqueued, "Enqueued")
+	assert.Equal(t, uint64(1), s.Acked, "Acked")
+	assert.Equal(t, uint64(2), s.Nacked, "Nacked")
+	assert.Equal(t, uint64(1), s.Retried, "Retried")
+	assert.Equal(t, uint64(1), s.DeadLettered, "DeadLettered")
+	assert.Equal(t, uint64(0), s.Expired, "Expired")
+
+	// A TTL'd message expires with no consumer; the retry (10ms) comes due
+	// on the way.
+	enqueue(t, e, ringwal.Message{Payload: []byte("ttl"), TTL: 50 * time.Millisecond})
+	fake.Advance(55 * time.Millisecond)
+	waitCounts(t, e, stateCounts{Pending: 3, Delayed: 2, Leased: 1, Dead: 2})
+	s = e.Stats()
+	assert.Equal(t, uint64(9), s.Enqueued, "Enqueued")
+	assert.Equal(t, uint64(1), s.Expired, "Expired")
+	assert.GreaterOrEqual(t, s.DeadLettered, uint64(1), "DeadLettered")
+	assert.Equal(t, uint64(1), s.Retried, "Retried")
+}
+
+// Stats counts a message that sits still, whatever readers do meanwhile.
+func TestStatsCountsStableMessagesUnderReaders(t *testing.T) {
+	e, _ := memEngine(t, ringwal.Options{})
+	pending := enqueueP(t, e, ringwal.Normal, "p")
+	leased := enqueueP(t, e, ringwal.Normal, "l")
+	d := dequeue(t, e)
+	require.Equal(t, pending, d.ID)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, id := range []ringwal.ID{pending, leased} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = e.Get(id)
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	for i := 0; i < 300; i++ {
+		s := e.Stats()
+		if s.Pending != 1 || s.Leased != 1 {
+			t.Fatalf("scan %d: Pending %d, Leased %d; want 1 and 1 (nothing moved)", i, s.Pending, s.Leased)
+		}
+	}
+}
+
+// TestOldestPendingSurvivesReopen: Stats.OldestPending counts from when
+// the oldest pending message became ready (enqueued, came due, was
+// requeued), across a reopen.
+func TestOldestPendingSurvivesReopen(t *testing.T) {
+	cases := []struct {
+		name string
+		make func(t *testing.T, e *ringwal.Engine, fake *clock.Fake)
+		want time.Duration
+	}{
+		{"enqueued", func(t *testing.T, e *ringwal.Engine, fake *clock.Fake) {
+			enqueue(t, e, ringwal.Message{})
+			fake.Advance(30 * time.Second)
+		}, 30 * time.Second},
+		{"came due", func(t *testing.T, e *ringwal.Engine, fake *clock.Fake) {
+			id := enqueue(t, e, ringwal.Message{Delay: 5 * time.Second})
+			fake.Advance(30 * time.Second)
+			waitState(t, e, id, ringwal.Pending)
+		}, 25 * time.Second},
+		{"retried", func(t *testing.T, e *ringwal.Engine, fake *clock.Fake) {
+			id := enqueue(t, e, ringwal.Message{})
+			d := dequeue(t, e)
+			require.NoError(t, e.Nack(d.Lease, classify.After(errors.New("later"), 4*time.Second)))
+			fake.Advance(30 * time.Second)
+			waitState(t, e, id, ringwal.Pending)
+		}, 26 * time.Second},
+		{"requeued", func(t *testing.T, e *ringwal.Engine, fake *clock.Fake) {
+			id := enqueue(t, e, ringwal.Message{Delay: time.Hour})
+			fake.Advance(7 * time.Second)
+			require.NoError(t, e.Requeue(id))
+			fake.Advance(30 * time.Second)
+		}, 30 * time.Second},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			forLogAndCheckpoint(t, func(t *testing.T, checkpoint bool) {
+				fake := clock.NewFake(time.Time{})
+				r := newReopener(t, ringwal.Options{Clock: fake})
+				c.make(t, r.e, fake)
+				require.Equal(t, c.want, r.e.Stats().OldestPending, "before the reopen")
+				e2, _ := r.reopen(checkpoint, fake.Now())
+				assert.Equal(t, c.want, e2.Stats().OldestPending, "after the reopen")
+			})
+		})
+	}
 }

@@ -122,3 +122,27 @@ func TestDeadLetterQueryBoundsPastTheRangeStillWork(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, got, 1, "Since in year 1 includes it")
 }
+
+// Durations of centuries (ending before 2262, the last instant the engine
+// holds; times_test.go checks those past it are refused) must not wrap
+// into the past.
+func TestHugeTTLAndDelay(t *testing.T) {
+	const centuries = 2 * 100 * 365 * 24 * time.Hour
+	tests := []struct {
+		name string
+		msg  ringwal.Message
+		want ringwal.State
+	}{
+		{"TTL", ringwal.Message{TTL: centuries}, ringwal.Pending},
+		{"Delay", ringwal.Message{Delay: centuries}, ringwal.Delayed},
+		{"both", ringwal.Message{TTL: centuries, Delay: centuries}, ringwal.Delayed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, fake := memEngine(t, ringwal.Options{})
+			id := enqueue(t, e, tt.msg)
+			fake.Advance(time.Hour)
+			stays(t, e, id, tt.want, "a duration of centuries")
+		})
+	}
+}

@@ -4,7 +4,7 @@ package ringwal_test
 // was accepted (Message.Unique), and a restart must not change that
 // verdict, whether replay starts from the log or from a checkpoint's
 // snapshot. Found by TestHistoryLinearizable's model of unique DedupIDs
-// (history_unique_test.go), which allows it at a reopening until it is
+// (linearizability_unique_test.go), which allows it at a reopening until it is
 // fixed: a snapshot lists every live message's enqueue record with its
 // mode, and replay gives the DedupID's entry to the highest live ID, one
 // whose entry had gone to a later message (accepted while it was leased,

@@ -20,7 +20,7 @@ func TestUniqueAnswerWaitsForFirstToBeDurable(t *testing.T) {
 		{DedupID: "imp-7", Unique: UniqueQueued, Replace: true, Payload: []byte("repeat")},
 	} {
 		t.Run(m.Unique.String(), func(t *testing.T) {
-			e := openCore(t, t.TempDir(), Options{DedupWindow: -1})
+			e := openEngine(t, t.TempDir(), Options{DedupWindow: -1})
 			require.NoError(t, e.requireUnique())
 			// Play the first enqueue by hand, up to its log write.
 			mine := newDedupLogging()
@@ -64,7 +64,7 @@ func TestUniqueAnswerWaitsForFirstToBeDurable(t *testing.T) {
 // A unique entry goes when its message leaves the slab, so the index
 // does not grow with messages done; a window entry stays for its window.
 func TestUniqueEntryGoesWithItsMessage(t *testing.T) {
-	e := openCore(t, "", Options{DedupWindow: time.Hour})
+	e := openEngine(t, "", Options{DedupWindow: time.Hour})
 	for i, u := range []Unique{UniqueWindow, UniqueQueued, UniqueLive} {
 		_, err := e.TryEnqueue(Message{DedupID: u.String(), Unique: u})
 		require.NoError(t, err)
