@@ -169,7 +169,6 @@ func (e *Engine) messageSet(f Filter) (_ Filter, empty bool) {
 // log together. Pending, delayed, held and waiting messages are removed
 // for good. Leased ones have their leases ended and their handlers' ctx
 // cancelled.
-
 //
 // The set is fixed when it starts: with f.Through 0, the messages enqueued
 // before it started; with f.Through set to CountMessages' mark, the

@@ -269,7 +269,6 @@ func (e *Engine) releaseHeld(keyID uint64) {
 // timeout of 5 s and more. MaxHold would then dead-letter as rate_limited
 // messages the target would have taken. Without a hint, or when the pause
 // was refused, the breaker is the key's only protection, and it counts.
-
 func (e *Engine) settleBreaker(r *rec, cat classify.Category, paused bool) {
 	switch {
 	case paused:

@@ -16,10 +16,10 @@ import (
 // Messages leased at a crash come back pending with that attempt counted,
 // or are dead-lettered as Poison once they were leased at CrashLoopLimit
 // consecutive crashes. Open returns with what the housekeeper's first
-// pass would make of the rest: a message whose TTL ended while the
-// engine was closed is dead-lettered as Expired (and logged as any
-// expiry), one that came due is pending since its due time, so that Get,
-// Stats and Peek read the same right after Open as a moment later.
+// pass would make of the rest. A message whose TTL ended while the engine
+// was closed is dead-lettered as Expired, and logged as any expiry. One
+// that came due is pending since its due time. So Get, Stats and Peek
+// read the same right after Open as a moment later.
 func (e *Engine) restore(rs *replayState) error {
 	now := e.now()
 	// Allocating a tier's ring faults in its pages: a goroutine does it
@@ -37,11 +37,11 @@ func (e *Engine) restore(rs *replayState) error {
 	// Tiers are FIFO in the order messages became ready, which is what
 	// Peek reports too; IDs break ties (and order the rest). An ordered
 	// key's messages go last and in ID order: the first placed becomes the
-	// key's head, the rest wait in its queue behind it. When replay saw
-	// the messages enqueued in that order and none moved since (no key
-	// orders any), slot order from the first one's slot is the order and
-	// no record need be read to find it; otherwise orderRestored reads
-	// them all.
+	// key's head, the rest wait in its queue behind it. Replay may have
+	// seen the messages enqueued in that order and none moved since, as
+	// when no key orders any. Then slot order from the first one's slot is
+	// the order, and no record need be read to find it. Otherwise
+	// orderRestored reads them all.
 	var order []uint32
 	if e.keys.policy == nil {
 		order = rs.inOrderSlots()
@@ -149,16 +149,16 @@ type queueRefs struct {
 // plainPartMin is the fewest messages worth a goroutine of their own.
 const plainPartMin = 1 << 15
 
-// publishPlain cuts order into parts, one per processor, and publishes
+// publishPlain cuts order into parts, one per processor. It publishes
 // each part's plain messages on a goroutine of its own, from the part's
-// first message up to its first other one: a plain message is pending,
+// first message up to its first other one. A plain message is pending and
 // keyless (or no key has a policy), with no deadline to push and no TTL
-// to schedule, so its placement is a publish and a push, and needs nothing
-// another message's placement touches. With a large backlog of them,
-// this is most of restore, done on every core. The parts come back in
-// order; restore pushes each part's refs and places the rest of it one by
-// one, so the tiers get every message in order. It publishes before the
-// push, as publishReady says: nothing pops before Open returns.
+// to schedule. So its placement is a publish and a push, and needs
+// nothing another message's placement touches. With a large backlog of
+// them, this is most of restore, done on every core. The parts come back
+// in order. Restore pushes each part's refs and places the rest of it one
+// by one, so the tiers get every message in order. It publishes before
+// the push, as publishReady says: nothing pops before Open returns.
 func (e *Engine) publishPlain(rs *replayState, order []uint32) []plainPart {
 	n := max(1, min(runtime.GOMAXPROCS(0), len(order)/plainPartMin))
 	parts := make([]plainPart, n)
@@ -207,10 +207,11 @@ func (e *Engine) publishPlain(rs *replayState, order []uint32) []plainPart {
 	return parts
 }
 
-// restoreQueueRings counts each named queue's plain messages (its cap;
-// restoreOne counts the others) and sets up its machinery with rings sized
-// for that backlog (within Options.TierCapacity), so that the backlog goes
-// into its rings in batches rather than spill one message at a time.
+// restoreQueueRings counts each named queue's plain messages for its cap;
+// restoreOne counts the others. It sets up each queue's machinery with
+// rings sized for that backlog, within Options.TierCapacity. So the
+// backlog goes into its rings in batches rather than spill one message at
+// a time.
 func (e *Engine) restoreQueueRings(parts []plainPart) {
 	var backlog [][ring.NumTiers]int
 	for _, p := range parts {

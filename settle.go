@@ -381,7 +381,6 @@ func (e *Engine) freeRecord(r *rec) {
 // recorded as "nack without a cause", Unknown to the default classifier.
 // Like Ack, it returns once its record is as durable as the mode promises;
 // a stale lease gets ErrStaleLease. Safe for concurrent use.
-
 func (e *Engine) Nack(l Lease, cause error) error {
 	slot, r, err := e.acquireLease(l)
 	if err != nil {
