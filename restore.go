@@ -288,9 +288,9 @@ func (k orderKey) compare(o orderKey) int {
 
 // slotOrder collects slots to put in the order of their keys. Restore's
 // slots usually come in that order already, or in that order but for a
-// rotation (slot order of IDs that wrap around the slab): add notes the
-// descents as the slots come, so that sorted undoes a rotation in place
-// and sorts (reading every key again) only anything else.
+// rotation: slot order of IDs that wrap around the slab. Its add notes
+// the descents as the slots come. So sorted undoes a rotation in place, and
+// sorts only anything else, reading every key again.
 type slotOrder struct {
 	slots       []uint32
 	first, prev orderKey
@@ -360,10 +360,11 @@ func (a keyedSlot) compare(b keyedSlot) int { return a.k.compare(b.k) }
 // order given (slot order: the records in memory order). Comparing
 // through key would read two records at random per comparison.
 //
-// Restore's slots come nearly in order: a message that became ready
-// later than its neighbours in the slab (a retry; a sampled message,
-// whose ready time is a precise reading a little ahead of the cached
-// clock the others read) stands a few places ahead of where it belongs.
+// Restore's slots come nearly in order. A message that became ready later
+// than its neighbours in the slab stands a few places ahead of where it
+// belongs. Such a message is a retry, or a sampled message: its ready
+// time is a precise reading a little ahead of the cached clock the others
+// read.
 // One pass sets aside every slot whose key is above the next one's or
 // below the last kept; what stays is in order, and the few set aside are
 // sorted and merged back. When more than a quarter are set aside, the
@@ -456,11 +457,11 @@ func (e *Engine) orderRestored(rs *replayState, now int64) []uint32 {
 	return append(order, ordered.sorted(func(slot uint32) orderKey { return orderKey{id: s.at(slot).id.Load()} })...)
 }
 
-// readySince is when a recovered message in state st became (or, placed
-// at now, becomes) ready, given its at as replay left it: a delayed one at
-// its due time, one leased at a crash now, a pending one when its records
-// say (see applyEnqueue and applyRequeue). For a delayed one not yet due
-// it only orders.
+// readySince is when a recovered message in state st became ready, or,
+// placed at now, becomes ready, given its at as replay left it. A delayed
+// one is ready at its due time, one leased at a crash now. A pending one
+// is ready when its records say (see applyEnqueue and applyRequeue). For
+// a delayed one not yet due it only orders.
 func readySince(st uint32, at, now int64) int64 {
 	switch {
 	case st == stDelayed:
@@ -472,9 +473,10 @@ func readySince(st uint32, at, now int64) int64 {
 }
 
 // closeLog logs every leased message as requeued, so that a clean Close
-// is not counted as a crash against them when restore meets them again,
-// and closes the log, leaving the next Open the size of what its replay
-// will rebuild (reserve.go). Runs in Close, once nothing else can lease.
+// is not counted as a crash against them when restore meets them again.
+// Then it closes the log, leaving the next Open the size of what its
+// replay will rebuild (reserve.go). Runs in Close, once nothing else can
+// lease.
 func (e *Engine) closeLog() error {
 	now := e.now()
 	var recs []wal.Record
