@@ -7,14 +7,14 @@ import (
 	"github.com/ringwal/ringwal/dlq"
 )
 
-// This file owns the bulk operator verbs: each acts on a set fixed when it
-// starts (a dead-letter mark, dlq.Query.Through, or a message ID bound,
-// Filter.Through) and applies the single-message verb (Redrive,
+// This file owns the bulk operator verbs. Each acts on a set fixed when it
+// starts: a dead-letter mark (dlq.Query.Through) or a message ID bound
+// (Filter.Through). Each applies the single-message verb (Redrive,
 // MarkReviewed, Cancel) to each member, so that each is journaled, counted
-// and ordered exactly as the single verb is. They start a page of verbs
-// (each record placed in the log) and then finish them in order, so that
-// a page waits for the log once rather than once per message: in Fsync
-// mode a page costs about one fsync instead of hundreds.
+// and ordered exactly as the single verb is. They start a page of verbs,
+// each record placed in the log, and then finish them in order. So a page
+// waits for the log once rather than once per message. In Fsync mode a
+// page costs about one fsync instead of hundreds.
 
 // bulkPage is how many dead letters a bulk verb copies out of the store
 // at a time: the store's read lock is held for one page's copy, never for
@@ -49,24 +49,25 @@ func bulkLimit(limit, done int) int {
 	return min(bulkPage, limit-done)
 }
 
-// RedriveMatching redrives (as Redrive does, each one journaled; durable
-// as the mode promises before it returns, a page of up to 256 waiting
-// for the log together, and each made ready only once its records are)
-// the dead letters q
-// matches, in q's order, and returns how many it redrove. q.Limit, if not
-// 0, bounds how many; q.After starts it at a cursor.
+// RedriveMatching redrives the dead letters q matches, in q's order, and
+// returns how many it redrove. Each is redriven as Redrive does it, and
+// journaled. They are durable as the mode promises before it returns. A
+// page of up to 256 waits for the log together, and each is made ready
+// only once its records are durable. q.Limit, if not 0, bounds how many;
+// q.After starts it at a cursor.
 //
-// The set is fixed when it starts: with q.Through 0, the dead letters q
-// matched then; with q.Through set to CountDeadLetters' mark, exactly the
-// dead letters that count counted. A dead letter added since (a redriven
-// one that failed again included: it is added anew) is never redriven;
-// one removed since (purged, evicted, redriven by another caller) is
-// skipped and not counted; one that stopped matching (reviewed, under a
-// Reviewed filter) is skipped. Dead letters are redriven one at a time,
-// not atomically: a concurrent reader may see some redriven and the rest
-// not yet, and a failure leaves those done redriven. On a failure (ErrFull,
-// a log error, ErrClosed) it stops and returns the count so far with the
-// error. A malformed q is ErrInvalid. Safe for concurrent use.
+// The set is fixed when it starts. With q.Through 0, it is the dead
+// letters q matched then. With q.Through set to CountDeadLetters' mark, it
+// is exactly the dead letters that count counted. A dead letter added
+// since is never redriven; that includes a redriven one that failed
+// again, as it is added anew. One removed since (purged, evicted,
+// redriven by another caller) is skipped and not counted. One that
+// stopped matching, as a reviewed one under a Reviewed filter, is skipped.
+// Dead letters are redriven one at a time, not atomically. A concurrent
+// reader may see some redriven and the rest not yet, and a failure leaves
+// those done redriven. On a failure (ErrFull, a log error, ErrClosed) it
+// stops and returns the count so far with the error. A malformed q is
+// ErrInvalid. Safe for concurrent use.
 func (e *Engine) RedriveMatching(q dlq.Query) (int, error) {
 	return e.eachDead(q, e.startRedrive)
 }
@@ -87,13 +88,13 @@ func (e *Engine) ReviewMatching(q dlq.Query, note string) (int, error) {
 
 // eachDead applies op to each dead letter of the set q fixes (deadSet),
 // a page at a time, in q's order. Each page starts just after the place
-// (DeadAt, ID) of the last one's last dead letter, whether op left it in
-// the store (a review) or not (a redrive; and it may be back under its ID
-// at a later place, dead-lettered again): so every dead letter q's filters
-// skip is read once in the run, where starting each page again from q's
-// start read those before the matches once per page. A dead letter op
-// finds gone (ErrNotFound) is skipped; any other error stops it, returned
-// with the count done.
+// (DeadAt, ID) of the last page's last dead letter. That holds whether op
+// left it in the store, as a review does, or not, as a redrive does; a
+// redriven one may be back under its ID at a later place, dead-lettered
+// again. So every dead letter q's filters skip is read once in the run.
+// Starting each page again from q's start would read those before the
+// matches once per page. A dead letter op finds gone (ErrNotFound) is
+// skipped; any other error stops it, returned with the count done.
 func (e *Engine) eachDead(q dlq.Query, op func(ID) (pendingOp, error)) (int, error) {
 	q, empty, err := e.deadSet(q)
 	if err != nil || empty {
@@ -162,11 +163,11 @@ func (e *Engine) messageSet(f Filter) (_ Filter, empty bool) {
 	return f, f.Through == 0
 }
 
-// CancelMatching cancels (as Cancel does, each journaled and durable as
-// the mode promises before it returns, up to 256 waiting for the log
-// together: pending, delayed, held and waiting
-// messages removed for good, leased ones' leases ended and their handlers'
-// ctx cancelled) the live messages f matches, and returns how many it
+// CancelMatching cancels the live messages f matches, and returns how
+// many it cancelled. Each is cancelled as Cancel does it: journaled, and
+// durable as the mode promises before it returns. Up to 256 wait for the
+// log together. Pending, delayed, held and waiting messages are removed
+// for good. Leased ones have their leases ended and their handlers' ctx
 // cancelled.
 //
 // The set is fixed when it starts: with f.Through 0, the messages enqueued

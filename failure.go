@@ -10,11 +10,11 @@ import (
 	"github.com/ringwal/ringwal/internal/sched"
 )
 
-// This file is the failure path: what happens to a delivery that failed
-// (a Nack, an expired lease, a crash loop, a TTL): classification has
-// happened; here the key's breaker is told, the retry policy decides
-// between a retry after backoff and the dead-letter store, held messages
-// wait out an open breaker, and TTLs expire.
+// This file is the failure path: what happens to a delivery that failed,
+// by a Nack, an expired lease, a crash loop or a TTL. Classification has
+// happened before. Here the key's breaker is told, and the retry policy
+// decides between a retry after backoff and the dead-letter store. Held
+// messages wait out an open breaker here, and TTLs expire.
 
 // fail handles a failed delivery of a busy, formerly leased record.
 func (e *Engine) fail(slot uint32, r *rec, cat classify.Category, cause error, now int64, wait bool) error {
@@ -80,16 +80,16 @@ func (e *Engine) deadLetter(slot uint32, r *rec, cat classify.Category, text str
 	return e.moveToDeadLetters(slot, r, f, wait)
 }
 
-// moveToDeadLetters moves a busy record whose failure list ends with f (the failure that
-// dead-letters it) to the dead-letter store under f's category. The
-// dead-letter record carries f, and replay appends it to the failure list the
-// log rebuilt: whatever the texts, the last failure is never taken for
-// one already there.
+// moveToDeadLetters moves a busy record whose failure list ends with f,
+// the failure that dead-letters it, to the dead-letter store under f's
+// category. The dead-letter record carries f, and replay appends it to
+// the failure list the log rebuilt: whatever the texts, the last failure
+// is never taken for one already there.
 //
-// The record is logged, the move made visible, then the log waited for
-// (when wait is set, and always for an ordered key, whose next message
-// must not go out while this one could still come back after a crash:
-// only then is the key told its head is gone).
+// The record is logged, the move made visible, then the log waited for.
+// It waits when wait is set, and always for an ordered key: the key's
+// next message must not go out while this one could still come back
+// after a crash. Only then is the key told its head is gone.
 func (e *Engine) moveToDeadLetters(slot uint32, r *rec, f dlq.Failure, wait bool) error {
 	cat, now := f.Category, f.At.UnixNano()
 	h := r.fails.Load()
@@ -133,9 +133,10 @@ func (e *Engine) moveToDeadLetters(slot uint32, r *rec, f dlq.Failure, wait bool
 }
 
 // hold sets a busy record aside while its key's breaker is open, or
-// dead-letters it when it has been held its MaxHold already (counted from
-// when it was first held: a record is released and held again at every
-// half-open probe of its key, and that must not start the count again).
+// dead-letters it when it has been held its MaxHold already. MaxHold is
+// counted from when it was first held. A record is released and held
+// again at every half-open probe of its key, and that must not start the
+// count again.
 func (e *Engine) hold(slot uint32, r *rec, now int64) {
 	key := r.key
 	maxHold := e.maxHold(r)
@@ -183,10 +184,10 @@ func (e *Engine) expireHold(slot, gen uint32, now int64) {
 }
 
 // deadLetterHeld dead-letters a busy record held maxHold behind its key's
-// open breaker, with the category of the failure that opened the breaker
-// (Transient if the breaker does not know it, which only an operator's
-// Reset and the key's eviction between the hold and now can bring about:
-// the key was failing either way).
+// open breaker, with the category of the failure that opened the breaker.
+// The category is Transient if the breaker does not know it. Only an
+// operator's Reset or the key's eviction between the hold and now can
+// bring that about, and the key was failing either way.
 func (e *Engine) deadLetterHeld(slot uint32, r *rec, maxHold time.Duration, now int64) {
 	cat := classify.Transient
 	if c, ok := e.breakers.TripCause(r.key); ok {
@@ -254,20 +255,20 @@ func (e *Engine) releaseHeld(keyID uint64) {
 	}
 }
 
-// settleBreaker reports a failed delivery's outcome to its key's breaker:
-// categories that speak of the target's health count as failures (the
-// category kept as the trip's cause, for MaxHold's dead letters), a
-// Permanent error means the target answered (a success for the breaker),
-// and the rest (Poison, Unknown, Expired) say nothing about the target.
+// settleBreaker reports a failed delivery's outcome to its key's breaker.
+// Categories that speak of the target's health count as failures; the
+// category is kept as the trip's cause, for MaxHold's dead letters. A
+// Permanent error means the target answered: a success for the breaker.
+// The rest (Poison, Unknown, Expired) say nothing about the target.
 //
 // The exception is a RateLimited failure whose Retry-After hint paused the
-// key (paused): the target is up and said when to come back, and the
-// pause already keeps every message of the key away until then. Counted
-// as well, the 429s of the requests in flight together (5 by default)
-// would open the breaker: a 1 s Retry-After would become an open timeout
-// of 5 s and more, and MaxHold would dead-letter as rate_limited messages
-// the target would have taken. Without a hint (or when the pause was
-// refused) the breaker is the key's only protection, and it counts.
+// key (paused). The target is up and said when to come back, and the
+// pause already keeps every message of the key away until then. If they
+// counted as well, the 429s of the requests in flight together (5 by
+// default) would open the breaker. A 1 s Retry-After would become an open
+// timeout of 5 s and more. MaxHold would then dead-letter as rate_limited
+// messages the target would have taken. Without a hint, or when the pause
+// was refused, the breaker is the key's only protection, and it counts.
 func (e *Engine) settleBreaker(r *rec, cat classify.Category, paused bool) {
 	switch {
 	case paused:

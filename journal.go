@@ -14,20 +14,20 @@ import (
 // This file is the engine's journal: for each kind of log record, the
 // constructor the engine logs beside the replay case that applies it, the
 // one mapping between a Message and a record, and the helpers that append
-// records. Every record states an absolute fact (attempts so far, the new
-// state), so replaying a record whose effect a snapshot already holds is
-// harmless; a failure, which adds to a failure list, says the attempt it ended,
-// so that one the snapshot holds is not added again (newFailure). Replay
-// (replay.go) feeds records to apply, which checks each first
-// (checkRecord); restore.go then places what apply rebuilt.
+// records. Every record states an absolute fact, such as the attempts so
+// far or the new state. So replaying a record whose effect a snapshot
+// already holds is harmless. A failure adds to a failure list, so it says
+// the attempt it ended: one the snapshot holds is not added again
+// (newFailure). Replay (replay.go) feeds records to apply, which checks
+// each first (checkRecord); restore.go then places what apply rebuilt.
 
-// logRecord appends rec without waiting and returns what to wait for: the
+// logRecord appends rec without waiting and returns what to wait for. The
 // caller's mutation logs its record first, then makes its change visible,
-// then waits (logged.wait). Another goroutine that acts on the change (a
-// Redrive of a fresh dead letter, a Dequeue of a requeued message) then
-// logs its record after this one, so replay sees them in the order they
-// happened. wait=false (the housekeeper's records, leases, extends) never
-// waits, so that timers do not stall on the disk.
+// then waits (logged.wait). Another goroutine may act on the change, as a
+// Redrive of a fresh dead letter or a Dequeue of a requeued message does.
+// It then logs its record after this one, so replay sees them in the
+// order they happened. wait=false (the housekeeper's records, leases,
+// extends) never waits, so that timers do not stall on the disk.
 func (e *Engine) logRecord(rec *wal.Record, wait bool) (logged, error) {
 	if e.log == nil {
 		return logged{}, nil
@@ -55,18 +55,17 @@ func (e *Engine) appendRecord(rec *wal.Record, wait bool) error {
 }
 
 // logLater appends rec to be durable with the next group commit, without
-// waiting for it: Run's acks, whose workers go on to the next message
-// while the log catches up (a crash before the commit loses the record,
-// which for an ack means the message is delivered again). In Write and
-// Buffered modes that is AppendNoWait: the batch is written at once
-// (Write) or within FlushInterval (Buffered), and a write failure is
-// returned by the log's next Flush, Sync or Close. In Fsync mode
-// AppendNoWait would write the record but leave it unsynced until some
-// other caller wanted an fsync, so the record is appended as a waiter's
-// (AppendCommit, which has its batch fsynced) and nobody waits: a failure
-// of that batch reaches the waiters that share it and the log's own error
-// log, and a failed fsync makes the log unusable, which every later call
-// reports.
+// waiting for it. It serves Run's acks, whose workers go on to the next
+// message while the log catches up. A crash before the commit loses the
+// record, which for an ack means the message is delivered again. In Write
+// and Buffered modes that is AppendNoWait: the batch is written at once
+// (Write) or within FlushInterval (Buffered). A write failure is returned
+// by the log's next Flush, Sync or Close. In Fsync mode AppendNoWait would
+// write the record but leave it unsynced until some other caller wanted
+// an fsync. So the record is appended as a waiter's, with AppendCommit,
+// which has its batch fsynced, and nobody waits. A failure of that batch
+// reaches the waiters that share it and the log's own error log. A failed
+// fsync makes the log unusable, which every later call reports.
 func (e *Engine) logLater(rec *wal.Record) error {
 	if e.log == nil {
 		return nil
@@ -78,11 +77,11 @@ func (e *Engine) logLater(rec *wal.Record) error {
 	return e.log.AppendNoWait(rec)
 }
 
-// pendingOp is a verb whose record has its place in the log: finish
+// pendingOp is a verb whose record has its place in the log. Its finish
 // waits for the log as the mode promises, then runs then (if set) with
-// the outcome, which finishes the verb's work (or undoes it) and returns
-// the verb's error. A bulk verb starts a page of them and finishes them
-// in order, waiting for the log once for the page instead of once per
+// the outcome. That call finishes the verb's work, or undoes it, and
+// returns the verb's error. A bulk verb starts a page of them and finishes them in
+// order, waiting for the log once for the page instead of once per
 // message (bulk.go).
 type pendingOp struct {
 	// logged is what to wait for; with a kind it wraps a log error as the
@@ -120,10 +119,10 @@ func (lg logged) wrap(err error) error {
 	return fmt.Errorf("ringwal: logging %v of %d: %w", lg.kind, lg.id, mapWALError(err))
 }
 
-// apply replays one record into rs (live messages, each in the slab
-// record it will have, owned by replay) and the engine's dead-letter store
-// and dedup index. m is the message's record (nil when replay holds none
-// for r.ID), slot its slot.
+// apply replays one record into rs and into the engine's dead-letter
+// store and dedup index. The live messages in rs are each in the slab
+// record they will have, owned by replay. The m below is the message's
+// record (nil when replay holds none for r.ID), slot its slot.
 func (e *Engine) apply(rs *replayState, r *wal.Record) {
 	if err := checkRecord(r); err != nil {
 		if rs.err == nil {
@@ -433,10 +432,10 @@ func applyNack(rs *replayState, r *wal.Record, slot uint32, m *rec) {
 	}
 }
 
-// --- KindRequeue: the message is pending since Time (an operator's
-// Requeue, a lease given back at Close or found at a crash; in a snapshot,
-// a pending message whose enqueue record alone would not say when it
-// became ready, or would make it delayed).
+// --- KindRequeue: the message is pending since Time. It records an
+// operator's Requeue, or a lease given back at Close or found at a crash.
+// In a snapshot, it is a pending message whose enqueue record alone would
+// not say when it became ready, or would make it delayed.
 
 func requeueRecord(id uint64, now int64, attempts uint32, crashes int32) wal.Record {
 	return wal.Record{Kind: wal.KindRequeue, ID: id, Time: now, Attempt: int32(attempts), Crashes: crashes}
@@ -456,10 +455,11 @@ func applyRequeue(rs *replayState, r *wal.Record, slot uint32, m *rec) {
 // writes the failure list as these; the log has one where a failure has no
 // record of its own (a nack that found the TTL ended, so that the
 // dead-letter record says Expired). Attempt, when not 0, is the attempt
-// the failure ended (the log's), or the attempts the failure list accounts
-// for (a snapshot's last entry, see liveRecordsOf): replay then knows a
-// nack or failure record of that attempt or an earlier one is in the
-// failure list already (replayState.newFailure). Older engines wrote none.
+// the failure ended, in the log. In a snapshot's last entry it is the
+// attempts the failure list accounts for (see liveRecordsOf). Replay then
+// knows a nack or failure record of that attempt or an earlier one is in
+// the failure list already (replayState.newFailure). Older engines wrote
+// none.
 
 func failureRecord(id uint64, f dlq.Failure) wal.Record {
 	return wal.Record{Kind: wal.KindFailure, ID: id, Time: f.At.UnixNano(), Category: uint8(f.Category), Text: f.Error}
@@ -532,12 +532,12 @@ func redriveRecord(id uint64, now int64) wal.Record {
 	return wal.Record{Kind: wal.KindRedrive, ID: id, Time: now}
 }
 
-// A dead letter is logged before it is visible (moveToDeadLetters), so a Redrive's
-// record always follows the dead-letter record it undoes. A Redrive of a
-// message replay has live is one whose records landed after a
-// checkpoint's cut while the snapshot already saw it live again: the
-// enqueue record after it refills the message, and whatever the log says
-// next (another dead-lettering among it) applies as it comes.
+// A dead letter is logged before it is visible (moveToDeadLetters), so a
+// Redrive's record always follows the dead-letter record it undoes. A
+// Redrive of a message replay has live is one whose records landed after
+// a checkpoint's cut, while the snapshot already saw it live again. The
+// enqueue record after it refills the message. Whatever the log says
+// next, another dead-lettering among it, applies as it comes.
 func (e *Engine) applyRedrive(rs *replayState, r *wal.Record, m *rec) {
 	rs.redriven = r.ID
 	_, _ = e.dead.Remove(r.ID)

@@ -16,10 +16,10 @@ import (
 // Messages leased at a crash come back pending with that attempt counted,
 // or are dead-lettered as Poison once they were leased at CrashLoopLimit
 // consecutive crashes. Open returns with what the housekeeper's first
-// pass would make of the rest: a message whose TTL ended while the
-// engine was closed is dead-lettered as Expired (and logged as any
-// expiry), one that came due is pending since its due time, so that Get,
-// Stats and Peek read the same right after Open as a moment later.
+// pass would make of the rest. A message whose TTL ended while the engine
+// was closed is dead-lettered as Expired, and logged as any expiry. One
+// that came due is pending since its due time. So Get, Stats and Peek
+// read the same right after Open as a moment later.
 func (e *Engine) restore(rs *replayState) error {
 	now := e.now()
 	// Allocating a tier's ring faults in its pages: a goroutine does it
@@ -37,11 +37,11 @@ func (e *Engine) restore(rs *replayState) error {
 	// Tiers are FIFO in the order messages became ready, which is what
 	// Peek reports too; IDs break ties (and order the rest). An ordered
 	// key's messages go last and in ID order: the first placed becomes the
-	// key's head, the rest wait in its queue behind it. When replay saw
-	// the messages enqueued in that order and none moved since (no key
-	// orders any), slot order from the first one's slot is the order and
-	// no record need be read to find it; otherwise orderRestored reads
-	// them all.
+	// key's head, the rest wait in its queue behind it. Replay may have
+	// seen the messages enqueued in that order and none moved since, as
+	// when no key orders any. Then slot order from the first one's slot is
+	// the order, and no record need be read to find it. Otherwise
+	// orderRestored reads them all.
 	var order []uint32
 	if e.keys.policy == nil {
 		order = rs.inOrderSlots()
@@ -149,16 +149,16 @@ type queueRefs struct {
 // plainPartMin is the fewest messages worth a goroutine of their own.
 const plainPartMin = 1 << 15
 
-// publishPlain cuts order into parts, one per processor, and publishes
+// publishPlain cuts order into parts, one per processor. It publishes
 // each part's plain messages on a goroutine of its own, from the part's
-// first message up to its first other one: a plain message is pending,
+// first message up to its first other one. A plain message is pending and
 // keyless (or no key has a policy), with no deadline to push and no TTL
-// to schedule, so its placement is a publish and a push, and needs nothing
-// another message's placement touches. With a large backlog of them,
-// this is most of restore, done on every core. The parts come back in
-// order; restore pushes each part's refs and places the rest of it one by
-// one, so the tiers get every message in order. It publishes before the
-// push, as publishReady says: nothing pops before Open returns.
+// to schedule. So its placement is a publish and a push, and needs
+// nothing another message's placement touches. With a large backlog of
+// them, this is most of restore, done on every core. The parts come back
+// in order. Restore pushes each part's refs and places the rest of it one
+// by one, so the tiers get every message in order. It publishes before
+// the push, as publishReady says: nothing pops before Open returns.
 func (e *Engine) publishPlain(rs *replayState, order []uint32) []plainPart {
 	n := max(1, min(runtime.GOMAXPROCS(0), len(order)/plainPartMin))
 	parts := make([]plainPart, n)
@@ -207,10 +207,11 @@ func (e *Engine) publishPlain(rs *replayState, order []uint32) []plainPart {
 	return parts
 }
 
-// restoreQueueRings counts each named queue's plain messages (its cap;
-// restoreOne counts the others) and sets up its machinery with rings sized
-// for that backlog (within Options.TierCapacity), so that the backlog goes
-// into its rings in batches rather than spill one message at a time.
+// restoreQueueRings counts each named queue's plain messages for its cap;
+// restoreOne counts the others. It sets up each queue's machinery with
+// rings sized for that backlog, within Options.TierCapacity. So the
+// backlog goes into its rings in batches rather than spill one message at
+// a time.
 func (e *Engine) restoreQueueRings(parts []plainPart) {
 	var backlog [][ring.NumTiers]int
 	for _, p := range parts {
@@ -287,9 +288,9 @@ func (k orderKey) compare(o orderKey) int {
 
 // slotOrder collects slots to put in the order of their keys. Restore's
 // slots usually come in that order already, or in that order but for a
-// rotation (slot order of IDs that wrap around the slab): add notes the
-// descents as the slots come, so that sorted undoes a rotation in place
-// and sorts (reading every key again) only anything else.
+// rotation: slot order of IDs that wrap around the slab. Its add notes
+// the descents as the slots come. So sorted undoes a rotation in place, and
+// sorts only anything else, reading every key again.
 type slotOrder struct {
 	slots       []uint32
 	first, prev orderKey
@@ -359,10 +360,11 @@ func (a keyedSlot) compare(b keyedSlot) int { return a.k.compare(b.k) }
 // order given (slot order: the records in memory order). Comparing
 // through key would read two records at random per comparison.
 //
-// Restore's slots come nearly in order: a message that became ready
-// later than its neighbours in the slab (a retry; a sampled message,
-// whose ready time is a precise reading a little ahead of the cached
-// clock the others read) stands a few places ahead of where it belongs.
+// Restore's slots come nearly in order. A message that became ready later
+// than its neighbours in the slab stands a few places ahead of where it
+// belongs. Such a message is a retry, or a sampled message: its ready
+// time is a precise reading a little ahead of the cached clock the others
+// read.
 // One pass sets aside every slot whose key is above the next one's or
 // below the last kept; what stays is in order, and the few set aside are
 // sorted and merged back. When more than a quarter are set aside, the
@@ -455,11 +457,11 @@ func (e *Engine) orderRestored(rs *replayState, now int64) []uint32 {
 	return append(order, ordered.sorted(func(slot uint32) orderKey { return orderKey{id: s.at(slot).id.Load()} })...)
 }
 
-// readySince is when a recovered message in state st became (or, placed
-// at now, becomes) ready, given its at as replay left it: a delayed one at
-// its due time, one leased at a crash now, a pending one when its records
-// say (see applyEnqueue and applyRequeue). For a delayed one not yet due
-// it only orders.
+// readySince is when a recovered message in state st became ready, or,
+// placed at now, becomes ready, given its at as replay left it. A delayed
+// one is ready at its due time, one leased at a crash now. A pending one
+// is ready when its records say (see applyEnqueue and applyRequeue). For
+// a delayed one not yet due it only orders.
 func readySince(st uint32, at, now int64) int64 {
 	switch {
 	case st == stDelayed:
@@ -471,9 +473,10 @@ func readySince(st uint32, at, now int64) int64 {
 }
 
 // closeLog logs every leased message as requeued, so that a clean Close
-// is not counted as a crash against them when restore meets them again,
-// and closes the log, leaving the next Open the size of what its replay
-// will rebuild (reserve.go). Runs in Close, once nothing else can lease.
+// is not counted as a crash against them when restore meets them again.
+// Then it closes the log, leaving the next Open the size of what its
+// replay will rebuild (reserve.go). Runs in Close, once nothing else can
+// lease.
 func (e *Engine) closeLog() error {
 	now := e.now()
 	var recs []wal.Record

@@ -34,12 +34,13 @@ func (e *Engine) ownLeased(rf ref, ours bool) (*rec, error) {
 // Ack settles a delivery as done: the message is forgotten. Ack returns
 // once its record is as durable as Options.Durability promises: an acked
 // message is not delivered again after a killed process (Write, Fsync) or
-// a power loss (Fsync only). A stale lease gets ErrStaleLease. If the ack
-// cannot be logged (a full disk), the message is pending again, its
-// attempt counted, and the error is returned: an ack that did not reach
-// the log has not happened, and a later checkpoint must not drop the
-// message. Safe for concurrent use. (A Run worker acks without this wait;
-// see Run.)
+// a power loss (Fsync only). A stale lease gets ErrStaleLease.
+//
+// If the ack cannot be logged, as on a full disk, the message is pending
+// again with its attempt counted, and the error is returned. An ack that
+// did not reach the log has not happened, and a later checkpoint must not
+// drop the message. Safe for concurrent use. A Run worker acks without
+// this wait; see Run.
 func (e *Engine) Ack(l Lease) error {
 	return e.ack(l, true)
 }
@@ -69,12 +70,12 @@ func (e *Engine) ack(l Lease, wait bool) error {
 }
 
 // ackLogged is ack with a log: the ack record, and the message put back
-// if it cannot be written. (Apart, so that a memory-only ack does not
-// zero the put-back copy.) As every mutation, it logs the ack's record
-// while it owns the record, then makes the ack visible (frees the
-// record), then waits: a checkpoint that sees the message gone then finds
-// its ack in the log at or after the snapshot's cut, or fails if that
-// write does.
+// if it cannot be written. It is apart so that a memory-only ack does not
+// zero the put-back copy. As every mutation, it logs the ack's record
+// while it owns the record. Then it makes the ack visible by freeing the
+// record, and then it waits. So a checkpoint that sees the message gone
+// finds its ack in the log at or after the snapshot's cut, or fails if
+// that write does.
 func (e *Engine) ackLogged(r *rec, now int64, wait bool) error {
 	id, ks := r.id.Load(), r.ks
 	rec := ackRecord(id, now)
@@ -141,12 +142,13 @@ func (e *Engine) ackDurable(back *unacked) {
 }
 
 // unack puts back a message whose ack record could not be logged, pending
-// now, as a requeue would. It logs the records that rebuild the message
-// (a snapshot's) before the message is visible again: a checkpoint that
-// ran while the ack was on its way saw the message gone and may have let
-// the log drop its enqueue record, so the log alone must be able to bring
-// it back. If that write fails too (the disk still refuses), the message
-// is in memory only until a checkpoint succeeds, and the error is logged.
+// now, as a requeue would. It logs the records that rebuild the message,
+// a snapshot's, before the message is visible again. The reason: a
+// checkpoint that ran while the ack was on its way saw the message gone.
+// It may have let the log drop the enqueue record, so the log alone must
+// be able to bring the message back. If that write fails too (the disk
+// still refuses), the message is in memory only until a checkpoint
+// succeeds, and the error is logged.
 func (e *Engine) unack(id uint64, u *unacked, ks *keyState) {
 	slot, ok := e.slab.claimNear(id)
 	if !ok {
@@ -184,10 +186,10 @@ func (e *Engine) unack(id uint64, u *unacked, ks *keyState) {
 }
 
 // AckBatch acks every lease in ls as Ack would, one after the other, but
-// waits for the log once: the ack records go into the log as one batch
-// (after a crash either all of them are in it or none), and AckBatch
-// returns once that batch is as durable as Options.Durability promises.
-// It is Ack for consumers that take messages with DequeueBatch.
+// waits for the log once. The ack records go into the log as one batch:
+// after a crash either all of them are in it or none. AckBatch returns
+// once that batch is as durable as Options.Durability promises. It is Ack
+// for consumers that take messages with DequeueBatch.
 //
 // A stale lease does not stop the others: every lease that is still valid
 // is acked, and the error then wraps ErrStaleLease and says how many of
@@ -370,15 +372,15 @@ func (e *Engine) freeRecord(r *rec) {
 	e.space.signal() // after freed: a woken WaitIdle's Stats count it (waitidle.go)
 }
 
-// Nack settles a delivery as failed with cause: the cause is classified,
-// counted against the key's breaker (Transient, Timeout, RateLimited and
-// Resource only), and the message is retried after the category policy's
-// backoff (or exactly after classify.After's delay), or dead-lettered once
-// its attempts or the policy's MaxElapsed are spent (as Expired if its TTL
-// passed during the delivery). A nil cause is recorded as "nack without a
-// cause" (Unknown to the default classifier). Like Ack, it returns once its
-// record is as durable as the mode promises; a stale lease gets
-// ErrStaleLease. Safe for concurrent use.
+// Nack settles a delivery as failed with cause. The cause is classified
+// and counted against the key's breaker; only Transient, Timeout,
+// RateLimited and Resource count. The message is retried after the
+// category policy's backoff, or exactly after classify.After's delay. It
+// is dead-lettered once its attempts or the policy's MaxElapsed are spent,
+// as Expired if its TTL passed during the delivery. A nil cause is
+// recorded as "nack without a cause", Unknown to the default classifier.
+// Like Ack, it returns once its record is as durable as the mode promises;
+// a stale lease gets ErrStaleLease. Safe for concurrent use.
 func (e *Engine) Nack(l Lease, cause error) error {
 	slot, r, err := e.acquireLease(l)
 	if err != nil {
