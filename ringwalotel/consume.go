@@ -17,22 +17,22 @@ import (
 )
 
 // Middleware returns a ringwal.Middleware that runs each attempt inside a
-// "process <queue>" span of kind Consumer, linked to (Link, the default)
-// or a child of (ChildOf) the producer's span whose context the message's
-// Headers carry (OnEnqueue puts it there). The handler's ctx carries the
-// span and the message's baggage, so what the handler traces is a child
-// of the attempt's span.
+// "process <queue>" span of kind Consumer. The span is tied to the
+// producer's span whose context the message's Headers carry, where
+// OnEnqueue put it. By default it is linked to it (Link); with ChildOf it
+// is its child. The handler's ctx carries the span and the message's
+// baggage, so what the handler traces is a child of the attempt's span.
 //
-// The span has the messaging semantic-convention attributes
-// messaging.system ("ringwal"), messaging.destination.name (the queue,
-// DefaultQueueName for the default one), messaging.operation.type and
-// messaging.operation.name ("process"), messaging.message.id, and
-// ringwal.attempt and ringwal.key (when the message has a Key). When the
-// handler returns an error, the span records it, its status is Error and
-// its error.type and ringwal.failure.category are the error's category
-// (Options.Classifier); a panic is recorded as classify.Poison and goes
-// on to the engine, which nacks the message as Poison. The span ends when
-// the handler returns (or panics).
+// The span has the messaging semantic-convention attributes:
+// messaging.system is "ringwal", and messaging.destination.name is the
+// queue, DefaultQueueName for the default one. messaging.operation.type
+// and messaging.operation.name are "process". It also has
+// messaging.message.id, ringwal.attempt, and ringwal.key when the message
+// has a Key. When the handler returns an error, the span records it and
+// its status is Error. Its error.type and ringwal.failure.category are the
+// error's category, from Options.Classifier. A panic is recorded as
+// classify.Poison and goes on to the engine, which nacks the message as
+// Poison. The span ends when the handler returns or panics.
 //
 // A message without a trace context gets a span all the same, with no
 // link (Link) or no remote parent (ChildOf). The Middleware is safe for

@@ -15,10 +15,10 @@ import (
 // when it is nil), where it is logged with the message and survives a
 // restart.
 //
-// By default it starts a "send <queue>" span of kind Producer, a child of
-// ctx's span when ctx has one and the root of a new trace otherwise,
-// ends it, and injects its context: per the messaging semantic
-// conventions the message then has a creation context of its own, which
+// By default it starts a "send <queue>" span of kind Producer, ends it,
+// and injects its context. The span is a child of ctx's span when ctx has
+// one, and the root of a new trace otherwise. Per the messaging semantic
+// conventions, the message then has a creation context of its own, which
 // every consumer span refers to. With Options.NoProducerSpan it injects
 // ctx's span context as it is.
 //
