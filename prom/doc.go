@@ -106,28 +106,29 @@
 // most MaxQueueSeries (50) named queues are exported one by one, the rest
 // summed under queue="_other" (OtherQueueLabel): the gauges add up, the
 // oldest pending age is the oldest of them. The choice sticks, so that no
-// counter series goes back: a named queue gets a series of its own when the
-// collector first sees it while fewer than 50 have one (at the first
-// scrape, the first 50 by name), and keeps it until it is deleted, which
-// frees its place for a queue first seen later; a queue first seen with
-// every place taken stays under "_other" while it lives, and once it is
-// deleted its totals as of the last scrape stay in "_other"'s counters
-// (what it counted after that scrape is not added). A queue deleted and
+// counter series goes back. A named queue gets a series of its own when
+// the collector first sees it while fewer than 50 have one; at the first
+// scrape, that is the first 50 by name. It keeps the series until it is
+// deleted, which frees its place for a queue first seen later. A queue
+// first seen with every place taken stays under "_other" while it lives.
+// Once it is deleted, its totals as of the last scrape stay in "_other"'s
+// counters; what it counted after that scrape is not added. A queue deleted and
 // declared again is a new queue: its own series restarts from 0, which
 // Prometheus reads as a counter reset.
 //
-// The schedule label is capped the same way: at most MaxScheduleSeries
-// (50) schedules one by one, the first the collector sees, a choice that
-// sticks until the schedule is removed; the rest summed under
-// schedule="_other" (OtherScheduleLabel), which keeps the totals of those
-// removed. A schedule's counts are the engine's (ScheduleInfo.Runs and
-// Skipped), logged and kept across restarts and across an AddSchedule
-// that replaces it; one removed and added again starts from 0.
+// The schedule label is capped the same way. At most MaxScheduleSeries
+// (50) schedules are exported one by one: the first the collector sees,
+// a choice that sticks until the schedule is removed. The rest are summed
+// under schedule="_other" (OtherScheduleLabel), which keeps the totals of
+// those removed. A schedule's counts are the engine's ScheduleInfo.Runs
+// and Skipped. They are logged, and kept across restarts and across an
+// AddSchedule that replaces the schedule. One removed and added again
+// starts from 0.
 //
 // The default queue's totals are the engine's less the named queues'
-// (QueueStats), deleted named queues' totals taken away too, and the
-// collector never exports one below the last it exported (a scrape racing
-// with named queues' traffic reads them a little low).
+// (QueueStats), deleted named queues' totals taken away too. A scrape
+// racing with named queues' traffic reads them a little low, so the
+// collector never exports one below the last it exported.
 //
 // The wait, handling and enqueue histograms measure one message in 64 (chosen by
 // ID, so that the hot path reads the precise clock rarely): their _count
