@@ -64,21 +64,21 @@ func (d Durability) String() string {
 }
 
 // RecoveryMode is what Open does with a damaged write-ahead log, as
-// RocksDB's WAL recovery modes. It is the wal package's type, which owns
-// the rules: each constant's doc there says what a crash or power loss can
-// lose with it. Whatever the mode, what Open cuts is first kept as .broken
+// RocksDB's WAL recovery modes. It is the internal wal package's type,
+// which owns the rules. Each constant's doc below says what a crash or
+// power loss can lose with it. Whatever the mode, what Open cuts is first kept as .broken
 // files in the log directory, and logged. It is reported in
 // Stats().Recovery, the admin API's recovery view and ringwal inspect. A
 // log written by a newer version is never cut (ErrVersion). The zero value
 // is PointInTime.
 type RecoveryMode = wal.RecoveryMode
 
-// The recovery modes (see wal.RecoveryMode for what each can lose).
+// The recovery modes. Each one's doc says what it can lose.
 const (
 	// PointInTime (the default) cuts the newest segment's tail at its
 	// first bad batch when a crash or power loss explains the damage (no
 	// fsync covered it); other damage fails Open with an error wrapping
-	// wal.ErrCorrupt. After a killed process it loses nothing that
+	// ErrCorrupt. After a killed process it loses nothing that
 	// returned; after a power loss, nothing that returned in Fsync mode,
 	// and in Write and Buffered modes what was written since the last
 	// Checkpoint or Close.
