@@ -91,10 +91,10 @@ type KeyPolicy struct {
 	// the key. 0 = no cap.
 	MaxQueued int
 	// MaxHold dead-letters a message held behind the key's open breaker
-	// longer than this, with the category of the failures that opened it
-	// (see Options.MaxHold for how the time counts). 0 = Options.MaxHold
-	// (default 15m, which may hold forever); a negative MaxHold is not
-	// a valid policy.
+	// longer than this, with the category of the failures that opened it.
+	// Options.MaxHold says how the time counts. 0 = Options.MaxHold,
+	// which defaults to 15m and may hold forever. A negative MaxHold is
+	// not a valid policy.
 	MaxHold time.Duration
 }
 

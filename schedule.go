@@ -55,9 +55,9 @@ type Schedule struct {
 	// a descriptor (@yearly, @monthly, @weekly, @daily, @hourly), or
 	// @every with a Go duration from 1s to 87600h, ten years (@every
 	// 90s). Calendar specs read the wall clock of UTC, or of the zone a
-	// CRON_TZ=Area/City prefix names; across a DST change a wall-clock
-	// time the clock repeats runs once (the first time), and those it
-	// skips run once, when the gap ends.
+	// CRON_TZ=Area/City prefix names. Across a DST change, a wall-clock
+	// time the clock repeats runs once, the first time. Those it skips
+	// run once, when the gap ends.
 	// @every ticks count from when the schedule was added. Ticks end at
 	// the last instant the engine represents (2262-04-11T23:47:16Z). Zones
 	// come from the system's zone database; a program for a machine
