@@ -16,27 +16,27 @@ import (
 // a tar stream, without stopping the engine: producers, consumers and
 // checkpoints carry on while it copies.
 //
-// The copy is the newest snapshot and the log from it on, what a restart
-// would replay (at most about Options.CheckpointBytes of log while
-// automatic checkpoints are on, which keep it so), the log's tail cut at a batch boundary. Backup
-// takes no checkpoint of its own: its fsyncs would compete with the
-// producers' on the same disk, and a Checkpoint just before is the
-// caller's choice when a smaller copy is worth it. Its backup point is the moment
-// the files were listed: every mutation acknowledged before Backup was
-// called is in the copy, and nothing begun after that listing. Restore
-// rebuilds a directory from the stream, which Open opens to the engine's
-// state at the backup point, as after a crash there: messages leased then
-// come back pending with that attempt counted. The stream ends with a
-// manifest (each file's name, size and SHA-256) by which Restore refuses a
-// partial or damaged one.
+// The copy is the newest snapshot and the log from it on: what a restart
+// would replay, the log's tail cut at a batch boundary. While automatic
+// checkpoints are on, they keep that log at most about
+// Options.CheckpointBytes. Backup takes no checkpoint of its own: its
+// fsyncs would compete with the producers' on the same disk. A Checkpoint
+// just before is the caller's choice when a smaller copy is worth it. Its
+// backup point is the moment the files were listed. Every mutation
+// acknowledged before Backup was called is in the copy, and nothing begun
+// after that listing. Restore rebuilds a directory from the stream, which
+// Open opens to the engine's state at the backup point, as after a crash
+// there: messages leased then come back pending with that attempt
+// counted. The stream ends with a manifest (each file's name, size and
+// SHA-256) by which Restore refuses a partial or damaged one.
 //
-// Producers wait for the listing only, a few file opens on the log's
-// writer between two batches, like one group commit; the copy itself
+// Producers wait for the listing only: a few file opens on the log's
+// writer between two batches, like one group commit. The copy itself
 // reads files the log only appends to, through descriptors that stay
 // valid while later checkpoints delete them. A memory-only engine has
 // nothing durable to copy: Backup returns ErrInvalid. A write error of w
-// is returned as is; the stream is then unusable.
-// Safe for concurrent use; backups may run side by side.
+// is returned as is; the stream is then unusable. Safe for concurrent
+// use; backups may run side by side.
 func (e *Engine) Backup(w io.Writer) (BackupInfo, error) {
 	if err := e.errIfClosed(); err != nil {
 		return BackupInfo{}, err

@@ -30,9 +30,9 @@ type BackupInfo struct {
 	Bytes int64
 	// Messages (live, in every state), DeadLetters, Queues (named ones)
 	// and Schedules are the engine's counts read right after the backup
-	// point, for an operator to read; the restored engine's own counts
-	// are the truth (messages leased at the backup point, for instance,
-	// come back pending, as after a crash).
+	// point, for an operator to read. The restored engine's own counts are
+	// the truth. Messages leased at the backup point, for instance, come
+	// back pending, as after a crash.
 	Messages, DeadLetters, Queues, Schedules int
 }
 

@@ -16,25 +16,27 @@ import (
 	"github.com/ringwal/ringwal/internal/wal"
 )
 
-// Restore writes the data directory a Backup stream holds into dir, which
-// must be empty or not exist (ErrInvalid otherwise; it is created owner-only,
-// as Open would). Open then opens dir to the backed-up engine's state at
-// its backup point.
+// Restore writes the data directory a Backup stream holds into dir. The
+// dir must be empty or not exist; otherwise Restore returns ErrInvalid.
+// It is created owner-only, as Open would. Open then opens dir to the
+// backed-up engine's state at its backup point.
 //
-// Every file is checked against the stream's manifest, which comes last:
-// a stream that ends before it (a backup killed or cut short), names a file
-// a data directory does not hold, or holds a file whose size or SHA-256
-// differs from the manifest's is refused with an error wrapping
-// ErrDamagedBackup, and what was written is removed (dir too, if Restore
-// created it). So is a stream holding an entry that is not a regular file
-// (a link, a directory, a GNU sparse file, whose holes would expand on
-// disk to whatever size it claims), and a log or snapshot file holding a
-// record Open would refuse: torn framing, or a value out of range (a
-// priority, a count, an ID, a schedule's spec or instants; the error also
-// wraps wal.ErrCorrupt and names the file and the record). Files are
-// written owner-only and fsynced, then their
-// directories, before Restore returns. It reads r to its end; nothing else
-// uses dir meanwhile (it takes no lock: Open's comes after).
+// Every file is checked against the stream's manifest, which comes last.
+// A damaged stream is refused with an error wrapping ErrDamagedBackup, and
+// what was written is removed, dir too if Restore created it. A stream is
+// damaged if it ends before the manifest, as a backup killed or cut short
+// does. It is damaged if it names a file a data directory does not hold,
+// or holds a file whose size or SHA-256 differs from the manifest's. It is
+// damaged if it holds an entry that is not a regular file: a link, a
+// directory, or a GNU sparse file, whose holes would expand on disk to
+// whatever size it claims. It is damaged if a log or snapshot file holds a
+// record Open would refuse: torn framing, or a value out of range. Such a
+// value is a priority, a count, an ID, or a schedule's spec or instants.
+// That error also wraps ErrCorrupt and names the file and the record.
+//
+// Files are written owner-only and fsynced, then their directories,
+// before Restore returns. It reads r to its end. Nothing else may use dir
+// meanwhile: Restore takes no lock, and Open's comes after.
 func Restore(r io.Reader, dir string) (BackupInfo, error) {
 	if dir == "" {
 		return BackupInfo{}, invalidf("restore: no directory")
@@ -59,12 +61,12 @@ func Restore(r io.Reader, dir string) (BackupInfo, error) {
 }
 
 // VerifyBackup reads a Backup stream to its end and checks it as Restore
-// would (every file a data directory holds, its size and SHA-256 as its
-// manifest says, the manifest last; only regular, non-sparse entries; every
-// record of the log and snapshot decoded and its values checked as Open
-// checks them), writing nothing. It returns the
-// manifest's description, or an error wrapping ErrDamagedBackup (or
-// ErrVersion for a newer backup format).
+// would, writing nothing. It checks every file a data directory holds,
+// its size and SHA-256 as the manifest says, and the manifest last. It
+// accepts only regular, non-sparse entries. It decodes every record of
+// the log and snapshot and checks its values as Open checks them. It
+// returns the manifest's description, or an error wrapping
+// ErrDamagedBackup, or ErrVersion for a newer backup format.
 func VerifyBackup(r io.Reader) (BackupInfo, error) {
 	rs := &restoring{got: map[string]manifestFile{}}
 	m, err := rs.read(r)
@@ -159,10 +161,10 @@ func (rs *restoring) read(r io.Reader) (*manifest, error) {
 }
 
 // checkEntry refuses, before its data is read, a tar entry Backup does
-// not write: anything but a regular file, and a GNU sparse file, which
-// archive/tar expands into holes (a few KiB in the stream could restore
-// as a segment of up to 2^63 bytes, and a manifest can be honest about
-// what it expands to). The old GNU sparse type is not TypeReg; the PAX
+// not write: anything but a regular file, and a GNU sparse file. The
+// archive/tar package expands a sparse file into holes. A few KiB in the
+// stream could restore as a segment of up to 2^63 bytes, and a manifest
+// can be honest about what it expands to. The old GNU sparse type is not TypeReg; the PAX
 // formats (0.0, 0.1 and 1.0) are TypeReg entries whose PAX records say
 // they are sparse.
 func checkEntry(hdr *tar.Header) error {
@@ -225,12 +227,13 @@ func (rs *restoring) write(name string, r io.Reader, h hash.Hash) (int64, error)
 	return n, err
 }
 
-// copyRecords copies r to w as io.Copy does, and checks a snapshot's or
-// a log segment's records on the way as replay checks them (checkRecord):
-// a hostile backup's hashes are honest whatever its records say, and
-// Restore and VerifyBackup must refuse what Open would. err is r's or w's
-// error, recErr what is wrong with the file's records (its framing, or a
-// record's values), which names the file and the record.
+// copyRecords copies r to w as io.Copy does. On the way it checks a
+// snapshot's or a log segment's records as replay checks them
+// (checkRecord). A hostile backup's hashes are honest whatever its records
+// say, and Restore and VerifyBackup must refuse what Open would. The
+// returned err is r's or w's error. The returned recErr is what is wrong
+// with the file's records (its framing, or a record's values); it names
+// the file and the record.
 func copyRecords(name string, w io.Writer, r io.Reader) (n int64, err, recErr error) {
 	if kind, _ := wal.BackupFileKind(name); kind != "snapshot" && kind != "segment" {
 		n, err = io.Copy(w, r)

@@ -135,9 +135,9 @@ type liveRecords struct {
 	// failedThrough is the attempts fails accounts for (its last failure
 	// record carries it): every attempt the message had, but a lease in
 	// progress, which has not failed yet. A failure is in the failure list
-	// before its record's message leaves its owner, and the walk never
-	// reads an owned record, so a nack of any attempt up to this one, if
-	// the log holds one after the cut, is in fails.
+	// before its record's message leaves its owner. The walk never reads
+	// an owned record. So a nack of any attempt up to this one, if the log
+	// holds one after the cut, is in fails.
 	failedThrough uint32
 }
 
@@ -162,20 +162,20 @@ func (lr *liveRecords) emit(emit func(*wal.Record) error) error {
 }
 
 // snapshotRecord fills lr with the records of a live record; false for a
-// free slot. A committing record is not ours to read: once its enqueue
-// record is written it is published, and may be leased, settled and
-// reused while we read; ownAny waits for it (the log writer runs on while
-// a checkpoint does, so the commit ends).
+// free slot. A committing record is not ours to read. Once its enqueue
+// record is written it is published, and it may be leased, settled and
+// reused while we read. So ownAny waits for it. The log writer runs on
+// while a checkpoint does, so the commit ends.
 //
-// An enqueue record replays as a first enqueue: its Time would (re)start
+// An enqueue record replays as a first enqueue: its Time would restart
 // the DedupID's window, and a Delay would make the message delayed again.
-// Neither must happen to a live message, so
-//   - a message with a DedupID is preceded by a redrive record, which
-//     tells replay that its enqueue record is not the DedupID's first
-//     (the dedup records at the snapshot's end carry the window exactly);
-//   - a pending or held message is followed by a requeue record saying
-//     since when it is ready, unless its enqueue record already says so
-//     (no Delay, ready since its enqueue).
+// Neither must happen to a live message. So:
+//   - A message with a DedupID is preceded by a redrive record. It tells
+//     replay that its enqueue record is not the DedupID's first. The dedup
+//     records at the snapshot's end carry the window exactly.
+//   - A pending or held message is followed by a requeue record saying
+//     since when it is ready. Its enqueue record may already say so (no
+//     Delay, ready since its enqueue); then there is none.
 func (e *Engine) snapshotRecord(r *rec, lr *liveRecords, now int64) bool {
 	prev, ok := r.ownAny(liveStates)
 	if !ok {
@@ -187,9 +187,9 @@ func (e *Engine) snapshotRecord(r *rec, lr *liveRecords, now int64) bool {
 }
 
 // liveRecordsOf fills lr with the records that rebuild the owned record r
-// as it is in state st, as of now: a snapshot's, and a message put back
-// whose removal could not be logged (unack), which the log alone must be
-// able to bring back.
+// as it is in state st, as of now. It serves a snapshot. It also serves a
+// message put back whose removal could not be logged (unack), which the
+// log alone must be able to bring back.
 func (e *Engine) liveRecordsOf(r *rec, st uint32, lr *liveRecords, now int64) {
 	id := r.id.Load()
 	enqueueRecord(&lr.enqueue, r, id)
@@ -253,11 +253,12 @@ func (e *Engine) snapshotDead(d *DeadLetter, queue uint16, emit func(*wal.Record
 }
 
 // emitFailures emits a failure list, its last entry saying the
-// attempts it accounts for (failedThrough, 0: unknown). One trimmed to
+// attempts it accounts for (failedThrough, 0: unknown). A list trimmed to
 // its last dlq.DefaultMaxFailures entries no longer holds its first
-// failure, whose time (FirstFailedAt) it keeps apart: a stand-in failure
-// at that time goes first, which replay's trimming then drops once the
-// failure list is full again, leaving firstFailedAt where it was.
+// failure. It keeps that failure's time (FirstFailedAt) apart. So a
+// stand-in failure at that time goes first. Replay's trimming then drops
+// it once the failure list is full again, leaving firstFailedAt where it
+// was.
 func emitFailures(id uint64, fs []dlq.Failure, firstFailedAt int64, failedThrough uint32, emit func(*wal.Record) error) error {
 	if len(fs) > 0 && firstFailedAt != 0 && firstFailedAt < fs[0].At.UnixNano() {
 		rec := failureRecord(id, dlq.Failure{At: time.Unix(0, firstFailedAt)})

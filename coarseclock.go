@@ -25,17 +25,17 @@ const coarseAskEvery = 16
 // clock costs 25-50 ns on the virtual machines this runs on, and the hot
 // path needs a timestamp at enqueue, dequeue and ack: one atomic load
 // instead keeps that path within a small multiple of a channel hand-off.
-// Timestamps are usually at most coarseTick behind, but more when the
-// ticker goroutine waits to be scheduled on a busy machine, so due times
-// that a caller sets (Delay, TTL, a nack's backoff, Extend) count from the
-// clock itself, and only lease expiries, set on the hot path, count from
-// the cache with a margin (effectiveOptions.leaseSlop).
+// Timestamps are usually at most coarseTick behind. They lag more when
+// the ticker goroutine waits to be scheduled on a busy machine. So due
+// times that a caller sets (Delay, TTL, a nack's backoff, Extend) count
+// from the clock itself. Only lease expiries, set on the hot path, count
+// from the cache, with a margin (effectiveOptions.leaseSlop).
 //
 // # Parking when idle
 //
-// A ticker waking every millisecond costs a few per cent of a core on its
-// own, which an engine nobody uses must not cost (it is linked into every
-// replica of a service). So the ticker parks when nobody reads the cache,
+// A ticker waking every millisecond costs a few per cent of a core. An
+// engine nobody uses must not cost that: it is linked into every replica
+// of a service. So the ticker parks when nobody reads the cache,
 // with no cost to the reader but one predictable branch. The cached value
 // ns encodes the protocol in its sign:
 //
@@ -47,30 +47,30 @@ const coarseAskEvery = 16
 //   - ns == 0: parked. When the ticker asks again and finds its previous
 //     question unanswered, nobody read for coarseAskEvery ticks: it stores
 //     0, stops its ticker and blocks. The first reader to see 0 reads the
-//     clock itself, stores that time and wakes the ticker (a mutex, a
-//     clock read and a channel send: about a microsecond, once per idle
-//     spell); readers that come after it see that time and the fast path
-//     again.
+//     clock itself, stores that time and wakes the ticker. That costs a
+//     mutex, a clock read and a channel send: about a microsecond, once
+//     per idle spell. Readers that come after it see that time and the
+//     fast path again.
 //
 // Guarantees: a read returns a time the clock showed at most a tick (plus
 // the ticker's scheduling lag) before the read, the same bound as without
 // parking. The values read, by any goroutines, never decrease unless the
-// wall clock itself is stepped back: each time stored was read from the
-// clock after the previous store took effect (the ticker stores only
-// while it runs, a waking reader only while it is parked, and the two
-// hand over through the park store and the wake channel). Wakers take
+// wall clock itself is stepped back. Each time stored was read from the
+// clock after the previous store took effect. The ticker stores only
+// while it runs, and a waking reader only while it is parked. The two
+// hand over through the park store and the wake channel. Wakers take
 // wakeMu so that a reader that saw a park long ago cannot store its stale
 // reading into a later park (an ABA that a bare CAS on 0 would allow).
 //
-// The clock is assumed to read after 1970 (ns > 0); an earlier wall clock
+// The clock is assumed to read after 1970 (ns > 0). An earlier wall clock
 // reads as 1 ns past the epoch.
 //
 // # Goroutine
 //
-// newCoarseClock starts one goroutine, the engine's clock ticker, owned by
-// the Engine: it runs while the engine is read, parks (blocked on a
-// channel, no timer armed, no CPU) while it is not, and returns when
-// close is called (Engine.Close, or Open failing). After close, readers
+// The engine's clock ticker is one goroutine, which newCoarseClock starts
+// and the Engine owns. It runs while the engine is read. It parks while
+// the engine is not: blocked on a channel, no timer armed, no CPU. It
+// returns when close is called (Engine.Close, or Open failing). After close, readers
 // read the clock itself on every call (the slow path), so a timestamp
 // taken while closing is not stale.
 type coarseClock struct {

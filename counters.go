@@ -63,27 +63,27 @@ func categoryIndex(c classify.Category) int {
 
 // moveWindow orders moves between the slab and the dead-letter store
 // against Stats' read of both. A mover is inside it from the moment the
-// message enters one side to the moment it has left the other (a store's
+// message enters one side to the moment it has left the other: a store's
 // Add and a slot's release, or a store's Remove and a record counted
-// pending): a few instructions and the store's O(1) Add or Remove, never
-// a log wait or a key's lock. Stats reads optimistically first, as a
-// sequence lock: a read during which no move was under way is
+// pending. That spans a few instructions and the store's O(1) Add or
+// Remove, never a log wait or a key's lock. Stats reads optimistically
+// first, as a sequence lock. A read during which no move was under way is
 // consistent, and costs the movers nothing. Only a reader that keeps
-// meeting moves (overlapping dead-letterings under load, where an instant
-// with none may never come: with eight goroutines dead-lettering, a Stats
-// call once took seconds) takes the lock exclusively; sync.RWMutex
-// prefers a waiting writer, so new moves then wait for that one read, and
-// Stats never starves.
+// meeting moves takes the lock exclusively. Under load, overlapping
+// dead-letterings may leave no instant free of moves: with eight
+// goroutines dead-lettering, a Stats call once took seconds. Since
+// sync.RWMutex prefers a waiting writer, new moves then wait for that one
+// read, and Stats never starves.
 type moveWindow struct {
 	mu           sync.RWMutex
 	begun, ended atomic.Uint64
 }
 
 // optimisticReads is how many reads Stats tries before it takes the lock:
-// the first ones after a yield, the later ones after a short sleep, so
-// that a reader meeting a steady stream of moves spends about a
-// millisecond before it makes movers wait (a monitoring read can wait
-// that long; a Nack should not wait for it).
+// the first ones after a yield, the later ones after a short sleep. So a
+// reader meeting a steady stream of moves spends about a millisecond
+// before it makes movers wait. A monitoring read can wait that long; a
+// Nack should not wait for it.
 const (
 	optimisticReads = 64
 	yieldingReads   = 16

@@ -12,19 +12,19 @@ import (
 )
 
 // This file owns the counts by state that Stats reports. They are kept as
-// records move, not scanned: every record is counted in one class (its
-// public state, its tier and, waiting on its key, why) from when it is
-// first published or committed until it is freed. record.go's verbs move
-// the count when a record is given up in a state of another class; an
-// owner holding a record (stBusy) leaves it counted where it was, so a
-// reader's look or a consumer's lease in progress never makes a message
-// vanish from Stats.
+// records move, not scanned. Every record is counted in one class from
+// when it is first published or committed until it is freed. The class is
+// its public state, its tier and, when it waits on its key, why. The
+// verbs of record.go move the count when a record is given up in a state
+// of another class. An owner holding a record (stBusy) leaves it counted
+// where it was. So a reader's look or a consumer's lease in progress
+// never makes a message vanish from Stats.
 //
 // Counting starts with the first Stats (start): one scan counts the
 // records as they are, and from then on the verbs keep the counts. Until
-// then the verbs only test a flag, so an engine nobody asks for Stats pays
-// nothing for them (three atomic adds a message otherwise: enqueue, lease,
-// ack).
+// then the verbs only test a flag. So an engine nobody asks for Stats pays
+// nothing for them; otherwise they cost three atomic adds a message, at
+// enqueue, lease and ack.
 
 // countClass is what a record is counted as: 0 for nothing (free, or
 // claimed and not yet committed), else 1 + kind*NumTiers + tier.
@@ -133,10 +133,10 @@ func (c *liveCounts) stripeOf(r *rec) *countStripe {
 	return &c.stripes[uintptr(unsafe.Pointer(r))/unsafe.Sizeof(rec{})%countStripes]
 }
 
-// start makes the counts complete and keeps them so: it turns counting on,
-// then counts every live record no move has counted since (a record's
-// moves and this count both happen under its ownership, so each record is
-// counted once: by whichever owns it first once counting is on). It
+// start makes the counts complete and keeps them so. It turns counting
+// on, then counts every live record no move has counted since. A record's
+// moves and this count both happen under its ownership. So each record is
+// counted once, by whichever owns it first once counting is on. It
 // returns once the counts are complete; later calls return at once.
 func (c *liveCounts) start(s *slab) {
 	if c.complete.Load() {
@@ -160,9 +160,9 @@ func (c *liveCounts) start(s *slab) {
 }
 
 // waitOut is the pause of a reader (byClass) that met a move under way
-// for the try-th time: a move is a few instructions with no way out
-// before its end, so the reader spins, then yields, then, its mover
-// preempted mid-move, sleeps until it ends.
+// for the try-th time. A move is a few instructions with no way out
+// before its end. So the reader spins, then yields. If its mover was
+// preempted mid-move, it then sleeps until the move ends.
 func waitOut(try int) {
 	switch {
 	case try > 1000:
@@ -192,10 +192,10 @@ func (c *liveCounts) move(r *rec, from, to countClass) {
 }
 
 // byClass reads the counts: each stripe as it was at one instant. A read
-// that a move between two of the stripe's words overlapped is done again;
-// such a move is a few instructions with no way out between begun and
-// ended, so the wait ends, and a reader that meets one again and again
-// (its mover was preempted mid-move) yields, then sleeps, to let it end.
+// that a move between two of the stripe's words overlapped is done again.
+// Such a move is a few instructions with no way out between begun and
+// ended, so the wait ends. A reader that meets one again and again, its
+// mover preempted mid-move, yields, then sleeps, to let it end.
 func (c *liveCounts) byClass() (n [numClasses]int64) {
 	for i := range c.stripes {
 		c.stripes[i].addTo(&n)

@@ -46,17 +46,17 @@ func (d *dedupIndex) init() { d.entries = make(map[string]dedupEntry) }
 // reserve records dedupID for id at now unless a fresh entry exists. A
 // durable fresh entry makes m a repeat: reserve returns its ID and dup =
 // true. A fresh entry still being logged by someone else returns its
-// logging, for the caller to wait on (after giving back what it holds)
-// before it tries again; one logged by the caller itself (mine, an
-// earlier message of the same batch, whose records reach the log in one
-// write) counts as durable. logging is the caller's own: nil when the
-// reservation needs no wait (a memory-only engine), and then it is durable
-// at once.
+// logging. The caller gives back what it holds and waits on it before it
+// tries again. An entry logged by the caller itself counts as durable:
+// mine, an earlier message of the same batch, whose records reach the log
+// in one write. The argument logging is the caller's own. It is nil when
+// the reservation needs no wait (a memory-only engine), and then it is
+// durable at once.
 //
 // A unique mode (UniqueQueued, UniqueLive) has judged the entry already,
-// holding nothing (judgeUnique): seen is the seq of the entry it judged
-// (0: none). reserve takes the DedupID only if that entry is still there;
-// if it changed it returns a closed logging (try again). An entry of the
+// holding nothing (judgeUnique). Its seen is the seq of the entry it
+// judged (0: none). The DedupID is taken only if that entry is still
+// there. If it changed, reserve returns a closed logging: try again. An entry of the
 // caller's own batch makes m a repeat of it (dup).
 func (d *dedupIndex) reserve(dedupID string, id uint64, now, window int64, mode Unique, seen uint64, mine *dedupLogging) (first uint64, dup bool, wait *dedupLogging) {
 	d.mu.Lock()
@@ -190,10 +190,10 @@ func (d *dedupIndex) sweep(now, window int64) {
 // checkpoints; a unique entry is carried by its live message's enqueue
 // record, which says its mode).
 // An entry whose first enqueue is still being logged is waited for, then
-// given if that enqueue succeeded: its record may be in a batch the
-// checkpoint lets the log drop, and a snapshot without the entry would
-// let a repeat in after a restart. (The log writer runs on while a
-// checkpoint does, so the wait ends.)
+// given if that enqueue succeeded. Its record may be in a batch the
+// checkpoint lets the log drop. A snapshot without the entry would then
+// let a repeat in after a restart. The log writer runs on while a
+// checkpoint does, so the wait ends.
 func (d *dedupIndex) each(now, window int64, fn func(dedupID string, id uint64, at int64) error) error {
 	type entry struct {
 		k string

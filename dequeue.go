@@ -40,9 +40,9 @@ func (e *Engine) dequeue(ctx context.Context, rt *queueDelivery) (Delivery, erro
 	if d, ok := e.tryDequeue(rt); ok {
 		return d, nil
 	}
-	// Yield a few times before parking: a message that is on its way is
-	// then picked up in a microsecond or two instead of after a park and
-	// a wake-up, which is what a consumer waiting on a trickle mostly sees.
+	// Yield a few times before parking. A message that is on its way is
+	// then picked up in a microsecond or two, instead of after a park and
+	// a wake-up. That is what a consumer waiting on a trickle mostly sees.
 	for i := 0; i < dequeueSpins; i++ {
 		runtime.Gosched()
 		if d, ok := e.tryDequeue(rt); ok {
@@ -193,10 +193,10 @@ func (e *Engine) dequeueBatch(ctx context.Context, rt *queueDelivery, max int) (
 	// call for the one or two it gets. More arriving meanwhile grows it.
 	out := make([]Delivery, 1, min(max, 64, 1+rt.tiers.Len()))
 	out[0] = first
-	// The rest leased in place (no Delivery copied through a return) and,
-	// in a durable engine, their lease records logged together: the
-	// records stay ours, unpublished, until their batch is appended, so
-	// that whatever settles a lease is logged after it, as Dequeue's is.
+	// The rest are leased in place, with no Delivery copied through a
+	// return. In a durable engine their lease records are logged together.
+	// The records stay ours, unpublished, until their batch is appended,
+	// so that whatever settles a lease is logged after it, as Dequeue's is.
 	var b *leaseBatch
 	var beforeWait func()
 	if e.log != nil {
@@ -234,14 +234,14 @@ func (e *Engine) dequeueBatch(ctx context.Context, rt *queueDelivery, max int) (
 	return out, nil
 }
 
-// takeBatch pops up to len(dst) entries of rt's queue in one pass, one
-// scheduler decision and one claim on the ring for all of them, when the
-// scheduler could decide nothing else meanwhile: one tier holds entries,
-// no deadline is due within the slack (far ones, and the heap's stale
-// entries, do not count: sched.Scheduler.DeadlineDue) and nothing
-// spilled. Otherwise (and when nothing
-// is ready) it takes nothing and DequeueBatch goes message by message, a
-// pick each, so that weights, aging and deadlines rule as for Dequeue. A
+// takeBatch pops up to len(dst) entries of rt's queue in one pass: one
+// scheduler decision and one claim on the ring for all of them. It does so
+// when the scheduler could decide nothing else meanwhile. That is when one
+// tier holds entries, no deadline is due within the slack, and nothing
+// spilled; far deadlines and the heap's stale entries do not count
+// (sched.Scheduler.DeadlineDue). Otherwise, and when nothing is ready, it
+// takes nothing. DequeueBatch then goes message by message, a pick each,
+// so that weights, aging and deadlines rule as for Dequeue. A
 // message of another tier that arrives during the pass waits for the next
 // pick, as it would behind a Dequeue in progress. The caller owns each
 // entry it can (a stale one it skips) and leases it.
@@ -264,14 +264,14 @@ func (e *Engine) takeBatch(rt *queueDelivery, dst []ref) int {
 }
 
 // leaseBatch holds a DequeueBatch's leases from their lease record to
-// their publication: the records are owned and unpublished meanwhile, so
+// their publication. The records are owned and unpublished meanwhile, so
 // it lets them go (flush) before anything else could wait on them for
-// long. It flushes every maxHeldLeases leases, so that a reader waiting
-// out a busy record (Get, Stats, a checkpoint, the lease scan) waits for
-// at most that many; and before the batch itself waits out a busy record
-// (ownWaiting), since that record may be one it holds (a stale ring entry
-// of a message it leased by its deadline) or one held by another batch
-// that waits for one of its own.
+// long. It flushes every maxHeldLeases leases. So a reader waiting out a
+// busy record (Get, Stats, a checkpoint, the lease scan) waits for at
+// most that many. It also flushes before the batch itself waits out a
+// busy record (ownWaiting). That record may be one it holds, as a stale
+// ring entry of a message it leased by its deadline is. Or it may be held
+// by another batch that waits for one of its own.
 type leaseBatch struct {
 	e       *Engine
 	out     *[]Delivery // the batch's result; held leases index it
@@ -392,9 +392,9 @@ func (e *Engine) pausedFor(rt *queueDelivery, now int64) bool {
 
 // validEntry reports whether a deadline-heap entry may still name a
 // pending record. A record a reader holds for a moment (Get, Peek,
-// Messages, a snapshot, a scan) is busy at its generation and goes back
-// exactly as it was, so busy at the entry's generation counts as valid:
-// dropping the entry then would lose the message's deadline for good. If
+// Messages, a snapshot, a scan) is busy at its generation. It goes back
+// exactly as it was, so busy at the entry's generation counts as valid.
+// Dropping the entry then would lose the message's deadline for good. If
 // the owner was moving it on instead, the pick's own fails and the entry
 // goes then.
 func (e *Engine) validEntry(en sched.Entry) bool {

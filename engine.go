@@ -216,11 +216,11 @@ func mapWALError(err error) error {
 
 // Close stops intake, lets Run handlers finish within Options.CloseGrace,
 // stops the engine's goroutines, flushes and syncs the log and releases the
-// directory lock. Once the grace has passed, handlers' contexts end and
-// Close waits up to one more CloseGrace for them to return; a handler
-// still running after that (one that ignores its ctx, or that called
-// Close itself) no longer holds Close up, and its settle reports
-// ErrClosed. Messages still leased come back pending, with that attempt
+// directory lock. Once the grace has passed, handlers' contexts end, and
+// Close waits up to one more CloseGrace for them to return. A handler
+// still running after that no longer holds Close up, and its settle
+// reports ErrClosed; such a handler ignores its ctx or called Close
+// itself. Messages still leased come back pending, with that attempt
 // counted, when the directory is reopened. Close is idempotent: a second
 // call returns nil. Safe for concurrent use: a call made while another is
 // in progress waits for it to finish, then returns nil.

@@ -69,22 +69,26 @@ func validFields(m *Message) error {
 // (Options.MaxMessages) is full, until ctx ends (ctx.Err()) or Close
 // starts (ErrClosed). In Write and Fsync modes it
 // returns once m's record is as durable as the mode promises, and m is not
-// handed out before that. A repeat of a DedupID within DedupWindow (or,
-// with m.Unique, while the first is queued or live) returns the first
-// message's ID and ErrDuplicate, once the first is durable; with
-// m.Replace a repeat that finds the first queued replaces it and returns
-// its ID without an error (see Message.Replace). An invalid m (priority
-// out of range, payload over MaxPayload, negative Delay, TTL or
-// MaxAttempts, Key or DedupID over 4096 bytes, Headers past their bounds,
-// a Deadline, Delay or TTL out of range, Unique without a DedupID, Replace
-// without UniqueQueued or UniqueLive: see Message) returns ErrInvalid.
-// Safe for concurrent use.
+// handed out before that.
+//
+// A repeat of a DedupID within DedupWindow returns the first message's ID
+// and ErrDuplicate, once the first is durable. With m.Unique, so does a
+// repeat while the first is queued or live. With m.Replace, a repeat that
+// finds the first queued replaces it and returns its ID without an error
+// (see Message.Replace).
+//
+// An invalid m returns ErrInvalid; Message says what is valid. That covers
+// a priority out of range, a payload over MaxPayload, a negative Delay,
+// TTL or MaxAttempts, and a Key or DedupID over 4096 bytes. It covers
+// Headers past their bounds, and a Deadline, Delay or TTL out of range. It
+// covers Unique without a DedupID, and Replace without UniqueQueued or
+// UniqueLive. Safe for concurrent use.
 func (e *Engine) Enqueue(ctx context.Context, m Message) (ID, error) {
 	return e.enqueue(ctx, m, true, nil)
 }
 
 // TryEnqueue is Enqueue that returns ErrFull instead of waiting for space.
-// (It still waits for the log as the durability mode promises.) Safe for
+// It still waits for the log as the durability mode promises. Safe for
 // concurrent use.
 func (e *Engine) TryEnqueue(m Message) (ID, error) {
 	return e.enqueue(context.Background(), m, false, nil)
@@ -142,13 +146,14 @@ type enqueueTry struct {
 	tick *scheduleTick
 }
 
-// enqueueOnce is one try of enqueue. again reports that m's DedupID was
-// being logged by another enqueue when m reserved it (or, under a unique
-// mode, that its entry was not the one judged): the claim is given back,
-// and the next try (try.retry) waits for that enqueue, or judges m, before
-// it claims again. A unique mode's first try judges nothing: it expects
-// no entry (the common case, a DedupID not seen before, then costs the
-// index one lock), and reserve sends it back to judge if there is one.
+// enqueueOnce is one try of enqueue. Its again reports that m's DedupID
+// was being logged by another enqueue when m reserved it. Under a unique
+// mode, it also reports that m's entry was not the one judged. Then the
+// claim is given back. The next try (try.retry) waits for that enqueue,
+// or judges m, before it claims again. A unique mode's first try judges
+// nothing: it expects no entry, and reserve sends it back to judge if
+// there is one. So the common case, a DedupID not seen before, costs the
+// index one lock.
 func (e *Engine) enqueueOnce(ctx context.Context, m *Message, q *queue, try enqueueTry) (_ ID, again bool, _ error) {
 	dedup := e.dedups(m)
 	unique := dedup && m.Unique != UniqueWindow
@@ -268,9 +273,9 @@ func (e *Engine) dedups(m *Message) bool {
 // reserveDedup reserves m's DedupID for id, claimed in slot, under mine
 // (see dedupIndex.reserve; seen is the entry a unique mode judged). A
 // repeat of a durable first gives the claim back, is counted, and gets
-// the first's ID (dup); one whose first is still being logged by another
-// enqueue, or whose entry changed since it was judged, gives the claim
-// back and asks for another try (again).
+// the first's ID (dup). A repeat whose first is still being logged by
+// another enqueue gives the claim back and asks for another try (again).
+// So does one whose entry changed since it was judged.
 func (e *Engine) reserveDedup(m *Message, slot uint32, id uint64, now int64, seen uint64, mine *dedupLogging) (first ID, dup, again bool) {
 	f, dup, busy := e.dedup.reserve(m.DedupID, id, now, int64(e.opts.DedupWindow), m.Unique, seen, mine)
 	if busy == nil && !dup {
@@ -387,12 +392,12 @@ func (e *Engine) hasSpace(q *queue, tier, n int) bool {
 	}
 	if tier >= 0 {
 		// Room when fewer live messages than the ring holds, whatever the
-		// ring's own count says: entries are dropped lazily (a message
+		// ring's own count says. Entries are dropped lazily: a message
 		// that expired while pending, or went out early by its deadline,
-		// leaves one behind until a consumer pops it), and pushTier
-		// spills what the ring cannot take yet, in order. Checked first:
-		// it reads nothing more, where the ring's count reads the
-		// consumers' cache line (W1 1P1C: 6 % of the CPU).
+		// leaves one behind until a consumer pops it. And pushTier spills
+		// what the ring cannot take yet, in order. Checked first: it
+		// reads nothing more, where the ring's count reads the consumers'
+		// cache line (W1 1P1C: 6 % of the CPU).
 		capacity := e.defaultDelivery.tiers.Cap(tier)
 		return live+int64(n) <= int64(capacity) || e.defaultDelivery.tiers.LenOf(tier)+n <= capacity
 	}

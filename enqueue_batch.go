@@ -16,22 +16,23 @@ import (
 // It waits for space as Enqueue does. Messages whose DedupID repeats get
 // the first message's ID, are not added again, and the error wraps
 // ErrDuplicate; the others are added all the same. Unique and Replace
-// work as for Enqueue, a message of the batch counting as the first of a
-// later one with its DedupID (which, with Replace, replaces it). Replaces
+// work as for Enqueue. A message of the batch counts as the first of a
+// later one with its DedupID, which, with Replace, replaces it. Replaces
 // of messages from before the batch are done as the batch meets them:
 // they stay done if the batch then fails. Invalid input (a
 // message Enqueue would refuse, or more than MaxMessages messages) rejects
 // the whole batch with ErrInvalid before anything is added. Safe for
 // concurrent use.
 //
-// Whatever it waits for (room, a key's MaxQueued, a repeat's first
-// enqueue being logged), it waits holding no record: it admits every key
-// and claims every record without waiting, and when one of them would
-// wait it gives back all it took, waits, and starts again. (A batch that
-// held records while it waited would stall every scan that waits out a
-// busy record, the housekeeper's among them, and with it the timers that
-// would make room.) If it fails, it leaves nothing behind: no record, no
-// key count, no DedupID reservation.
+// It may wait for room, for a key's MaxQueued, or for a repeat's first
+// enqueue being logged. Whatever it waits for, it waits holding no
+// record. It admits every key and claims every record without waiting.
+// When one of them would wait, it gives back all it took, waits, and
+// starts again. A batch that held records while it waited would stall
+// every scan that waits out a busy record, the housekeeper's among them.
+// With that scan it would stall the timers that would make room. If it
+// fails, it leaves nothing behind: no record, no key count, no DedupID
+// reservation.
 func (e *Engine) EnqueueBatch(ctx context.Context, ms []Message) ([]ID, error) {
 	return e.enqueueBatch(ctx, ms, nil)
 }
@@ -272,7 +273,7 @@ func (b *batchIntake) awaitFirsts(ctx context.Context) error {
 
 // admitKeys counts every message against its key (isolation, MaxQueued)
 // without waiting. When a key is at MaxQueued it gives every admission
-// back, waits for that key's room, and asks for another try: a batch that
+// back, waits for that key's room, and asks for another try. A batch that
 // held one key's room while it waited for another's could wait forever on
 // a batch doing the reverse.
 func (b *batchIntake) admitKeys(ctx context.Context) (again bool, err error) {
@@ -425,10 +426,10 @@ func (b *batchIntake) giveBack() {
 }
 
 // judgeUniques judges, holding nothing, each unique message of the batch
-// whose DedupID no earlier message of the batch carries (those are
-// judged against that message as the batch claims them): refused and
-// replaced ones are answered for good, accepted ones remember the entry
-// they were judged against.
+// whose DedupID no earlier message of the batch carries. The others are
+// judged against that earlier message as the batch claims them. Refused
+// and replaced ones are answered for good. Accepted ones remember the
+// entry they were judged against.
 func (b *batchIntake) judgeUniques(ctx context.Context) error {
 	if b.uniq == nil {
 		return nil

@@ -25,9 +25,9 @@ var (
 	// another engine handed it out.
 	ErrStaleLease = errors.New("ringwal: stale lease")
 	// ErrNotFound: no message with that ID (never enqueued, acked or
-	// purged); for Redrive and MarkReviewed, no dead letter with that ID;
-	// for the queue and schedule verbs, no queue or schedule of that name
-	// (the wrapping error names what was looked for).
+	// purged). For Redrive and MarkReviewed, no dead letter with that ID.
+	// For the queue and schedule verbs, no queue or schedule of that name.
+	// The wrapping error names what was looked for.
 	ErrNotFound = errors.New("ringwal: not found")
 	// ErrInvalid: bad input; the wrapping error says what was wrong.
 	ErrInvalid = errors.New("ringwal: invalid argument")

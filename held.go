@@ -6,7 +6,7 @@ import (
 )
 
 // heldSet keeps, per breaker key, the messages set aside while the key's
-// breaker is open, in the order they were held, and enforces isolation: a
+// breaker is open, in the order they were held. It enforces isolation. A
 // key whose held messages reach capAt (a quarter of MaxMessages) is
 // capped, and enqueues for it fail fast until its messages are released.
 // Keys get small numeric IDs so that a timer entry can name one. Only

@@ -8,9 +8,9 @@ import (
 )
 
 // sampleMask picks the messages whose wait and handling times are measured
-// with the precise clock: one in 64, by ID, so that the hot path reads
-// the clock for a few messages only and the histograms still see every
-// kind of traffic.
+// with the precise clock: one in 64, by ID. So the hot path reads the
+// clock for a few messages only, and the histograms still see every kind
+// of traffic.
 const sampleMask = 63
 
 func sampled(id uint64) bool { return id&sampleMask == 0 }

@@ -8,17 +8,18 @@ import (
 )
 
 // This file owns the engine's history: per-interval samples of its
-// counters (68 bytes a point, at most 354 points, about 23 KiB, a series;
-// a series for the engine, the default queue and up to 16 named queues), taken by the housekeeper's maintenance pass (no
-// goroutine of its own), so that an operator who opens the console after
-// an incident sees what happened. Three resolutions, each a ring: 10 s
-// samples for the last 15 minutes, 1 min for 2 hours, 10 min for a day;
-// each coarser sample is made of the finer ones as they age.
+// counters. A series costs 68 bytes a point, at most 354 points, about
+// 23 KiB. There is a series for the engine, the default queue and up to
+// 16 named queues. The housekeeper's maintenance pass takes the samples;
+// they have no goroutine of their own. So an operator who opens the
+// console after an incident sees what happened. Three resolutions, each a
+// ring: 10 s samples for the last 15 minutes, 1 min for 2 hours, 10 min
+// for a day. Each coarser sample is made of the finer ones as they age.
 //
 // The counts by state (Pending, Held, ...) are kept by the verbs only once
-// somebody asked for Stats (counts.go: until then the hot path pays
-// nothing for them), so a sample carries them only from then on
-// (HistorySample.Counted); a Prometheus scrape, the console or the admin
+// somebody asked for Stats; until then the hot path pays nothing for them
+// (counts.go). So a sample carries them only from then on
+// (HistorySample.Counted). A Prometheus scrape, the console or the admin
 // API all ask. The rest (the totals, live and dead messages, wait times)
 // is always there.
 

@@ -105,10 +105,11 @@ func (h *housekeeper) deadLettered(d DeadLetter) {
 // fire does what a timer entry asks; it runs on the timer goroutine.
 func (h *housekeeper) fire(at time.Time, en sched.Entry) {
 	e := h.e
-	// The wheel never fires early, so the time is at least at. The clock
-	// itself, not the engine's cache: the cache may lag, and an entry
-	// judged not yet due by it would be dropped (a lease, a TTL that then
-	// never ends); and an idle engine must not keep the cache ticking.
+	// The wheel never fires early, so the time is at least at. It reads
+	// the clock itself, not the engine's cache. The cache may lag, and an
+	// entry judged not yet due by it would be dropped: a lease or a TTL
+	// that then never ends. And an idle engine must not keep the cache
+	// ticking.
 	now := max(e.clock.Now().UnixNano(), at.UnixNano())
 	if namesRecord(en.Kind) && !e.slab.at(uint32(en.ID)).names(en) {
 		return // its message has moved on (the entry's own checks follow)

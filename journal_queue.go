@@ -72,11 +72,11 @@ func (e *Engine) applyQueue(rs *replayState, r *wal.Record) {
 // --- KindPublish: the copies of one Publish, in one record.
 
 // publishRecord fills dst with the one record of a Publish whose copies
-// are the claimed records in slots (in order of ID): the message's fields
-// once, as the first copy's enqueue record has them (every copy has the
-// same Time), the DedupID given to Publish (each copy's is it + "/" + its
-// queue's name), and each copy's queue and ID. The caller owns the
-// records.
+// are the claimed records in slots, in order of ID. It holds the
+// message's fields once, as the first copy's enqueue record has them;
+// every copy has the same Time. It holds the DedupID given to Publish;
+// each copy's is it + "/" + its queue's name. And it holds each copy's
+// queue and ID. The caller owns the records.
 func (e *Engine) publishRecord(dst *wal.Record, slots []uint32, dedupID string) {
 	first := e.slab.at(slots[0])
 	enqueueRecord(dst, first, first.id.Load())

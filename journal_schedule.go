@@ -113,11 +113,11 @@ func (e *Engine) logSkip(name string, tick int64, n uint64) error {
 }
 
 // decodeScheduleRecord reads a schedule record back. Every field is
-// checked as AddSchedule checks it (checkSchedule; the message with
-// validFields: its payload against no MaxPayload and its headers against
-// no bound, options that may have changed since), and the state's
-// instants are the engine's (after 1970): a bad one is an error wrapping
-// ErrCorrupt naming the record. A spec this machine cannot use (a zone
+// checked as AddSchedule checks it (checkSchedule). The message is checked
+// with validFields: its payload against no MaxPayload and its headers
+// against no bound, as those options may have changed since. The state's
+// instants must be the engine's (after 1970). A bad one is an error
+// wrapping ErrCorrupt naming the record. A spec this machine cannot use (a zone
 // it lacks, an @every period an older build allowed) is no corruption:
 // broken says why, and the schedule is kept, never to tick. It needs no
 // engine: checkRecord runs it for Restore and VerifyBackup too.
@@ -180,9 +180,9 @@ func (e *Engine) applyScheduleRemove(r *wal.Record) {
 // Replay may apply a tick's record on top of a snapshot that already
 // counts it (the record came after the snapshot's cut, but before the
 // snapshot read the schedule): it then changes nothing. A schedule's
-// runs and skips are handled in order (under its lock), so their records
+// runs and skips are handled in order, under its lock. So their records
 // come in order of ID (each run's message) and of tick (each skip's
-// latest tick): one the state already holds has an ID at most its last
+// latest tick). One the state already holds has an ID at most its last
 // run's, or a tick at most its last tick. Applying a record twice thus
 // counts it once.
 func (e *Engine) applyScheduleTick(rs *replayState, r *wal.Record) {

@@ -17,14 +17,15 @@ import (
 )
 
 // This file owns what the engine does per Key (the downstream target)
-// beyond the breaker: the key registry, KeyPolicy (order, in-flight cap,
-// rate, queued cap), pauses (an operator's, a Retry-After's, all
-// delivery's) and the set-aside queue of messages that wait on their key.
+// beyond the breaker. It holds the key registry and KeyPolicy: order,
+// in-flight cap, rate, queued cap. It holds pauses (an operator's, a
+// Retry-After's, all delivery's) and the set-aside queue of messages that
+// wait on their key.
 //
-// A message that waits on its key never blocks its tier: the consumer that
-// pops it from the ring sets it aside in its key's queue (state
-// stWaiting) and moves on; the key puts it back in its tier when it can
-// take one (a lease of the key ended, a token is due, the pause ended).
+// A message that waits on its key never blocks its tier. The consumer
+// that pops it from the ring sets it aside in its key's queue (state
+// stWaiting) and moves on. The key puts it back in its tier when it can
+// take one: a lease of the key ended, a token is due, the pause ended.
 // Messages of an ordered key wait in that queue from their enqueue on, in
 // enqueue order, and only the head is ever out of it.
 //
@@ -91,10 +92,10 @@ type KeyPolicy struct {
 	// the key. 0 = no cap.
 	MaxQueued int
 	// MaxHold dead-letters a message held behind the key's open breaker
-	// longer than this, with the category of the failures that opened it
-	// (see Options.MaxHold for how the time counts). 0 = Options.MaxHold
-	// (default 15m, which may hold forever); a negative MaxHold is not
-	// a valid policy.
+	// longer than this, with the category of the failures that opened it.
+	// Options.MaxHold says how the time counts. 0 = Options.MaxHold,
+	// which defaults to 15m and may hold forever. A negative MaxHold is
+	// not a valid policy.
 	MaxHold time.Duration
 }
 

@@ -5,23 +5,23 @@ import (
 	"sync/atomic"
 )
 
-// A Lease names its engine as well as a record, so that a lease handed to
-// the wrong engine (two engines in one process, a Delivery passed to the
-// other's Ack) is refused as stale instead of settling whatever record of
-// that engine happens to sit in the same slot at the same generation
-// (fresh engines start their generations alike, so that would be common).
-// Lease stays 8 bytes and the check costs the hot path two ALU operations
-// and no load beyond the engine's own fields:
+// A Lease names its engine as well as a record. So a lease handed to the
+// wrong engine is refused as stale: two engines in one process, or a
+// Delivery passed to the other's Ack. Otherwise it would settle whatever
+// record of that engine happens to sit in the same slot at the same
+// generation. Fresh engines start their generations alike, so that would
+// be common. Lease stays 8 bytes. The check costs the hot path two ALU
+// operations and no load beyond the engine's own fields.
 //
-//   - Lease.slot carries a 6-bit engine tag above the slot (slots use at
-//     most maxSlabBits bits). Tags are handed out in turn, 1 to 63, so no
-//     two of any 63 consecutively opened engines share one, and the zero
-//     Lease (tag 0) is never valid.
-//   - Lease.gen is the record's generation XORed with a random 32-bit
-//     word of the engine, so that two engines whose 6-bit tags do meet
-//     (63 opens apart) still refuse each other's leases unless a
-//     generation happens to match that random difference (odds about
-//     2^-32 a lease).
+// Lease.slot carries a 6-bit engine tag above the slot; slots use at most
+// maxSlabBits bits. Tags are handed out in turn, 1 to 63. So no two of
+// any 63 consecutively opened engines share one, and the zero Lease (tag
+// 0) is never valid.
+//
+// Lease.gen is the record's generation XORed with a random 32-bit word of
+// the engine. Two engines whose 6-bit tags do meet are 63 opens apart.
+// They still refuse each other's leases, unless a generation happens to
+// match that random difference: odds about 2^-32 a lease.
 const (
 	leaseTagShift = 26 // = maxSlabBits; checked below
 	leaseSlotMask = 1<<leaseTagShift - 1

@@ -6,9 +6,10 @@ import (
 )
 
 // Bounds on what a message carries besides its payload, so that one
-// message cannot cost the heap and the log far more than Options.MaxPayload
-// says: headers a producer sends (refused past them, ErrInvalid at
-// enqueue) and the error texts its failures keep (cut to a bound).
+// message cannot cost the heap and the log far more than
+// Options.MaxPayload says. They bound the headers a producer sends,
+// refused past them with ErrInvalid at enqueue. They bound the error
+// texts its failures keep, cut to a bound.
 const (
 	// maxHeaders bounds a message's header entries.
 	maxHeaders = 256
@@ -19,9 +20,9 @@ const (
 	// trace context, a job's kind and routing metadata take, and what
 	// HTTP servers commonly allow a request's header block.
 	maxHeaderBytes = 64 << 10
-	// maxFailureText bounds the error text a failure keeps, in bytes: a
-	// message's history (Info.LastError), its dead letter's Failures and
-	// their log records hold a text cut to it (failureText), so that a
+	// maxFailureText bounds the error text a failure keeps, in bytes. A
+	// message's failures (Info.LastError), its dead letter's Failures and
+	// their log records hold a text cut to it (failureText). So a
 	// downstream that answers every call with a megabyte of HTML costs
 	// 4 KiB a failure. A panic's text with its stack keeps its first
 	// frames.
@@ -48,9 +49,9 @@ func validHeaders(h map[string]string) error {
 }
 
 // failureText returns s if it is within maxFailureText bytes, else its
-// start cut at a UTF-8 boundary and followed by " …[cut from N bytes]",
-// all of it within the bound (so that cutting again changes nothing: a
-// replayed text stays as it was logged). The cut text is a copy: it does
+// start cut at a UTF-8 boundary and followed by " …[cut from N bytes]".
+// All of it is within the bound, so cutting again changes nothing: a
+// replayed text stays as it was logged. The cut text is a copy: it does
 // not keep the long one alive.
 func failureText(s string) string {
 	if len(s) <= maxFailureText {

@@ -54,11 +54,11 @@ func (p Priority) String() string {
 // ID identifies a message for the life of its data directory, across
 // restarts. IDs are assigned by the engine and increase with enqueue order.
 //
-// It is dlq.ID, an alias of uint64: a DeadLetter's ID, a dlq.Query's After
-// and an ID the engine returned are one type, so a listed dead letter
-// passes to Redrive, MarkReviewed or Get without a conversion, and code
-// that wrote ringwal.ID(d.ID) or uint64(id) still compiles (the conversion
-// is now a no-op). The log encodes it as the same 8 bytes as before.
+// It is dlq.ID, an alias of uint64. A DeadLetter's ID, a dlq.Query's After
+// and an ID the engine returned are one type. So a listed dead letter
+// passes to Redrive, MarkReviewed or Get without a conversion. Code that
+// wrote ringwal.ID(d.ID) or uint64(id) still compiles; the conversion is
+// now a no-op. The log encodes it as the same 8 bytes as before.
 type ID = dlq.ID
 
 // Message is what producers enqueue. The engine keeps Payload and Headers by

@@ -4,12 +4,12 @@ import "github.com/ringwal/ringwal/internal/visible"
 
 // The check that new queue and schedule names show as themselves. A name
 // is shown by the console, `ringwal wal dump` and the CLI, and written to
-// logs; one holding a character that shows as nothing (U+200B) or
-// reverses the text after it (U+202E) reads as another name there, which
-// an operator may then act on. New names are refused such characters;
-// names already declared (by a log an older version wrote) stay usable:
-// replay does not call this check, and neither does a declaration or a
-// schedule that names what exists. What prints names escapes such
+// logs. A name may hold a character that shows as nothing (U+200B) or
+// reverses the text after it (U+202E). It then reads as another name
+// there, which an operator may act on. New names are refused such
+// characters. Names already declared, by a log an older version wrote,
+// stay usable. Replay does not call this check, and neither does a
+// declaration or a schedule that names what exists. What prints names escapes such
 // characters (internal/adminfmt), for those older names and for keys and
 // headers, which are not refused.
 

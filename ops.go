@@ -33,10 +33,10 @@ func (e *Engine) Get(id ID) (Info, error) {
 	return Info{}, fmt.Errorf("%w: message %d", ErrNotFound, id)
 }
 
-// awaitRedrives waits until the Redrives under way have ended: a caller
+// awaitRedrives waits until the Redrives under way have ended. A caller
 // that missed an ID in both the slab and the dead-letter store may have
-// looked while a Redrive moved it from one to the other, and looks again
-// after this (misses are rare, so this lock is too).
+// looked while a Redrive moved it from one to the other. It looks again
+// after this. Misses are rare, so this lock is too.
 func (e *Engine) awaitRedrives() {
 	e.redriveMu.Lock()
 	//lint:ignore SA2001 a barrier, not a critical section
@@ -197,14 +197,15 @@ func (e *Engine) DeadLetterKeys() (map[string]int, error) {
 	return e.dead.KeyCounts(), nil
 }
 
-// CountDeadLetters returns how many dead letters q matches (as many as
-// DeadLetters(q) would return) without copying any, and a mark: set
-// q.Through to it and PurgeDeadLetters(q) removes exactly the dead letters
-// counted (less any removed since), never one that arrived after the
-// count. A malformed q is ErrInvalid. A q that filters by categories or
-// one key only is O(c) from the kept counts; any other walks the matching
-// dead letters (O(c·log n + m), see internal/dlqstore.Store) under the store's read
-// lock, allocating nothing. Safe for concurrent use.
+// CountDeadLetters returns how many dead letters q matches, as many as
+// DeadLetters(q) would return, without copying any. It also returns a
+// mark. Set q.Through to it, and PurgeDeadLetters(q) removes exactly the
+// dead letters counted (less any removed since), never one that arrived
+// after the count. A malformed q is ErrInvalid. A q that filters by
+// categories or one key only is O(c) from the kept counts. Any other walks
+// the matching dead letters under the store's read lock, allocating
+// nothing; that walk is O(c·log n + m), as internal/dlqstore.Store says.
+// Safe for concurrent use.
 func (e *Engine) CountDeadLetters(q dlq.Query) (n int, mark uint64, err error) {
 	if err := e.errIfClosed(); err != nil {
 		return 0, 0, err
@@ -231,10 +232,10 @@ func (e *Engine) Redrive(id ID) error {
 	return op.finish()
 }
 
-// startRedrive is Redrive up to its record's place in the log: the
-// returned op waits for the log and then makes the message ready (or
-// puts the dead letter back if the log failed), so that a bulk redrive
-// waits for the log once for many. The read lock that keeps Get's miss
+// startRedrive is Redrive up to its record's place in the log. The
+// returned op waits for the log and then makes the message ready, or puts
+// the dead letter back if the log failed. So a bulk redrive waits for the
+// log once for many. The read lock that keeps Get's miss
 // path consistent is held only here: from here the message is in the
 // slab.
 func (e *Engine) startRedrive(id ID) (pendingOp, error) {
@@ -422,13 +423,13 @@ func (e *Engine) PurgeDeadLetter(id ID) error {
 var deadLetterRemoved atomic.Pointer[func()]
 
 // evictDeadLetters removes the oldest dead letters past
-// Options.MaxDeadLetters (reviewed ones first): each is counted
-// (Stats.DeadLettersEvicted), logged at Debug (the first since Open at
-// Warn too; the housekeeper's summary says how many each pass), and journaled
-// with a purge record, as a purge is, so that a reopen does not bring it
-// back. The records do not wait for the log: a crash before they are
-// written brings the evicted letters back, and Open evicts them again
-// (the same ones: the oldest). A store under its bound costs one read
+// Options.MaxDeadLetters, reviewed ones first. Each is counted
+// (Stats.DeadLettersEvicted) and logged at Debug; the first since Open is
+// logged at Warn too, and the housekeeper's summary says how many each
+// pass. Each is journaled with a purge record, as a purge is, so that a
+// reopen does not bring it back. The records do not wait for the log. A
+// crash before they are written brings the evicted letters back, and Open
+// evicts them again: the same ones, the oldest. A store under its bound costs one read
 // lock; an eviction O(log n). Safe for concurrent use.
 func (e *Engine) evictDeadLetters(now int64) {
 	if e.dead.Len() <= e.opts.MaxDeadLetters {
@@ -461,14 +462,14 @@ func (e *Engine) evictDeadLetters(now int64) {
 // not listed until it goes back in line.
 //
 // Peek reads the fronts of the deadline heap, of each tier's ring and of
-// its spill queue, never the backlog: O(n × tiers) work and allocation,
-// plus up to peekLimit entries per queue passed over that no longer name a
-// pending message (leased out of order by its deadline, cancelled,
-// requeued); a message behind more of those is missed until they are
-// popped, as Stats.OldestPending is. It takes no engine-wide lock: the
-// deadline heap's mutex while it lists at most n+peekLimit entries, a
-// spill queue's while it copies as many refs, and each listed message's
-// record for a moment, as Get does. What moves while it reads may be
+// its spill queue, never the backlog. It costs O(n × tiers) work and
+// allocation. It also passes over up to peekLimit entries per queue that
+// no longer name a pending message: leased out of order by their
+// deadline, cancelled or requeued. A message behind more of those is
+// missed until they are popped, as Stats.OldestPending is. It takes no
+// engine-wide lock. It holds the deadline heap's mutex while it lists at
+// most n+peekLimit entries, and a spill queue's while it copies as many
+// refs. It holds each listed message's record for a moment, as Get does. What moves while it reads may be
 // missed or seen out of place: a moment's view. Safe for concurrent use.
 func (e *Engine) Peek(n int) []Info {
 	return e.peek(&e.defaultDelivery, n)

@@ -21,9 +21,9 @@ import (
 // Two kinds of record never wait, in every mode: leases and extends (a
 // message leased at a crash comes back pending), and the acks of Run's
 // workers. A Run worker appends its handler's ack without waiting and takes
-// the next message; the ack is durable with the next group commit, so a
+// the next message. The ack is durable with the next group commit. So a
 // crash delivers again exactly the messages whose acks had not yet reached
-// the log as the mode promises: Run is at least once, as a broker consumer
+// the log as the mode promises. Run is at least once, as a broker consumer
 // that acks asynchronously is. Ack and AckBatch called directly, Nack (also
 // a Run handler's error) and every other mutation wait as the constants say.
 type Durability uint8
@@ -64,21 +64,21 @@ func (d Durability) String() string {
 }
 
 // RecoveryMode is what Open does with a damaged write-ahead log, as
-// RocksDB's WAL recovery modes. It is the wal package's type, which owns
-// the rules: each constant's doc there says what a crash or power loss can
-// lose with it. Whatever the mode, what Open cuts is first kept as .broken
-// files in the log directory, logged, and reported in Stats().Recovery
-// (and the admin API's recovery view, and ringwal inspect); a log written
-// by a newer version is never cut (ErrVersion). The zero value is
-// PointInTime.
+// RocksDB's WAL recovery modes. It is the internal wal package's type,
+// which owns the rules. Each constant's doc below says what a crash or
+// power loss can lose with it. Whatever the mode, what Open cuts is first kept as .broken
+// files in the log directory, and logged. It is reported in
+// Stats().Recovery, the admin API's recovery view and ringwal inspect. A
+// log written by a newer version is never cut (ErrVersion). The zero value
+// is PointInTime.
 type RecoveryMode = wal.RecoveryMode
 
-// The recovery modes (see wal.RecoveryMode for what each can lose).
+// The recovery modes. Each one's doc says what it can lose.
 const (
 	// PointInTime (the default) cuts the newest segment's tail at its
 	// first bad batch when a crash or power loss explains the damage (no
 	// fsync covered it); other damage fails Open with an error wrapping
-	// wal.ErrCorrupt. After a killed process it loses nothing that
+	// ErrCorrupt. After a killed process it loses nothing that
 	// returned; after a power loss, nothing that returned in Fsync mode,
 	// and in Write and Buffered modes what was written since the last
 	// Checkpoint or Close.
@@ -118,9 +118,9 @@ type Options struct {
 	// MaxMessages: live messages (pending, delayed, leased, held) the engine
 	// holds before Enqueue waits and TryEnqueue returns ErrFull. Default
 	// 1<<16; at most 1<<25. Dead letters do not count. The check and the
-	// claim of a slot are separate steps, so enqueues racing each other at
-	// the limit can overshoot it by up to their number (never past the
-	// record slab, a quarter larger); an exact bound would put a
+	// claim of a slot are separate steps. So enqueues racing each other at
+	// the limit can overshoot it by up to their number, never past the
+	// record slab, which is a quarter larger. An exact bound would put a
 	// reservation counter on every enqueue.
 	MaxMessages int
 	// MaxPayload in bytes. Default 1 MiB.
@@ -162,16 +162,14 @@ type Options struct {
 	// included), until the message goes through a closed breaker again.
 	// Default 15m; negative holds forever.
 	//
-	// Why 15 minutes: job queues retry a failing job for days (asynq and
-	// River 25 times, Sidekiq 25 over about three weeks), but each of
-	// those retries spends an attempt; a held message spends none, waits
-	// in memory (it counts against MaxMessages) and is the breaker's to
-	// bound, and breakers stay open for seconds to a minute (gobreaker and
-	// resilience4j 60s, Options.Breaker 5s doubling to 1m). A quarter of
-	// an hour rides out a deploy or a failover with a dozen probes or
-	// more, and still brings the messages of a target that stays down to
-	// the dead-letter queue, where an operator sees and redrives them,
-	// the same quarter hour instead of never.
+	// Why 15 minutes: a held message spends no attempt, unlike a retry. It
+	// waits in memory (it counts against MaxMessages), and bounding it is
+	// the breaker's job. Breakers stay open for seconds to a minute;
+	// Options.Breaker's stay 5s, doubling to 1m. A quarter of an hour rides
+	// out a deploy or a failover with a dozen probes or more. It still
+	// brings the messages of a target that stays down to the dead-letter
+	// queue the same quarter hour, instead of never. There an operator sees
+	// and redrives them.
 	MaxHold time.Duration
 	// CrashLoopLimit: a message leased at this many consecutive crashes is
 	// dead-lettered as Poison. Default 3.
@@ -191,9 +189,9 @@ type Options struct {
 	// Default 0: unreviewed dead letters stay until an operator has seen
 	// them, or MaxDeadLetters evicts them. Must not be negative.
 	UnreviewedRetention time.Duration
-	// MaxDeadLetters bounds the dead-letter store, which lives in memory:
-	// past it, the oldest dead letters are evicted, reviewed ones before
-	// unreviewed ones (by DeadAt), each counted in
+	// MaxDeadLetters bounds the dead-letter store, which lives in memory.
+	// Past it, the oldest dead letters are evicted, reviewed ones before
+	// unreviewed ones (by DeadAt). Each is counted in
 	// Stats.DeadLettersEvicted, logged and journaled as a purge, so that a
 	// restart does not bring them back. Default 1,000,000; must not be
 	// negative.
@@ -227,11 +225,11 @@ type Options struct {
 	// nil: no callback.
 	OnDeadLetter func(DeadLetter)
 	// OnEnqueue, when set, is called with every message about to be
-	// enqueued (Enqueue, TryEnqueue, EnqueueBatch for each message,
-	// Publish once for the message its copies share, each run of a
-	// schedule with a background ctx), on the caller's goroutine, before
-	// validation and logging: headers it sets are validated, logged and
-	// survive a restart. Package ringwalotel's hook puts the producer's
+	// enqueued. That covers Enqueue, TryEnqueue, EnqueueBatch for each
+	// message, Publish once for the message its copies share, and each run
+	// of a schedule, with a background ctx. It is called on the caller's
+	// goroutine, before validation and logging. So headers it sets are
+	// validated, logged and survive a restart. Package ringwalotel's hook puts the producer's
 	// trace context there. m.Headers is the engine's own copy of the
 	// caller's map, so the hook may write to it. It must be safe for
 	// concurrent use. Default nil: nothing is called, at no cost.

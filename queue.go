@@ -18,17 +18,17 @@ import (
 
 // This file owns queues: the registry of named queues, what each queue
 // owns, and how a record finds its queue. The engine is a set of queues
-// over one log: each queue owns its tier rings (one per priority), their
-// spill queues, its scheduler (weighted or strict picks with aging, and
-// the deadline heap), its sleeping consumers, its lease timeout and retry
-// policies, and its cap; the log, the slab, keys and breakers, dedup, the
-// dead-letter store and the housekeeper are the engine's, shared by every
-// queue. A record names its queue by number (rec.queue), fixed from its
-// claim to its free.
+// over one log. Each queue owns its tier rings (one per priority) and
+// their spill queues. It owns its scheduler: weighted or strict picks
+// with aging, and the deadline heap. It owns its sleeping consumers, its
+// lease timeout and retry policies, and its cap. The log, the slab, keys
+// and breakers, dedup, the dead-letter store and the housekeeper are the
+// engine's, shared by every queue. A record names its queue by number
+// (rec.queue), fixed from its claim to its free.
 //
-// The default queue ("", number 0) is embedded in the Engine (defaultQueue, defaultDelivery),
-// so that its hot path reaches it with no load more than before queues
-// existed.
+// The default queue ("", number 0) is embedded in the Engine
+// (defaultQueue, defaultDelivery). So its hot path reaches it with no
+// load more than before queues existed.
 
 // queue is one declared queue.
 type queue struct {
@@ -146,9 +146,9 @@ func (q *queue) full(n int) bool {
 type effectiveOptions struct {
 	leaseTimeout int64 // ns
 	// leaseSlop is added to lease expiries, which the hot path computes
-	// from the cached clock: that clock can lag by more than a tick when
-	// the machine is busy (its goroutine waits to be scheduled), so a
-	// lease also gets a thousandth of its length, 30 ms of the default
+	// from the cached clock. That clock can lag by more than a tick when
+	// the machine is busy, as its goroutine waits to be scheduled. So a
+	// lease also gets a thousandth of its length: 30 ms of the default
 	// 30 s, which covers the lags seen in practice. A lease may end that
 	// much late, never early.
 	leaseSlop   int64 // ns
@@ -320,16 +320,16 @@ func notFoundQueue(name string) error {
 	return fmt.Errorf("%w: queue %q is not declared", ErrNotFound, name)
 }
 
-// DeclareQueue creates the queue called name with o, or updates it: its
+// DeclareQueue creates the queue called name with o, or updates it. Its
 // lease timeout, policies and cap apply to deliveries and failures from
-// then on (a queue's Strict is fixed once it is first used). Name "" is
+// then on; a queue's Strict is fixed once it is first used. Name "" is
 // the default queue, which takes LeaseTimeout, Policies and Topics but no
 // MaxMessages. Other names are 1 to 128 bytes of UTF-8 without spaces or
-// control characters, not starting with "_", and a new one without
-// characters that show as nothing or reorder text (U+200B, U+202E; names
-// an older version declared stay usable); at most Options.MaxQueues
-// are declared (ErrFull beyond). Bad names or options are ErrInvalid.
-// Safe for concurrent use.
+// control characters, not starting with "_". A new name must also not
+// hold characters that show as nothing or reorder text, such as U+200B
+// and U+202E; names an older version declared stay usable. At most
+// Options.MaxQueues are declared (ErrFull beyond). Bad names or options
+// are ErrInvalid. Safe for concurrent use.
 func (e *Engine) DeclareQueue(name string, o QueueOptions) error {
 	if err := e.errIfClosed(); err != nil {
 		return err
@@ -467,13 +467,13 @@ func (e *Engine) declareReplayed(num uint16, name string, o QueueOptions) {
 // the default queue's if it was declared with options, then the pause
 // record of every paused queue: what a snapshot starts with.
 //
-// It lists them holding the queue table's lock, under which every queue
-// verb (DeclareQueue, DeleteQueue, a queue's Pause and Resume) both logs
-// its record and makes its change: the listing is then from before or
-// after each such verb, never between its record and its change. (A
-// checkpoint whose cut covers a record must find the change in its
-// snapshot, or the log truncated below the cut loses it.) Deleted queues
-// are not listed.
+// It lists them holding the queue table's lock. Every queue verb
+// (DeclareQueue, DeleteQueue, a queue's Pause and Resume) both logs its
+// record and makes its change under that lock. So the listing is from
+// before or after each such verb, never between its record and its
+// change. A checkpoint whose cut covers a record must find the change in
+// its snapshot, or the log truncated below the cut loses it. Deleted
+// queues are not listed.
 func (e *Engine) declarations(now int64) ([]wal.Record, error) {
 	t := &e.queues
 	t.mu.Lock()

@@ -14,11 +14,12 @@ import (
 // still name the deleted queue by it. Given to a new queue at once, a
 // replay from a snapshot taken before the deletion would meet the old
 // queue's records and the new queue's under one number. So a deleted
-// queue's number is retired, and free again once a checkpoint that began
-// after the deletion has completed: replay starts from that snapshot or a
-// newer one, which holds nothing of the deleted queue, and the log after
-// it holds at most the deletion record itself (appended before the
-// checkpoint, but after the batch it cut at), which replay then ignores.
+// queue's number is retired. It is free again once a checkpoint that
+// began after the deletion has completed. Replay then starts from that
+// snapshot or a newer one, which holds nothing of the deleted queue. The
+// log after it holds at most the deletion record itself, which replay
+// then ignores; that record was appended before the checkpoint, but after
+// the batch it cut at.
 // A replay of a log that holds both queues under one number is right all
 // the same: the deletion comes first, and a declaration of a deleted
 // queue's number makes a new queue. A memory-only engine has no log: a

@@ -11,11 +11,11 @@ import (
 // and the other queues go on. A pause is a control, not a message: a
 // crash before its record is written loses the pause, never a message.
 // Pause and Resume change the queue and log their record holding the
-// queue table's lock, then wait for the record: a DeleteQueue (which
-// holds that lock) then comes wholly before or after them in the log, so
-// no pause record names a deleted queue, and a checkpoint's listing of
-// the pauses (declarations, under the same lock) never falls between a
-// pause's record and its change.
+// queue table's lock, then wait for the record. A DeleteQueue holds that
+// lock, so it comes wholly before or after them in the log. So no pause
+// record names a deleted queue. And a checkpoint's listing of the pauses
+// (declarations, under the same lock) never falls between a pause's
+// record and its change.
 
 // Pause holds back the queue's delivery until until (zero: until
 // Resume): its Dequeue waits and TryDequeue returns false, while other

@@ -76,9 +76,9 @@ func (e *Engine) makeReadyAt(slot uint32, r *rec, readyAt int64) {
 
 // publishReady is makeReadyAt but for the push: it moves a busy record to
 // Pending, ready since readyAt, and returns the tier and ref for the
-// caller to push (restore publishes a backlog's plain messages on
-// several goroutines, then pushes their refs in order from its own:
-// restore.go's publishPlain). It publishes before the push, which
+// caller to push. Restore publishes a backlog's plain messages on several
+// goroutines, then pushes their refs in order from its own (restore.go's
+// publishPlain). It publishes before the push, which
 // makeReadyAt must not: restore runs before Open returns, and pushes
 // every ref before anyone can see the record. makeReadyAt, on the hot
 // path, does not call it, to stay one function.
@@ -161,10 +161,11 @@ func (rt *queueDelivery) refill(tier int) {
 	q.mu.Unlock()
 }
 
-// place publishes an owned record that enters the slab (enqueue, redrive,
-// restore): an ordered key's message joins its key's queue unless it is
-// the head; otherwise it is delayed until due, or made ready (since
-// readyAt, when not 0: a restored message keeps its place in line).
+// place publishes an owned record that enters the slab: at enqueue,
+// redrive and restore. An ordered key's message joins its key's queue
+// unless it is the head. Otherwise it is delayed until due, or made
+// ready. It is ready since readyAt when that is not 0, so a restored
+// message keeps its place in line.
 func (e *Engine) place(slot uint32, r *rec, due, readyAt, now int64) {
 	if ks := r.ks; ks != nil && ks.policy.Ordered {
 		ks.mu.Lock()

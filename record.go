@@ -12,22 +12,21 @@ import (
 	"github.com/ringwal/ringwal/internal/sched"
 )
 
-// This file owns a record's life: its state word, the closed set of verbs
-// that move it (claim, own, put back, keep, publish, commit, free), how
-// its fields are filled, and the one mapping from internal states to the
-// public State. No other file reads or writes a record's word directly.
+// This file owns a record's life. It holds the record's state word and
+// the closed set of verbs that move it: claim, own, put back, keep,
+// publish, commit, free. It holds how the fields are filled, and the one
+// mapping from internal states to the public State. No other file reads or writes a record's word directly.
 //
 // The protocol: every change goes through stBusy. A goroutine owns a
 // record once it has moved the word to stBusy with a CAS (claim, own,
 // ownAny); while it owns it, it alone writes the record's plain fields.
-// It gives the record up in one of three ways:
-//
-//   - publish: a new state at the next generation. Every ring entry, timer
-//     entry or Lease taken at the old generation is stale from then on,
-//     recognised in O(1) without a map.
-//   - keep: a state at the same generation (an Extend, installing a Run
-//     handler's cancel func): the lease the caller holds stays valid.
-//   - putBack: the word exactly as it was (a read: Get, Peek, a snapshot).
+// It gives the record up in one of three ways. Publish stores a new state
+// at the next generation. Every ring entry, timer entry or Lease taken at
+// the old generation is stale from then on, recognised in O(1) without a
+// map. Keep stores a state at the same generation, as an Extend or
+// installing a Run handler's cancel func does; the lease the caller holds
+// stays valid. PutBack restores the word exactly as it was, after a read
+// such as Get, Peek or a snapshot.
 //
 // Readers that must not miss a record in some state wait out stBusy
 // (stable, ownAny); nobody else spins on it.
@@ -101,8 +100,8 @@ type ref struct {
 
 // entryFor is the timer or deadline-heap entry of kind naming rf, the
 // record of message id. Beside the slot (low 32 bits of ID) it keeps id's
-// low 32 bits: a long timer outlives any number of the slot's messages,
-// and once the slot's generation has wrapped (2^32 publishes later) the
+// low 32 bits. A long timer outlives any number of the slot's messages.
+// Once the slot's generation has wrapped, 2^32 publishes later, the
 // generation alone would name whichever message then holds the slot.
 func entryFor(rf ref, id uint64, kind uint8) sched.Entry {
 	return sched.Entry{ID: uint64(rf.slot) | uint64(uint32(id))<<32, Gen: rf.gen, Kind: kind}
@@ -558,8 +557,9 @@ func (r *rec) undoReplace(u replaced) {
 }
 
 // unacked is what it takes to put back a message whose ack is on its way
-// to the log: the record's fields as they are, cheap to copy on every
-// durable ack; the Message is built only if the ack fails (message).
+// to the log. It holds the record's fields as they are, cheap to copy on
+// every durable ack. The Message is built only if the ack fails
+// (message).
 type unacked struct {
 	payPtr     *byte
 	payLen     int32

@@ -21,10 +21,10 @@ type recoveryReport struct {
 
 // replayState holds what replay rebuilds before restore places it. The
 // live messages are rebuilt in the slab the engine will run with, each in
-// the slot restore leaves it in: a record replay holds is claimed (owned,
-// unpublished) from its enqueue record on, and its fields are the
-// message's as the log left them (at: when it is due or ready, as
-// readySince reads it). Rebuilding them elsewhere first and copying them
+// the slot restore leaves it in. A record replay holds is claimed (owned,
+// unpublished) from its enqueue record on. Its fields are the message's as
+// the log left them; its at is when it is due or ready, as readySince
+// reads it. Rebuilding them elsewhere first and copying them
 // into the slab at restore was a second pass over every message, with as
 // much memory again to fault in, zero and have the GC scan.
 type replayState struct {
@@ -47,12 +47,12 @@ type replayState struct {
 	count int // live messages held
 	// inOrder says the live messages sit in their IDs' home slots in the
 	// order restore places them, read around the slab from firstID's
-	// slot: every message was first enqueued pending, in increasing ID
-	// order and ready times, within one slab's size of IDs, and no record
-	// since moved one (a lease, nack, requeue or redrive) nor the slab
-	// (grow), unless it is gone since. A log of a backlog enqueued, and
-	// partly delivered and acked, is so; restore then need not read every
-	// record to order them (noteEnqueue, inOrderSlots).
+	// slot. That holds when every message was first enqueued pending, in
+	// increasing ID order and ready times, within one slab's size of IDs.
+	// And no record since moved one (a lease, nack, requeue or redrive)
+	// nor the slab (grow), unless it is gone since. A log of a backlog
+	// enqueued, and partly delivered and acked, is so. Restore then need
+	// not read every record to order them (noteEnqueue, inOrderSlots).
 	inOrder         bool
 	firstID, lastID uint64
 	lastAt          int64
@@ -83,17 +83,18 @@ type replayState struct {
 }
 
 // newFailure says whether the failure r logged (a nack's or a failure
-// record's) is not yet in the failure list of r's message, which replay holds,
-// and notes, when r says which attempt it is of, that it is from now on.
+// record's) is not yet in the failure list of r's message, which replay
+// holds. When r says which attempt it is of, newFailure notes that it is
+// in the list from now on.
 //
 // A checkpoint's cut comes before its snapshot walks the slab, so a nack
 // logged in between is replayed on top of a snapshot that may hold its
 // failure already: appending it again would list it twice. Replaying its
 // attempts and state again is harmless (they are absolute). The
 // snapshot's last failure record of a live message carries the attempts
-// its failures accounts for (liveRecordsOf), and each nack or failure
-// record of the log the attempt it ended: one of an attempt the failure list
-// accounts for is in it. A record of no attempt (the snapshot's other
+// its failures account for (liveRecordsOf). Each nack or failure record
+// of the log carries the attempt it ended. One of an attempt the failure
+// list accounts for is in it. A record of no attempt (the snapshot's other
 // entries, an older engine's log) is always new, as a record of the
 // attempt the count saturates at is, since several may have that
 // number.
@@ -393,10 +394,10 @@ func (a *payloadArena) clone(b []byte) []byte {
 	return out
 }
 
-// prepareRecord does, on the goroutine that decoded r and before apply
-// sees it, what touches memory no message has used yet: copying an
-// enqueue record's payload into the arena (the log reuses the bytes it
-// decoded into) and allocating the slab chunk of its ID's home slot. With
+// prepareRecord does what touches memory no message has used yet, on the
+// goroutine that decoded r and before apply sees it. It copies an enqueue
+// record's payload into the arena, as the log reuses the bytes it decoded
+// into. It allocates the slab chunk of its ID's home slot. With
 // a large backlog that first touch, page faults included, costs about as
 // much as applying the records; done here, it overlaps with apply.
 //

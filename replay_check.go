@@ -8,16 +8,17 @@ import (
 )
 
 // Replay trusts no value of a well-formed log: a hostile backup has
-// honest framing and hashes, and a value no engine writes (a priority of
-// 3 indexes past the tiers; a negative count wraps to a huge one; a
-// category past the last is dropped by the dead-letter store) would
-// panic Open or build an engine that contradicts itself. (A failure's
-// category past the last is not refused but read as Unknown, as the
-// engine counts it: a custom Classifier may return one, which engines
-// logged as is; see recordCategory.) checkRecord is
-// the one place that knows what an engine writes: replay (apply), Restore
-// and VerifyBackup (copyRecords, backup_restore.go) refuse a record it refuses, with an
-// error wrapping wal.ErrCorrupt that names the record, as a torn one is.
+// honest framing and hashes. A value no engine writes would panic Open or
+// build an engine that contradicts itself. A priority of 3 indexes past
+// the tiers; a negative count wraps to a huge one; a category past the
+// last is dropped by the dead-letter store. A failure's category past the
+// last is not refused, though, but read as Unknown, as the engine counts
+// it. A custom Classifier may return one, which engines logged as is (see
+// recordCategory). The function checkRecord is the one place that knows
+// what an engine writes. Replay (apply), Restore and VerifyBackup
+// (copyRecords, backup_restore.go) refuse a record it refuses. They
+// return an error wrapping wal.ErrCorrupt that names the record, as for a
+// torn one.
 // It checks each record alone; what needs the records before it (a
 // message of a queue the log never declared, a queue's options) is
 // apply's.
@@ -115,9 +116,9 @@ func checkRecord(r *wal.Record) error {
 }
 
 // checkMessageFields checks the message an enqueue, publish or schedule
-// run record carries. Its times may be anything int64 holds (Unix
-// nanoseconds span 1677 to 2262, and the API takes any instant there),
-// but the delay and TTL, which replay reads as durations from Time, must
+// run record carries. Its times may be anything int64 holds: Unix
+// nanoseconds span 1677 to 2262, and the API takes any instant there.
+// But the delay and TTL, which replay reads as durations from Time, must
 // be ones the API takes: not negative, and not past the last instant.
 func checkMessageFields(r *wal.Record) error {
 	switch {

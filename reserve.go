@@ -12,15 +12,15 @@ import (
 // for the slab scans, everything rebuilt so far: a third of a restart's
 // time for a million messages. Allocated in a burst as replay starts,
 // while the heap is small, it is marked by the short cycles the burst
-// starts, and the heap goal they leave has room for the whole backlog: at
-// most one cycle runs while replay fills it (measured with
-// GODEBUG=gctrace=1 and bench/w4prof).
+// starts. The heap goal they leave has room for the whole backlog: at
+// most one cycle runs while replay fills it. This was measured with
+// GODEBUG=gctrace=1 and bench/w4prof.
 //
 // The size comes from the hint the last Close left (wal's CloseWithHint):
 // the messages the slab held, their arena payload bytes and the largest
-// such payload. It is advice: with
-// none (a first Open, a crash) replay allocates as it goes, and what a
-// burst allocated and replay did not use is garbage once Open returns.
+// such payload. It is advice: with none (a first Open, a crash) replay
+// allocates as it goes. What a burst allocated and replay did not use is
+// garbage once Open returns.
 
 // closeHint is what Close tells the next Open: the live messages, the
 // payload bytes they keep in arenas and the largest of those payloads

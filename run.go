@@ -10,11 +10,11 @@ import (
 	"github.com/ringwal/ringwal/classify"
 )
 
-// Handler processes one delivery. Returning nil acks it, an error nacks it
-// with that cause (see Nack), and a panic nacks it as classify.Poison with
-// the panic value and stack as the recorded error. ctx ends when the lease
-// expires, when the message is requeued (Requeue), when Run's ctx ends, or
-// when Close's grace period ends.
+// Handler processes one delivery. Returning nil acks it. An error nacks it
+// with that cause (see Nack). A panic nacks it as classify.Poison, with
+// the panic value and stack as the recorded error. Its ctx ends when the
+// lease expires, when the message is requeued (Requeue), when Run's ctx
+// ends, or when Close's grace period ends.
 type Handler func(ctx context.Context, d Delivery) error
 
 // maxRunWorkers bounds Run's workers: each is a goroutine, started at
@@ -33,13 +33,13 @@ const maxRunWorkers = 1 << 16
 //
 // Acks do not wait for the log. When a handler returns nil, its worker
 // frees the message and appends the ack record without waiting for it,
-// then takes the next message; the ack becomes durable with the next
-// group commit (Write: the next batch's write(2), Fsync: that batch's
-// fsync, Buffered: within FlushInterval). A crash before then, a killed
-// process in Write and Fsync modes or a power loss in Fsync mode, delivers
-// again exactly the messages whose acks had not reached the log, so Run's
-// delivery is at least once, as with every broker consumer that acks
-// asynchronously. Close writes (and fsyncs) every ack appended before it,
+// then takes the next message. The ack becomes durable with the next
+// group commit. In Write mode that is the next batch's write(2), in Fsync
+// mode that batch's fsync, in Buffered mode within FlushInterval. A crash
+// before then delivers again exactly the messages whose acks had not
+// reached the log. Such a crash is a killed process in Write and Fsync
+// modes, or a power loss in Fsync mode. So Run's delivery is at least
+// once, as with every broker consumer that acks asynchronously. Close writes (and fsyncs) every ack appended before it,
 // so a clean Close redelivers nothing a handler acked. Nacks (a handler's
 // error or panic) do wait, as Nack does: the retry or dead letter is as
 // durable as Options.Durability promises before the worker moves on. A

@@ -55,9 +55,9 @@ type Schedule struct {
 	// a descriptor (@yearly, @monthly, @weekly, @daily, @hourly), or
 	// @every with a Go duration from 1s to 87600h, ten years (@every
 	// 90s). Calendar specs read the wall clock of UTC, or of the zone a
-	// CRON_TZ=Area/City prefix names; across a DST change a wall-clock
-	// time the clock repeats runs once (the first time), and those it
-	// skips run once, when the gap ends.
+	// CRON_TZ=Area/City prefix names. Across a DST change, a wall-clock
+	// time the clock repeats runs once, the first time. Those it skips
+	// run once, when the gap ends.
 	// @every ticks count from when the schedule was added. Ticks end at
 	// the last instant the engine represents (2262-04-11T23:47:16Z). Zones
 	// come from the system's zone database; a program for a machine
@@ -274,12 +274,13 @@ func (e *Engine) AddSchedule(s Schedule) error {
 			ns.lastErr = "" // its spec is mended
 		}
 	}
-	// Log, then make visible, then wait. ns is listed before its record
-	// is appended, and held (its state is read under ns.mu) until the
-	// record has its place: a snapshot that lists ns reads it with its
-	// record before the snapshot's cut, or after it (replayed on top); one
-	// that does not list it was listing before ns was, after its cut was
-	// taken, so the record comes after the cut.
+	// Log, then make visible, then wait. The new schedule ns is listed
+	// before its record is appended. It is held (its state is read under
+	// ns.mu) until the record has its place. A snapshot that lists ns
+	// reads it with its record before the snapshot's cut, or after it
+	// (replayed on top). A snapshot that does not list it was listing
+	// before ns was, after its cut was taken. So the record comes after
+	// the cut.
 	ns.mu.Lock()
 	t.put(ns)
 	lg, err := e.logSchedule(ns)
@@ -491,10 +492,10 @@ func notFoundSchedule(name string) error {
 // jitter returns a random delay in [0, j) (unix ns).
 func (e *Engine) jitter(j time.Duration) int64 { return rand.Int64N(int64(j)) }
 
-// cloneMessage copies m's Payload and Headers, which the engine keeps,
-// and puts m in the form its record reads back as (empty as nil, the
-// Deadline in UTC), so that adding the same schedule again compares
-// equal to the replayed one.
+// cloneMessage copies m's Payload and Headers, which the engine keeps.
+// It puts m in the form its record reads back as: empty as nil, the
+// Deadline in UTC. So adding the same schedule again compares equal to
+// the replayed one.
 func cloneMessage(m Message) Message {
 	if len(m.Payload) == 0 {
 		m.Payload = nil

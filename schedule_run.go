@@ -18,9 +18,9 @@ import (
 // not). The runner is one goroutine, started when there is work and gone
 // when there is none; Close waits for it.
 //
-// A run's enqueue record is also the tick's record (KindScheduleTick): a
+// A run's enqueue record is also the tick's record (KindScheduleTick). A
 // crash before it is durable leaves the tick unhandled, so it is due
-// again after the restart (CatchUp decides what runs); a crash after it
+// again after the restart; CatchUp decides what runs. A crash after it
 // leaves it handled, so it never runs twice. Skipped ticks are logged too
 // (one record for any number), so that a restart neither runs nor counts
 // them again.
@@ -34,9 +34,9 @@ type scheduleRunner struct {
 }
 
 // catchUpScan bounds how many missed ticks of a calendar spec are
-// enumerated one by one (about a second of work): further behind, its
-// scan starts again a day before now, and the ticks between the scan's
-// end and that day go uncounted. An @every spec counts any number of
+// enumerated one by one, about a second of work. Further behind, its scan
+// starts again a day before now. The ticks between the scan's end and
+// that day go uncounted. An @every spec counts any number of
 // missed ticks by arithmetic.
 const catchUpScan = 1 << 22
 
@@ -45,8 +45,8 @@ const catchUpScan = 1 << 22
 const maxRunsAtOnce = catchUpScan / 2
 
 // A run that failed (the log refused its record) is tried again after
-// retryMin, doubling with each failure in a row up to retryMax: the log
-// may take writes again (space returns), and a schedule must not stop for
+// retryMin, doubling with each failure in a row up to retryMax. The log
+// may take writes again once space returns. A schedule must not stop for
 // good, nor spin, while it does not.
 const (
 	retryMin = time.Second
@@ -138,10 +138,10 @@ func (e *Engine) runDue(en sched.Entry) {
 	}
 	var msgs []Message
 	if e.opts.OnEnqueue != nil && len(run) > 0 {
-		// The hook may call the schedule verbs, which take s.mu: it runs
-		// without it (on copies of the runs' messages), and the runs go
-		// ahead only if the schedule did not change meanwhile (its new
-		// timer entry then handles its ticks).
+		// The hook may call the schedule verbs, which take s.mu. So it
+		// runs without it, on copies of the runs' messages. The runs go
+		// ahead only if the schedule did not change meanwhile; otherwise
+		// its new timer entry handles its ticks.
 		msgs = make([]Message, len(run))
 		for i, tick := range run {
 			msgs[i] = s.runMessage(tick)
@@ -231,10 +231,10 @@ func (e *Engine) scheduleFailed(s *schedule, err error) {
 	}
 }
 
-// dueTicks returns the ticks due by now from s.next on, the latest limit
-// of them at most (at least one; at most maxRunsAtOnce), in order; missed
-// counts the older ones, and prev is the latest of those (when missed >
-// 0). No arithmetic here overflows, whatever the period, anchor and now.
+// dueTicks returns the ticks due by now from s.next on, in order: the
+// latest limit of them at most (at least one; at most maxRunsAtOnce).
+// Its missed counts the older ones, and prev is the latest of those (when
+// missed > 0). No arithmetic here overflows, whatever the period, anchor and now.
 // s.mu held.
 func (s *schedule) dueTicks(now int64, limit int) (ticks []int64, missed uint64, prev int64) {
 	if s.next > now {

@@ -15,12 +15,12 @@ import (
 // wall-clock times in its zone (CRON_TZ=, else UTC). The parser is
 // robfig/cron's; its own Next steps through absolute time, which runs a
 // job twice in a repeated hour and skips it in a skipped one. Here the
-// spec is evaluated on the wall clock alone (in UTC, which has no DST),
-// and each wall-clock time is then mapped to an instant in the zone: a
-// repeated wall-clock time to its first instant, one that does not exist
-// (in the hour a DST change skips) to the instant the gap ends. Every
-// wall-clock time thus runs once, and the times of a skipped hour run
-// once, together, when it ends.
+// spec is evaluated on the wall clock alone, in UTC, which has no DST.
+// Each wall-clock time is then mapped to an instant in the zone. A
+// repeated wall-clock time maps to its first instant. One that does not
+// exist, in the hour a DST change skips, maps to the instant the gap
+// ends. Every wall-clock time thus runs once. The times of a skipped hour
+// run once, together, when it ends.
 //
 // @every d is not a calendar: its ticks are d apart from the schedule's
 // anchor (when it was added), whatever the zone.
@@ -100,10 +100,10 @@ func parseSpec(s string) (spec, error) {
 	return spec{cal: &c, loc: loc}, nil
 }
 
-// next returns the first tick after t (unix ns), and false if there is
-// none the engine can represent: a calendar spec that never fires
-// (robfig/cron looks five years ahead), or a tick past the last instant
-// (2262-04-11). anchor is where @every's ticks count from. It never
+// next returns the first tick after t (unix ns). It returns false if
+// there is none the engine can represent: a calendar spec that never
+// fires (robfig/cron looks five years ahead), or a tick past the last
+// instant (2262-04-11). The anchor is where @every's ticks count from. It never
 // overflows, whatever t and anchor.
 func (sp *spec) next(t, anchor int64) (int64, bool) {
 	if sp.every > 0 {

@@ -84,9 +84,9 @@ func (s *slab) grow(i uint32) *slabChunk {
 	if fresh == nil {
 		fresh = new(slabChunk)
 	}
-	// Memory fresh from the OS is mapped on first touch, and a first
-	// touch that reads (a claim looks at the word before its CAS) maps
-	// the zero page only for the write after it to fault again: write to
+	// Memory fresh from the OS is mapped on first touch. A first touch
+	// that reads, as a claim looks at the word before its CAS, maps the
+	// zero page only for the write after it to fault again. So write to
 	// every page first, while nobody else can see the chunk.
 	for j := 0; j < slabChunkSlots; j += 4096 / int(unsafe.Sizeof(rec{})) {
 		fresh[j].at = 0

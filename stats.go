@@ -77,11 +77,12 @@ type Stats struct {
 	// before the claim (validation, a key's admission, waiting for room:
 	// see BackpressureWaits) is not in it.
 	EnqueueLatency Latency
-	// OldestPending is the age of the longest-waiting pending message,
-	// read at the fronts of the queues (each priority's, a key's), not by
-	// a scan: a message behind more than 64 entries that no longer name a
-	// pending message (leased out of order by its deadline, cancelled,
-	// requeued) is missed until they are popped.
+	// OldestPending is the age of the longest-waiting pending message.
+	// It is read at the fronts of the queues (each priority's, a key's),
+	// not by a scan. So it misses a message behind more than 64 entries
+	// that no longer name a pending message, until those are popped. Such
+	// entries were leased out of order by their deadline, cancelled or
+	// requeued.
 	OldestPending time.Duration
 	// TierUtilization is each tier ring's fill ratio, Critical first
 	// (the default queue's); TierUtilizationOf reads it by Priority.
@@ -159,10 +160,11 @@ type RecoveryStats struct {
 	Duration  time.Duration // how long Open took to recover
 	// Mode is the recovery mode Open ran with (Options.Recovery).
 	Mode RecoveryMode
-	// Damage describes what Open cut and where, in one line ("" if
-	// nothing): the kind ("torn final batch", "torn tail", "unsynced
-	// tail", or "damage" when Mode is SkipToPointInTime), the segment file,
-	// offset and batch, the reason, and how much was cut.
+	// Damage describes what Open cut and where, in one line; it is "" if
+	// nothing was cut. It names the kind, the segment file, offset and
+	// batch, the reason, and how much was cut. The kind is "torn final
+	// batch", "torn tail", "unsynced tail", or "damage" when Mode is
+	// SkipToPointInTime.
 	Damage string
 	// CutBatches and CutRecords count the batches and records the cut
 	// removed, as far as their headers could still be read.
@@ -180,9 +182,10 @@ type RecoveryStats struct {
 const peekLimit = 64
 
 // oldestReady is when the longest-waiting pending message became ready
-// (0: none pending), found at the fronts of the queues rather than by a
-// scan: a tier's ring and its spill queue are in the order their messages
-// became ready, and a key's queue in the order its messages go back. A
+// (0: none pending). It is found at the fronts of the queues rather than
+// by a scan. A tier's ring and its spill queue are in the order their
+// messages became ready, and a key's queue in the order its messages go
+// back. A
 // message that overtook others (its deadline) is never the oldest; one
 // behind peekLimit stale entries is missed until those are popped.
 func (e *Engine) oldestReady() int64 { return e.oldestReadyIn(nil) }
@@ -271,16 +274,16 @@ func (e *Engine) countWithDead(s *Stats, qs []*queue, qc []queueCounts) (c state
 }
 
 // Stats returns the engine's current counts and lifetime totals. The
-// first call counts the engine's records once (O(MaxMessages)); from then
-// on the counts by state are kept as messages move, and the oldest pending
-// one is found at the fronts of the queues, so a call's cost does not grow
-// with the backlog: it grows with the keys and breakers it lists. Call it
-// for monitoring, not per message. Safe for concurrent use, and usable
-// after Close.
+// first call counts the engine's records once (O(MaxMessages)). From then
+// on the counts by state are kept as messages move. The oldest pending
+// message is found at the fronts of the queues. So a call's cost does not
+// grow with the backlog: it grows with the keys and breakers it lists.
+// Call it for monitoring, not per message. Safe for concurrent use, and
+// usable after Close.
 func (e *Engine) Stats() Stats {
-	// The totals are read before the scan, freed before deadLettered: a
-	// message that moves on meanwhile is then missed, not counted twice,
-	// so the derived totals (Enqueued, Acked, Dequeued) may lag but never
+	// The totals are read before the scan, freed before deadLettered. A
+	// message that moves on meanwhile is then missed, not counted twice.
+	// So the derived totals (Enqueued, Acked, Dequeued) may lag but never
 	// lead, and the high-water marks in e.metrics keep them monotonic.
 	freed := e.ctr.freed.Load()
 	s := Stats{
@@ -363,13 +366,13 @@ func (e *Engine) Stats() Stats {
 	s.Keys = withBreakers(e.keyStats(), s.Breakers)
 	s.DeliveryPaused = e.deliveryPaused(e.preciseNow())
 	s.Dequeued = s.Acked + s.Nacked + s.LeaseExpiries + requeuedLeased + e.ctr.cancelledLeased.Load() + uint64(s.Leased)
-	// nextID counts an ID from its claim, but a claim that turns out a
-	// repeat (or collides, or fails to log) is counted unused only after:
-	// read meanwhile, Enqueued would lead by it, and the high-water mark
-	// would keep the lead for good. Every enqueued message is live or has
-	// left the slab (freed, read before the scan), less those that came
-	// in without an ID of their own (recovered, redriven: added, read
-	// after the scan), so that bound never leads, and at rest is exact.
+	// The ID counter (nextID) counts an ID from its claim. But a claim
+	// that turns out a repeat (or collides, or fails to log) is counted
+	// unused only after. Read meanwhile, Enqueued would lead by it, and the
+	// high-water mark would keep the lead for good. Every enqueued message is live or
+	// has left the slab (freed, read before the scan). Less those that came
+	// in without an ID of their own (recovered, redriven: added, read after
+	// the scan), that bound never leads, and at rest it is exact.
 	live := int64(s.Pending + s.Delayed + s.Leased + s.Held)
 	if bound := int64(freed) + live - e.ctr.added.Load(); bound >= 0 && uint64(bound) < s.Enqueued {
 		s.Enqueued = uint64(bound)

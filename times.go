@@ -5,11 +5,11 @@ import (
 	"time"
 )
 
-// The engine keeps every instant as int64 Unix nanoseconds (records, the
-// log, the timing wheel, the deadline heap), which spans 1677-09-21 to
-// 2262-04-11. time.Time.UnixNano is undefined outside that span and in
-// practice wraps: a Deadline in 2263 would become one in 1678 and be served
-// before today's, a pause until 2611 would end within the hour. So every
+// The engine keeps every instant as int64 Unix nanoseconds, which spans
+// 1677-09-21 to 2262-04-11. Records, the log, the timing wheel and the
+// deadline heap all do. time.Time.UnixNano is undefined outside that span
+// and in practice wraps. A Deadline in 2263 would become one in 1678 and
+// be served before today's; a pause until 2611 would end within the hour. So every
 // instant the API takes, and every instant it derives by adding a
 // duration the caller gives to now, is checked against that span and
 // refused with ErrInvalid rather than wrapped or clipped.

@@ -9,27 +9,27 @@ import (
 
 // This file owns uniqueness that follows a message's life (UniqueQueued,
 // UniqueLive) and Replace. The dedup index (dedup.go) names, for each
-// DedupID, the last message accepted with it; a unique repeat reads that
+// DedupID, the last message accepted with it. A unique repeat reads that
 // message's state from its record (the lifecycle's word, record.go) at
-// the moment it is judged, so the verbs that move a message between
-// Pending, Delayed and Leased (lease, nack, requeue, a retry coming due)
-// need not touch the index, and the hot path pays nothing. The verbs that
-// end a message's life remove its entry: every one of them (ack and
-// AckBatch, Cancel, dead-lettering, TTL expiry, MaxHold) frees the record
-// through Engine.release; a message that comes back (Redrive, an ack that
-// could not be logged) takes its entry back (uniqueBack). A logged ack's
-// entry stays, marked, until the log answers (uniqueLeaving), so that no
-// repeat is let in by an ack that then fails. Replay rebuilds
-// the entries from enqueue records, which carry the mode
-// (wal.Record.Unique), and forgets them at the ack, cancel and
-// dead-letter records; a checkpoint carries them in its live messages'
-// enqueue records.
+// the moment it is judged. So the verbs that move a message between
+// Pending, Delayed and Leased need not touch the index, and the hot path
+// pays nothing; those verbs are lease, nack, requeue and a retry coming
+// due. The verbs that end a message's life remove its entry. Every one of
+// them (ack and AckBatch, Cancel, dead-lettering, TTL expiry, MaxHold)
+// frees the record through Engine.release. A message that comes back
+// (Redrive, an ack that could not be logged) takes its entry back
+// (uniqueBack). A logged ack's entry stays, marked, until the log answers
+// (uniqueLeaving), so that no repeat is let in by an ack that then fails.
+// Replay rebuilds the entries from enqueue records, which carry the mode
+// (wal.Record.Unique). It forgets them at the ack, cancel and dead-letter
+// records. A checkpoint carries them in its live messages' enqueue
+// records.
 //
 // An enqueue under a unique mode first expects no entry for its DedupID:
-// it claims and reserves at once (one lock, as the window's enqueue
-// takes). If reserve finds an entry, the enqueue gives everything back
-// and the repeat is judged holding nothing (judgeUnique, which may wait
-// out the first's owner), then reserves its DedupID only if the entry it
+// it claims and reserves at once, under one lock, as the window's enqueue
+// takes. If reserve finds an entry, the enqueue gives everything back.
+// The repeat is then judged holding nothing (judgeUnique, which may wait
+// out the first's owner). It reserves its DedupID only if the entry it
 // judged is still there (dedupIndex.reserve with its seq); otherwise it
 // judges again. A repeat's answer waits, as the window's does, until the
 // first's enqueue is durable (dedupLogging). EnqueueBatch judges its
@@ -87,9 +87,10 @@ func (e *Engine) requireUnique() error {
 
 // judgeUnique decides a repeat of m's DedupID under m's unique mode,
 // holding nothing. A first still being logged is waited for by the
-// caller (uniqueAgain); one in a state that refuses m makes m a repeat,
-// or, with Replace and the first still queued, m replaces it; otherwise
-// m is accepted and seen is the seq of the entry judged (0: none).
+// caller (uniqueAgain). A first in a state that refuses m makes m a
+// repeat. With Replace and the first still queued, m replaces it instead.
+// Otherwise m is accepted, and seen is the seq of the entry judged (0:
+// none).
 func (e *Engine) judgeUnique(m *Message) (first ID, v uniqueVerdict, seen uint64, err error) {
 	ent, ok := e.dedup.peek(m.DedupID)
 	if !ok {
@@ -128,13 +129,14 @@ func (e *Engine) awaitUnique(ctx context.Context, m *Message) (ID, uniqueVerdict
 
 // replaceFirst gives the owned record in slot (in prev, a queued state)
 // m's Payload, Headers, Priority and Delay. As every mutation, it logs
-// the record's new full state while it owns it (an enqueue record for its
-// ID, which replay applies over the old, with its history, and a requeue
-// record saying since when it is ready: liveRecordsOf), then places it
-// (a new generation: its old ring or timer entry is stale), then waits
-// for the log. A record that cannot be logged is put back as it was. A
-// first waiting on its key stays in the key's line (same generation),
-// its Delay not applied.
+// the record's new full state while it owns it. That state is an enqueue
+// record for its ID, which replay applies over the old one with its
+// failures, and a requeue record saying since when it is ready
+// (liveRecordsOf). Then it places the record under a new generation, so
+// its old ring or timer entry is stale. Then it waits for the log. A
+// record that cannot be logged is put back as it was. A first waiting on
+// its key stays in the key's line (same generation), its Delay not
+// applied.
 func (e *Engine) replaceFirst(slot uint32, prev word, m *Message) error {
 	r := e.slab.at(slot)
 	st := prev.state()
@@ -213,14 +215,15 @@ func (e *Engine) uniqueGone(r *rec, id uint64) {
 }
 
 // uniqueLeaving is uniqueGone for a message whose ack is on its way to
-// the log (the caller owns r, then frees it): its entry stays, marked as
-// being logged, so that a repeat waits for the log's answer rather than
-// be let in by an ack that may yet fail, leaving two live messages of one
-// DedupID. It returns the mark, which the answer ends (dedupIndex.left
-// once the ack is durable, stayed once the message is put back); nil if
-// there is nothing to wait for: no unique entry of r's, or one whose
-// enqueue is still being logged (then it goes at once, as before: its
-// ack cannot be durable before its enqueue).
+// the log; the caller owns r, then frees it. Its entry stays, marked as
+// being logged, so that a repeat waits for the log's answer. Otherwise a
+// repeat could be let in by an ack that may yet fail, leaving two live
+// messages of one DedupID. It returns the mark, which the answer ends:
+// dedupIndex.left once the ack is durable, stayed once the message is put
+// back. It returns nil if there is nothing to wait for. That is when r
+// has no unique entry, or one whose enqueue is still being logged. Such
+// an entry goes at once, as before: its ack cannot be durable before its
+// enqueue.
 func (e *Engine) uniqueLeaving(r *rec, id uint64) *dedupLogging {
 	x := r.more
 	if x == nil || x.unique == UniqueWindow {

@@ -8,10 +8,10 @@ import (
 	"github.com/ringwal/ringwal/internal/pad"
 )
 
-// sleepers lets consumers sleep while nothing is ready (one set per
-// queue) and producers sleep while the engine is full (the engine's),
-// without a lock on the fast path: the other side only touches the
-// channel when the atomic count of sleepers is non-zero.
+// sleepers lets consumers sleep while nothing is ready, with one set per
+// queue. It lets producers sleep while the engine is full, with the
+// engine's set. There is no lock on the fast path: the other side only
+// touches the channel when the atomic count of sleepers is non-zero.
 //
 // A sleeper increments the count, re-checks, then blocks; the other side
 // publishes, then reads the count. Sequentially consistent atomics make one

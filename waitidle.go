@@ -7,13 +7,13 @@ import (
 
 // idleWaiters lets WaitIdle sleep until a live message leaves the slab.
 // Whoever frees a counted record already signals the engine's space
-// sleepers (release in settle.go: ack, cancel, dead-lettering, expiry;
-// unclaim in enqueue.go; a redrive that could not be logged in ops.go),
-// after its counters moved, so that a woken WaitIdle's caller reading
-// Stats finds the message counted as gone. A waiting WaitIdle counts
-// itself among those sleepers, which sends the signal down its slow path
-// (sleepers.signal), where it closes this channel: with nobody waiting,
-// the verbs pay nothing they did not pay before.
+// sleepers, after its counters moved. So a woken WaitIdle's caller
+// reading Stats finds the message counted as gone. The freers are release
+// in settle.go (ack, cancel, dead-lettering, expiry), unclaim in
+// enqueue.go, and a redrive that could not be logged in ops.go. A waiting
+// WaitIdle counts itself among those sleepers. That sends the signal down
+// its slow path (sleepers.signal), where it closes this channel. With
+// nobody waiting, the verbs pay nothing they did not pay before.
 //
 // A waiter counts itself, arms the channel (stores it, or finds one
 // armed), then reads the counts; a freer moves the counts, then loads the
@@ -65,31 +65,33 @@ func (c *liveCounts) idle() bool {
 // returns nil; it returns ctx.Err() if ctx ends first and ErrClosed if the
 // engine closes (or is closed) first.
 //
-// Held messages (behind an open breaker) are live work that will be
-// delivered or dead-lettered, so WaitIdle waits for them too, as it does
-// for pending messages that wait on their key (an ordered key's queue, an
-// in-flight or rate cap, a paused key) and for the messages of a paused
-// queue or of a paused engine: those never end while the pause lasts, so
-// give WaitIdle a ctx with a deadline when pauses may be in force. Dead
-// letters are not work: a store full of them is idle.
+// Held messages, behind an open breaker, are live work that will be
+// delivered or dead-lettered, so WaitIdle waits for them too. It also
+// waits for pending messages that wait on their key: an ordered key's
+// queue, an in-flight or rate cap, a paused key. It waits for the
+// messages of a paused queue or of a paused engine too. Those never end
+// while the pause lasts, so give WaitIdle a ctx with a deadline when
+// pauses may be in force. Dead letters are not work: a store full of
+// them is idle.
 //
 // Idle is a moment: a message enqueued after WaitIdle returned is not
 // waited for, and one enqueued concurrently may or may not be. While it
-// waits, each counted message that leaves (an ack, a cancel, a
-// dead-lettering, an expiry) closes the channel it sleeps on; woken, it
-// reads the engine's kept counts (the ones Stats reports, started by the
-// first call as Stats starts them: O(MaxMessages) once) and sleeps again
-// while work remains: at most one wake per message that leaves or is
-// dequeued (a dequeue frees room in a tier, and signals the same
-// sleepers), none while nothing moves. Safe for concurrent use; any number may wait.
+// waits, each counted message that leaves closes the channel it sleeps
+// on; an ack, a cancel, a dead-lettering and an expiry all leave. Woken,
+// it reads the engine's kept counts and sleeps again while work remains.
+// Those are the counts Stats reports; the first call starts them as
+// Stats does, at O(MaxMessages) once. It wakes at most once per message
+// that leaves or is dequeued, as a dequeue frees room in a tier and
+// signals the same sleepers. It does not wake while nothing moves. Safe
+// for concurrent use; any number may wait.
 func (e *Engine) WaitIdle(ctx context.Context) error {
 	if err := e.errIfClosed(); err != nil {
 		return err
 	}
 	e.counts.start(e.slab)
 	// Counted among the space's sleepers while it waits, so that each
-	// freed record's signal (which reads that count after the record
-	// left the counts) wakes it; arm comes before the idle check, so a
+	// freed record's signal wakes it; the signal reads that count after
+	// the record left the counts. Arm comes before the idle check, so a
 	// record freed after the check closes the channel it waits on.
 	e.space.n.Add(1)
 	defer e.space.n.Add(-1)

@@ -172,10 +172,11 @@ func (s *Set) Done(t Ticket, success bool) {
 	s.done(t, success, 0)
 }
 
-// Fail reports a failed call as Done(t, false) does, with cause: a code of
-// the caller's own that the breaker keeps if this failure opens it, for
-// TripCause (the engine passes the failure's category, so that what it
-// held behind the open breaker can later be dead-lettered under it).
+// Fail reports a failed call as Done(t, false) does, with cause. The cause
+// is a code of the caller's own that the breaker keeps for TripCause if
+// this failure opens it. The engine passes the failure's category, so
+// that what it held behind the open breaker can later be dead-lettered
+// under it.
 func (s *Set) Fail(t Ticket, cause uint8) {
 	s.done(t, false, cause)
 }

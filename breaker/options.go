@@ -97,10 +97,10 @@ type Options struct {
 	// DefaultIdleTTL (10 min); negative never evicts.
 	IdleTTL time.Duration
 	// OnStateChange, if set, is called on every transition. It runs with no
-	// breaker lock held, so it may call back into the Set; calls are made
-	// one at a time and in the order the transitions happened, which means
-	// a call may be made by whichever goroutine is already delivering and
-	// may come after the Allow or Done that caused it has returned. It must
+	// breaker lock held, so it may call back into the Set. Calls are made
+	// one at a time and in the order the transitions happened. So a call
+	// may be made by whichever goroutine is already delivering. It may
+	// come after the Allow or Done that caused it has returned. It must
 	// not block for long: it delays every other notification.
 	OnStateChange func(key string, from, to State)
 	// Clock is the time source; nil means clock.Real().

@@ -35,33 +35,35 @@ func (f ClassifierFunc) Classify(err error) Category { return f(err) }
 // Default returns the built-in classifier. It tries the rules below in this
 // order; the first rule that matches anywhere in err's tree decides:
 //
-//  1. an explicit marker: Mark(err, c) gives c. (After(err, d) is not a
-//     category marker; its err is classified as usual.)
-//  2. a Retry-After hint: a RetryAfter() time.Duration method returning a
+//  1. An explicit marker: Mark(err, c) gives c. After(err, d) is not a
+//     category marker; its err is classified as usual.
+//  2. A Retry-After hint: a RetryAfter() time.Duration method returning a
 //     positive duration gives RateLimited.
-//  3. a timeout: context.DeadlineExceeded, or a Timeout() bool method that
-//     returns true (net.Error, *url.Error, os.ErrDeadlineExceeded, and
-//     syscall.Errno for ETIMEDOUT and EAGAIN) gives Timeout.
-//  4. a syscall.Errno: ECONNREFUSED, ECONNRESET, ECONNABORTED, EPIPE,
+//  3. A timeout gives Timeout: context.DeadlineExceeded, or a Timeout()
+//     bool method that returns true. Such methods are on net.Error,
+//     *url.Error, os.ErrDeadlineExceeded, and syscall.Errno for ETIMEDOUT
+//     and EAGAIN.
+//  4. A syscall.Errno: ECONNREFUSED, ECONNRESET, ECONNABORTED, EPIPE,
 //     EHOSTUNREACH, EHOSTDOWN, ENETUNREACH, ENETDOWN, ENETRESET, ENOTCONN,
-//     ESHUTDOWN, EINTR give Transient; ENOSPC, ENOMEM, EMFILE, ENFILE,
-//     EDQUOT, ENOBUFS give Resource; EACCES, EPERM, EROFS give Permanent.
-//  5. an HTTP-like status, from a StatusCode() int or HTTPStatusCode() int
+//     ESHUTDOWN, EINTR give Transient. ENOSPC, ENOMEM, EMFILE, ENFILE,
+//     EDQUOT, ENOBUFS give Resource. EACCES, EPERM, EROFS give Permanent.
+//  5. An HTTP-like status, from a StatusCode() int or HTTPStatusCode() int
 //     method: 429 gives RateLimited, 408 Timeout, other 4xx Permanent, 5xx
-//     Transient; other codes do not match.
-//  6. a network error that says what it is: a net.Error (any error with
-//     Timeout() bool and Temporary() bool methods: *net.OpError,
-//     *url.Error, *net.DNSError) whose Temporary() is true, or whose
-//     cause is io.EOF or io.ErrUnexpectedEOF (the peer closed the
-//     connection mid-exchange: "Post …: EOF"), gives Transient. A
-//     net.Error's timeout is rule 3, and what it wraps (an errno under a
-//     *net.OpError, a *net.OpError under a *url.Error) is searched like
-//     any other child, so the cause decides when it is known; a net.Error
-//     that is neither temporary nor over a known cause (a bad address, an
-//     unknown network, a host not found) falls through to the text.
-//  7. a *PanicError gives Poison. The search does not descend into it: a
+//     Transient. Other codes do not match.
+//  6. A network error that says what it is gives Transient. That is a
+//     net.Error whose Temporary() is true, or whose cause is io.EOF or
+//     io.ErrUnexpectedEOF: the peer closed the connection mid-exchange
+//     ("Post …: EOF"). A net.Error is any error with Timeout() bool and
+//     Temporary() bool methods, such as *net.OpError, *url.Error and
+//     *net.DNSError. A net.Error's timeout is rule 3. What it wraps is
+//     searched like any other child, so the cause decides when it is
+//     known: an errno under a *net.OpError, a *net.OpError under a
+//     *url.Error. A net.Error that is neither temporary nor over a known
+//     cause falls through to the text. Such are a bad address, an unknown
+//     network and a host not found.
+//  7. A *PanicError gives Poison. The search does not descend into it: a
 //     panic is a handler bug whatever value was thrown.
-//  8. the message text, as a last resort, case-insensitively (see
+//  8. The message text, as a last resort, case-insensitively (see
 //     textRules): "no space left", "too many requests", "timeout",
 //     "connection refused", "connection reset", "broken pipe", "network
 //     error", "unauthorized", "forbidden", "authentication failed",

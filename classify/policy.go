@@ -173,9 +173,9 @@ func (p RetryPolicy) ShouldRetry(attempts int, elapsed time.Duration) bool {
 }
 
 // Backoff returns the delay before the next delivery after the attempt-th
-// delivery failed (attempt 1 is the first delivery; values below 1 count
-// as 1). prev is the delay returned for the previous failure, 0 for none;
-// only DecorrelatedJitter reads it. The result lies in [0, Max] (see
+// delivery failed. Attempt 1 is the first delivery; values below 1 count
+// as 1. The prev argument is the delay returned for the previous failure,
+// 0 for none; only DecorrelatedJitter reads it. The result lies in [0, Max] (see
 // Jitter for each kind's range). Randomness comes from math/rand/v2's
 // global source: safe for concurrent use, no allocation. Use BackoffRand
 // to inject a source.

@@ -18,11 +18,12 @@ var (
 )
 
 // ID is the engine's message ID as the store sees it: ringwal.ID is this
-// type, and so are Entry.ID and Query.After. It is an alias of uint64, not a
-// type of its own, so that one value moves between all three with no
-// conversion (a listed dead letter's ID goes straight to Engine.Redrive, or
-// to the next page's After) while code written when these were spelled
-// uint64 (dlq.Query{After: uint64(n)}, var n uint64 = d.ID) still compiles.
+// type, and so are Entry.ID and Query.After. It is an alias of uint64, not
+// a type of its own. So one value moves between all three with no
+// conversion: a listed dead letter's ID goes straight to Engine.Redrive,
+// or to the next page's After. And code written when these were spelled
+// uint64 still compiles, such as dlq.Query{After: uint64(n)} or
+// var n uint64 = d.ID.
 type ID = uint64
 
 // Failure is one failed delivery of a dead-lettered message.

@@ -37,9 +37,9 @@ func (r Review) String() string {
 // dead-letter order: by DeadAt, then by ID.
 //
 // Paging: pass the ID of the last entry of a page as After to get the next
-// page. The cursor is a position in that order, not a filter on IDs, so
-// pages cover every matching entry exactly once even when IDs are not in
-// DeadAt order, and entries added behind the cursor (an older DeadAt) are
+// page. The cursor is a position in that order, not a filter on IDs. So
+// pages cover every matching entry exactly once, even when IDs are not in
+// DeadAt order. Entries added behind the cursor, with an older DeadAt, are
 // not returned by later pages. If the cursor entry has been removed since
 // (redriven, purged), paging still resumes where it stood, provided it is
 // among the engine's last 4096 removals; otherwise the read fails with

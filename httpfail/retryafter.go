@@ -11,10 +11,10 @@ import (
 const maxDeltaSeconds = 1 << 31
 
 // ParseRetryAfter reads a Retry-After header value in either form (RFC
-// 9110 section 10.2.3): delta-seconds ("120", one or more ASCII digits,
-// no sign) or an HTTP-date (IMF-fixdate, or the obsolete RFC 850 and
-// ANSI C asctime forms, as http.ParseTime reads them), measured against
-// now. Surrounding spaces and tabs are ignored.
+// 9110 section 10.2.3), measured against now. One form is delta-seconds:
+// "120", one or more ASCII digits, no sign. The other is an HTTP-date:
+// IMF-fixdate, or the obsolete RFC 850 and ANSI C asctime forms, as
+// http.ParseTime reads them. Surrounding spaces and tabs are ignored.
 //
 // ok is false for anything else: empty, negative, fractional, a number
 // with a sign or garbage after it. A date at or before now is (0, true):

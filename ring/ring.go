@@ -12,13 +12,13 @@ import (
 // Ring is a bounded multi-producer multi-consumer FIFO queue that never
 // locks and never allocates after New.
 //
-// Each slot carries a sequence number that says whose turn the slot is: the
-// producer of position p may write it when seq == 2p, the consumer of p may
-// read it when seq == 2p+1, and the consumer hands it to the producer of
-// p+Cap() by storing 2(p+Cap()). Encoding the phase in the low bit (instead
-// of Vyukov's seq == p / seq == p+1) keeps a capacity of one correct: with
-// the classic encoding "written at p" and "free for p+1" would be the same
-// number.
+// Each slot carries a sequence number that says whose turn the slot is.
+// The producer of position p may write it when seq == 2p. The consumer of
+// p may read it when seq == 2p+1. The consumer hands it to the producer of
+// p+Cap() by storing 2·(p+Cap()). Encoding the phase in the low bit keeps
+// a capacity of one correct; Vyukov's queue uses seq == p and seq == p+1
+// instead. With that classic encoding, "written at p" and "free for p+1"
+// would be the same number.
 //
 // Producers claim positions with a CAS on enqPos, consumers on deqPos; the
 // two counters live on separate cache lines so that producers and consumers
@@ -281,12 +281,12 @@ func (r *Ring[T]) PopBatch(dst []T) int {
 
 // Peek calls f with the values in the ring from the oldest on, in order,
 // until f returns false or it has seen limit values, without removing
-// them; it reports false, and calls nothing, for a ring whose T holds
+// them. It reports false, and calls nothing, for a ring whose T holds
 // pointers. Values popped while it looks are skipped, so f sees a
-// moment's view, as Len gives. Safe for concurrent use: it pins each slot
-// for as long as it takes to copy the value, so that the slot's consumer
-// (who may be popping it at that instant) cannot pass it to a producer
-// until the copy is done.
+// moment's view, as Len gives. Safe for concurrent use. It pins each slot
+// for as long as it takes to copy the value. So the slot's consumer, who
+// may be popping it at that instant, cannot pass it to a producer until
+// the copy is done.
 func (r *Ring[T]) Peek(limit int, f func(T) bool) bool {
 	if !r.plain {
 		return false

@@ -13,10 +13,10 @@ const NumTiers = 5
 // being the most urgent (Critical) and tier NumTiers-1 the least
 // (Background).
 //
-// It lives here rather than in the engine or in sched because it is storage,
-// not policy: sched decides which tier goes next from NonEmpty, the engine
-// maps its Priority to a tier index, and both need the same lock-free rings
-// without importing each other. Tier indexes rather than the root package's
+// It lives here rather than in the engine or in sched because it is
+// storage, not policy. The scheduler decides which tier goes next from
+// NonEmpty. The engine maps its Priority to a tier index. Both need the
+// same lock-free rings without importing each other. Tier indexes rather than the root package's
 // Priority type keep this package free of imports (lower packages never
 // import the root).
 //

@@ -19,9 +19,9 @@ const DefaultWait = 10 * time.Second
 // Options configures New. The zero value is a memory-only engine with
 // ringwal's default options on a fake clock starting at 2026-01-01 UTC.
 type Options struct {
-	// Engine is passed to ringwal.Open. Its Clock is the fake clock: nil
-	// gets a new one (starting at Start); a *clock.Fake is used as it is
-	// (several engines of a test may share one); any other Clock fails
+	// Engine is passed to ringwal.Open. Its Clock is the fake clock. Nil
+	// gets a new one, starting at Start. A *clock.Fake is used as it is,
+	// so several engines of a test may share one. Any other Clock fails
 	// the test, since the harness could not move it.
 	Engine ringwal.Options
 	// Start is where a new fake clock starts; zero is clock.NewFake's
@@ -115,9 +115,9 @@ func (h *Harness) Advance(d time.Duration) {
 }
 
 // Advance moves c forward by d and returns once the engine's timer
-// goroutine has done what came due by then: a delayed message or a retry
-// that came due is ready (WorkOne finds it, a Pending match in
-// RequireEnqueued sees it), a lease or TTL that ended has been acted on.
+// goroutine has done what came due by then. A delayed message or a retry
+// that came due is ready: WorkOne finds it, and a Pending match in
+// RequireEnqueued sees it. A lease or TTL that ended has been acted on.
 // It fails the test if the timer goroutine has not re-armed its timer
 // within DefaultWait (the engine is closed, say).
 //

@@ -47,13 +47,13 @@ type handoff struct {
 // no message became ready before ctx ended or, for a ctx without a
 // deadline, within DefaultWait.
 //
-// The message goes through the engine's own Run (Queue.Run with one
-// worker, stopped once this message is settled), so nothing about
-// settling is imitated: a nil return acks it without waiting for the log,
-// an error nacks it (retry, hold, or dead letter, per its category), a
-// panic nacks it as classify.Poison with the panic's stack; and the
-// handler's ctx is Run's, derived from ctx: it ends when the lease expires
-// (the fake clock moved past it), on Requeue or Cancel, or when ctx ends.
+// The message goes through the engine's own Run: Queue.Run with one
+// worker, stopped once this message is settled. So nothing about settling
+// is imitated. A nil return acks it without waiting for the log. An error
+// nacks it: retry, hold, or dead letter, per its category. A panic nacks
+// it as classify.Poison with the panic's stack. The handler's ctx is
+// Run's, derived from ctx. It ends when the lease expires (the fake clock
+// moved past it), on Requeue or Cancel, or when ctx ends.
 // Only the handler's call itself is moved to the caller's goroutine, so
 // that it may use t.Fatal and require: a handler that stops the test that
 // way has its message nacked with an error saying so.
