@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"os"
 
 	"github.com/ringwal/ringwal"
 )
@@ -16,16 +15,8 @@ import (
 // repeat gets the first message's ID, the others are added, and the error
 // wraps ErrDuplicate.
 func ExampleEngine_EnqueueBatch() {
-	dir, err := os.MkdirTemp("", "ringwal-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	e, err := ringwal.Open(dir, ringwal.Options{Durability: ringwal.Fsync})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer e.Close()
+	e, done := openInTempDir(ringwal.Options{Durability: ringwal.Fsync})
+	defer done()
 
 	ids, err := e.EnqueueBatch(context.Background(), []ringwal.Message{
 		{DedupID: "order-1", Payload: []byte("order 1")},

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ringwal/ringwal"
 	"github.com/ringwal/ringwal/classify"
-	"github.com/ringwal/ringwal/clock"
 	"github.com/ringwal/ringwal/dlq"
 )
 
@@ -18,19 +17,14 @@ import (
 // dequeuing, so it is never sent late and an operator still sees it.
 // A fake clock stands in for the ten minutes.
 func ExampleMessage_ttl() {
-	fake := clock.NewFake(time.Time{})
-	e, err := ringwal.Open("", ringwal.Options{Clock: fake})
-	if err != nil {
-		log.Fatal(err)
-	}
+	e, fake := openOnFakeClock(ringwal.Options{})
 	defer e.Close()
 
-	ctx := context.Background()
-	push, err := e.Enqueue(ctx, ringwal.Message{Payload: []byte("flash sale: 20% off"), TTL: 10 * time.Minute})
-	if err != nil {
+	if _, err := e.Enqueue(context.Background(), ringwal.Message{Payload: []byte("receipt")}); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := e.Enqueue(ctx, ringwal.Message{Payload: []byte("receipt")}); err != nil {
+	push, err := e.Enqueue(context.Background(), ringwal.Message{Payload: []byte("flash sale: 20% off"), TTL: 10 * time.Minute})
+	if err != nil {
 		log.Fatal(err)
 	}
 
@@ -55,7 +49,7 @@ func ExampleMessage_ttl() {
 	fmt.Println("expired:", s.Expired, "pending:", s.Pending)
 	// Output:
 	// flash sale: 20% off: dead
-	// dead letter 1: expired, ttl of 10m0s expired
+	// dead letter 2: expired, ttl of 10m0s expired
 	// expired: 1 pending: 1
 }
 
@@ -65,16 +59,11 @@ func ExampleMessage_ttl() {
 // deadline has passed. Until then its priority places it. A fake clock
 // stands in for the minutes.
 func ExampleMessage_deadline() {
-	fake := clock.NewFake(time.Time{})
-	e, err := ringwal.Open("", ringwal.Options{
-		Clock: fake,
+	e, fake := openOnFakeClock(ringwal.Options{
 		// Served first from a minute before its deadline: the default
 		// 10ms suits deadlines of a request, not of a business process.
 		DeadlineSlack: time.Minute,
 	})
-	if err != nil {
-		log.Fatal(err)
-	}
 	defer e.Close()
 
 	ctx := context.Background()

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ringwal/ringwal"
-	"github.com/ringwal/ringwal/clock"
 )
 
 // Stats is what a dashboard or an alert reads: the counts by state, by
@@ -15,24 +14,16 @@ import (
 // grows when consumers fall behind. It is cheap enough to poll, not to
 // call per message. A fake clock makes the age exact.
 func ExampleEngine_Stats() {
-	fake := clock.NewFake(time.Time{})
-	e, err := ringwal.Open("", ringwal.Options{Clock: fake})
-	if err != nil {
-		log.Fatal(err)
-	}
+	e, fake := openOnFakeClock(ringwal.Options{})
 	defer e.Close()
 
 	ctx := context.Background()
-	for _, m := range []ringwal.Message{
+	enqueueAll(ctx, e, []ringwal.Message{
 		{Priority: ringwal.High, Payload: []byte("charge card")},
 		{Payload: []byte("send receipt")},
 		{Payload: []byte("ask for a review"), Delay: time.Hour},
 		{Priority: ringwal.Low, Payload: []byte("tidy up")},
-	} {
-		if _, err := e.Enqueue(ctx, m); err != nil {
-			log.Fatal(err)
-		}
-	}
+	})
 	if _, err := e.Dequeue(ctx); err != nil { // a consumer takes "charge card"
 		log.Fatal(err)
 	}
@@ -60,22 +51,15 @@ func ExampleEngine_Stats() {
 // does not predict aging, which serves a tier left waiting AgingAfter:
 // the fake clock keeps the example's time still.)
 func ExampleEngine_Peek() {
-	e, err := ringwal.Open("", ringwal.Options{Clock: clock.NewFake(time.Time{})})
-	if err != nil {
-		log.Fatal(err)
-	}
+	e, _ := openOnFakeClock(ringwal.Options{})
 	defer e.Close()
 
 	ctx := context.Background()
-	for _, m := range []ringwal.Message{
+	enqueueAll(ctx, e, []ringwal.Message{
 		{Priority: ringwal.Low, Payload: []byte("tidy up")},
 		{Payload: []byte("send receipt")},
 		{Priority: ringwal.Critical, Payload: []byte("page on-call")},
-	} {
-		if _, err := e.Enqueue(ctx, m); err != nil {
-			log.Fatal(err)
-		}
-	}
+	})
 
 	for _, in := range e.Peek(10) {
 		fmt.Printf("next: %s (%s)\n", in.Message.Payload, in.Message.Priority)
@@ -107,24 +91,16 @@ func ExampleEngine_Peek() {
 // first: "what do we still hold for this customer?". A fake clock makes
 // the due time exact.
 func ExampleEngine_Messages() {
-	fake := clock.NewFake(time.Time{})
-	e, err := ringwal.Open("", ringwal.Options{Clock: fake})
-	if err != nil {
-		log.Fatal(err)
-	}
+	e, fake := openOnFakeClock(ringwal.Options{})
 	defer e.Close()
 
 	ctx := context.Background()
-	for _, m := range []ringwal.Message{
+	enqueueAll(ctx, e, []ringwal.Message{
 		{Key: "customer-7", Payload: []byte("charge card")},
 		{Key: "customer-9", Payload: []byte("charge card")},
 		{Key: "customer-7", Payload: []byte("send receipt")},
 		{Key: "customer-7", Payload: []byte("ask for a review"), Delay: time.Hour},
-	} {
-		if _, err := e.Enqueue(ctx, m); err != nil {
-			log.Fatal(err)
-		}
-	}
+	})
 	if _, err := e.Dequeue(ctx); err != nil { // a consumer takes customer-7's charge
 		log.Fatal(err)
 	}
@@ -148,4 +124,14 @@ func ExampleEngine_Messages() {
 	// 3 send receipt: pending
 	// 4 ask for a review: delayed, due in 1h0m0s
 	// waiting for a consumer, every key: 3
+}
+
+// enqueueAll enqueues msgs in order, as the inspection examples' setup: a
+// failure ends the example.
+func enqueueAll(ctx context.Context, e *ringwal.Engine, msgs []ringwal.Message) {
+	for _, m := range msgs {
+		if _, err := e.Enqueue(ctx, m); err != nil {
+			log.Fatal(err)
+		}
+	}
 }
