@@ -1,13 +1,14 @@
 package admin
 
-// The console's charts: a time series drawn as inline SVG on the server
-// (no script, no build; readable without JavaScript), from the engine's
-// history. Samples have mixed lengths (10 s, 1 min, 10 min): the time
-// axis is linear and each sample sits at its Start, so a coarser stretch
-// has fewer points, not a squeezed one; a gap between samples (longer than
-// twice the earlier one's length) breaks the line rather than bridging
-// it. Colours are classes (c0, c1, ...) that console.css styles, with
-// the same colour as the stroke attribute so that the SVG stands alone.
+// The console's charts: a time series from the engine's history, drawn as
+// inline SVG on the server. There is no script and no build step, and a
+// chart reads without JavaScript. Samples have mixed lengths: 10 s, 1 min
+// and 10 min. The time axis is linear and each sample sits at its Start.
+// So a coarser stretch has fewer points, not a squeezed one. A gap
+// between samples breaks the line rather than bridging it; a gap is
+// longer than twice the earlier sample's length. Colours are classes
+// (c0, c1, ...) that console.css styles. The stroke attribute carries the
+// same colour, so that the SVG stands alone.
 
 import (
 	"fmt"
@@ -45,10 +46,10 @@ type chartSeries struct {
 	Points []chartPoint // oldest first
 }
 
-// chart is one chart: its element id (the title's and description's ids
-// derive from it), title, the window it shows, its lines, and how a
-// value reads (Format, told the axis' top so that every label of a chart
-// has one unit; nil: plain numbers).
+// chart is one chart: its element id, title, the window it shows, its
+// lines, and how a value reads. The title's and description's ids derive
+// from the element id. Format is told the axis' top, so that every label
+// of a chart has one unit; a nil Format prints plain numbers.
 type chart struct {
 	ID, Title string
 	From, To  time.Time

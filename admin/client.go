@@ -41,13 +41,14 @@ var ErrThrottled = errors.New("admin: too many wrong tokens")
 
 // Error is an error answer of the admin API. It wraps the sentinel its
 // status calls for, so errors.Is works across the wire as it does on the
-// engine: 404 is ringwal.ErrNotFound; 400 and 413 ringwal.ErrInvalid; 503
-// ringwal.ErrFull when it carries Retry-After, else ringwal.ErrClosed; 409
-// ErrConflict (and ringwal.ErrInvalid); 401 ErrUnauthorized; 429
-// ErrThrottled (and ErrUnauthorized); 403
-// ErrForbidden; other 5xx ErrUnavailable. An error
-// answer that is not the API's JSON (a wrong base URL, a proxy's page)
-// wraps ErrProtocol whatever its status.
+// engine. A 404 wraps ringwal.ErrNotFound. A 400 or 413 wraps
+// ringwal.ErrInvalid. A 503 wraps ringwal.ErrFull when it carries
+// Retry-After, else ringwal.ErrClosed. A 409 wraps ErrConflict and
+// ringwal.ErrInvalid. A 401 wraps ErrUnauthorized. A 429 wraps
+// ErrThrottled and ErrUnauthorized. A 403 wraps ErrForbidden. Any other
+// 5xx wraps ErrUnavailable. An error answer that is not the API's JSON
+// wraps ErrProtocol, whatever its status: a wrong base URL, say, or a
+// proxy's page.
 type Error struct {
 	Status  int    // the HTTP status
 	Message string // the server's error text

@@ -264,11 +264,11 @@ func actOnSelected(ids []ringwal.ID, expect int, live func(ringwal.ID) (bool, er
 	return n, nil
 }
 
-// actOnCounted is every "all N matching" action's last step: the set is
-// what a confirmation counted, bounded by the count's mark (a dead
-// letter's store mark, or a message ID); recount it with count (which
-// sets the bound) and, if it is still the count confirmed, act on it. A
-// mark of 0 means nothing was there to count.
+// actOnCounted is every "all N matching" action's last step. The set is
+// what a confirmation counted, bounded by the count's mark: a dead
+// letter's store mark, or a message ID. actOnCounted recounts the set with
+// count, which sets the bound. If it is still the count confirmed, it
+// acts on it. A mark of 0 means nothing was there to count.
 func actOnCounted(mark string, expect int, count func(through uint64) (int, error), act func() (int, error)) (int, error) {
 	through, err := strconv.ParseUint(mark, 10, 64)
 	if err != nil {

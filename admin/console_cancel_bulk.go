@@ -1,13 +1,13 @@
 package admin
 
-// The console's bulk cancel on the live messages page: the selected rows,
-// or all that the page's filters match, cancelled behind a confirmation
-// that states the count, as the dead letters' bulk actions are
-// (console_bulk.go). The confirmation carries what it counted (the
-// selected IDs still live, or the engine's mark at the count, which bounds
-// the IDs taken), so the cancel takes exactly that set, never a message
-// enqueued after the count; when the count changed meanwhile it confirms
-// again instead of acting.
+// The console's bulk cancel on the live messages page. It cancels the
+// selected rows, or all that the page's filters match, behind a
+// confirmation that states the count. The dead letters' bulk actions work
+// the same way (console_bulk.go). The confirmation carries what it
+// counted: the selected IDs still live, or the engine's mark at the count,
+// which bounds the IDs taken. So the cancel takes exactly that set, never
+// a message enqueued after the count. When the count changed meanwhile,
+// it confirms again instead of acting.
 
 import (
 	"errors"

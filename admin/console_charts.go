@@ -1,10 +1,11 @@
 package admin
 
-// The console's history: the charts of the overview (the engine's rates,
-// counts by state, dead letters by category, wait p95) and of a queue's
-// page (its rates and counts), and the rates over the last minute, all
-// from the engine's history (Engine.History, Engine.QueueHistory): there
-// from the engine's first 10 seconds on, whoever was looking.
+// The console's history. The overview's charts show the engine's rates,
+// counts by state, dead letters by category and wait p95. A queue's page
+// charts its rates and counts. These charts and the rates over the last
+// minute all come from the engine's history (Engine.History,
+// Engine.QueueHistory). That history is there from the engine's first 10
+// seconds on, whoever was looking.
 
 import (
 	"html/template"

@@ -140,9 +140,9 @@ func (h *handler) authorizeAPI(w http.ResponseWriter, r *http.Request) bool {
 func isAPIPath(p string) bool { return p == "/api" || strings.HasPrefix(p, "/api/") }
 
 // serveAPI checks the Host, the token, the query size and the origin,
-// then routes r; the mux's own 404 and 405 answers (plain text) are
-// turned into JSON ones, and a panic into a JSON 500 (its stack goes to
-// the log, never to the client).
+// then routes r. The mux's own 404 and 405 answers are plain text; they
+// are turned into JSON ones. A panic is turned into a JSON 500. Its stack
+// goes to the log, never to the client.
 func (h *handler) serveAPI(w http.ResponseWriter, r *http.Request) {
 	defer h.recoverPanic(w, r)
 	if !h.authorizeAPI(w, r) {

@@ -1,9 +1,10 @@
 package admin
 
 // The JSON API of the engine's history (Engine.History and
-// Engine.QueueHistory): per-interval samples of its counters for the last
-// day, 10 s apart for the last 15 minutes, 1 min for 2 hours, 10 min
-// before; and the Client's methods that read them.
+// Engine.QueueHistory), and the Client's methods that read it. The history
+// holds per-interval samples of the engine's counters for the last day.
+// They are 10 s apart for the last 15 minutes, 1 min for 2 hours, and
+// 10 min before.
 
 import (
 	"context"

@@ -159,10 +159,10 @@ type MessageQuery struct {
 	Limit  int
 }
 
-// Filter is q's selection as the engine's filter (its queue's engine
-// name, its key and states; After and Limit page a list and are not
-// part of it), bounded by through (0: none) as a bulk verb's count's
-// mark bounds it.
+// Filter is q's selection as the engine's filter: its queue's engine
+// name, its key and its states. After and Limit page a list and are not
+// part of it. The filter is bounded by through, as a bulk verb's count's
+// mark bounds it; 0 is no bound.
 func (q MessageQuery) Filter(through ringwal.ID) ringwal.Filter {
 	return ringwal.Filter{Queue: EngineQueueName(q.Queue), Key: q.Key, States: q.States, Through: through}
 }

@@ -61,8 +61,9 @@ var QueryParams = []string{"queue", "category", "key", "since", "until", "review
 // are refused.
 //
 // The query's Queue is the admin name: DefaultQueue stands for the
-// default queue, which dlq.Query cannot select alone (its "" is every
-// queue), so give such a query to NewDeadLetterPage, not to the engine.
+// default queue. dlq.Query cannot select the default queue alone; its ""
+// is every queue. So give such a query to NewDeadLetterPage, not to the
+// engine.
 func ParseDeadLetterQuery(v url.Values, now time.Time) (dlq.Query, error) {
 	var q dlq.Query
 	for name, vals := range v {

@@ -16,11 +16,12 @@ import (
 )
 
 // DefaultQueue is the name the admin API, its Client, the console and
-// cmd/ringwal give the default queue, whose engine name is "": in a path
-// (/api/queues/_default/pause), in a queue parameter (?queue=_default
-// lists the default queue's messages only, where an absent queue lists
-// every queue's) and in QueueView.Name. The engine reserves names that
-// start with "_", so no named queue is ever called that.
+// cmd/ringwal give the default queue, whose engine name is "". It names
+// the queue in a path, as in /api/queues/_default/pause. It names it in a
+// queue parameter: ?queue=_default lists the default queue's messages
+// only, where an absent queue lists every queue's. It is the name in
+// QueueView.Name too. The engine reserves names that start with "_", so no named queue
+// is ever called that.
 const DefaultQueue = "_default"
 
 // AdminQueueName returns the admin name of the queue the engine calls
@@ -200,9 +201,9 @@ func queueNames(infos []ringwal.QueueInfo) []string {
 var errDefaultQueuePurge = errors.New(`queue ` + DefaultQueue + `: the default queue's dead letters cannot be purged apart from the named queues' (filter by category, key or time instead, or purge without a queue)`)
 
 // defaultScan bounds the dead letters one page of the default queue's
-// reads: its entries are found by reading every queue's and keeping
-// those of the default queue, so a page stops after this many even when
-// it holds fewer than its limit (its next then says where to go on).
+// reads. Its entries are found by reading every queue's and keeping
+// those of the default queue. So a page stops after this many, even when
+// it holds fewer than its limit; its next then says where to go on.
 var defaultScan = 10 * MaxLimit // a variable for tests only
 
 // NewDeadLetterPage reads one page of the dead letters q matches, as GET

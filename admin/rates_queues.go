@@ -1,12 +1,13 @@
 package admin
 
-// The queues page's rates of the queues the engine keeps no history of
-// (Engine.QueueHistory follows the default queue and the first 16 named
-// queues; the others' rates come from here): a small ring of samples of
-// every queue's totals (enqueued, acked, dead-lettered), taken from the
-// Stats of the overview and of the queues page when they are requested,
-// from which a rate over the last minute is the difference of two
-// samples. A sample holds a map of up to maxRateQueues queues.
+// The queues page's rates of the queues the engine keeps no history of.
+// Engine.QueueHistory follows the default queue and the first 16 named
+// queues; the others' rates come from here. This is a small ring of
+// samples of every queue's totals: enqueued, acked, dead-lettered. The
+// samples are taken from the Stats of the overview and of the queues
+// page, when those are requested. A rate over the last minute is the
+// difference of two samples. A sample holds a map of up to maxRateQueues
+// queues.
 
 import (
 	"sync"
@@ -68,12 +69,13 @@ func (sm *sampler) addQueues(at time.Time, s ringwal.Stats) {
 	sm.n = min(sm.n+1, queueRing)
 }
 
-// queueRates returns each sampled queue's rates (by engine name) between
-// the newest queue sample and the oldest one within rateWindow of it,
-// and the span they cover; ok is false while there are fewer than two
-// samples, or they span less than a second (a first visit). A queue
-// missing from the older sample (declared since) counts from zero; a
-// counter that went back (a queue deleted and declared again) reads 0.
+// queueRates returns each sampled queue's rates, by engine name, and the
+// span they cover. The rates are between the newest queue sample and the
+// oldest one within rateWindow of it. ok is false while there are fewer
+// than two samples, or they span less than a second, as on a first
+// visit. A queue missing from the older sample was declared since; it
+// counts from zero. A counter that went back reads 0: its queue was
+// deleted and declared again.
 func (sm *sampler) queueRates() (rs map[string]queueRate, span time.Duration, ok bool) {
 	sm.mu.Lock()
 	defer sm.mu.Unlock()

@@ -4,23 +4,23 @@ package admin
 // signed with the console's random key (HMAC-SHA256), so a restart of the
 // process signs everyone out and nothing is stored per visitor.
 //
-// CSRF (double submit, signed): a random nonce in the cookie ringwal_csrf
-// (HttpOnly, SameSite=Strict), set by the first page a browser loads; every
-// form carries the nonce's MAC in its csrf field, and a POST whose field is
-// not the MAC of its cookie's nonce is refused. A page elsewhere can
-// neither read the cookie nor compute the MAC; SameSite=Strict keeps the
+// CSRF is a signed double submit. The first page a browser loads sets a
+// random nonce in the cookie ringwal_csrf (HttpOnly, SameSite=Strict).
+// Every form carries the nonce's MAC in its csrf field. A POST whose field
+// is not the MAC of its cookie's nonce is refused. A page elsewhere can
+// neither read the cookie nor compute the MAC. SameSite=Strict keeps the
 // cookie off cross-site requests anyway, and the Origin check comes first.
 //
-// Sessions (only when Options.Token is set): the login form, or a sign-in
-// URL (any page with ?token=<token>, as ringwal serve prints), takes the
-// token once and sets ringwal_session (HttpOnly, SameSite=Strict), an
-// expiry and a nonce signed with the key, valid for sessionTTL. Signing
-// out revokes the session on the server too, not only in the browser
-// that signs out: a copy of the cookie taken before is refused. The
-// revoked nonces are the one thing the console keeps per session; each
-// is forgotten when its session would have expired anyway, and should
-// more than maxRevoked be live at once, every session issued so far is
-// revoked instead (everyone signs in again).
+// Sessions exist only when Options.Token is set. The login form takes the
+// token once, or a sign-in URL does: any page with ?token=<token>, as
+// ringwal serve prints. Either sets ringwal_session (HttpOnly,
+// SameSite=Strict). The cookie is an expiry and a nonce signed with the
+// key, valid for sessionTTL. Signing out revokes the session on the
+// server too, not only in the browser that signs out: a copy of the
+// cookie taken before is refused. The revoked nonces are the one thing
+// the console keeps per session. Each is forgotten when its session would
+// have expired anyway. Should more than maxRevoked be live at once, every
+// session issued so far is revoked instead, and everyone signs in again.
 
 import (
 	"crypto/hmac"
@@ -181,10 +181,10 @@ type loginView struct {
 // safeNext matches a console path: no scheme, no host, no query.
 var safeNext = regexp.MustCompile(`^/[A-Za-z0-9/_.-]*$`).MatchString
 
-// consolePath keeps p as a place to go (after signing in, or from a
-// sign-in URL) only if it is a console path other than the login page
-// itself, and no "//" or ".." could make a browser take it elsewhere;
-// anything else is the overview, "/".
+// consolePath keeps p as a place to go, after signing in or from a
+// sign-in URL. It keeps p only if it is a console path other than the
+// login page itself, and no "//" or ".." could make a browser take it
+// elsewhere. Anything else is the overview, "/".
 func consolePath(p string) string {
 	if !safeNext(p) || strings.Contains(p, "//") || strings.Contains(p, "..") || p == "/login" {
 		return "/"
@@ -235,14 +235,14 @@ func (h *handler) startSession(w http.ResponseWriter, r *http.Request) {
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 }
 
-// signInURL answers a console GET whose query has a token (a sign-in URL,
-// such as ringwal serve prints): the right token starts a session and
+// signInURL answers a console GET whose query has a token: a sign-in URL,
+// such as ringwal serve prints. The right token starts a session and
 // redirects to the same page without the token, so that the token leaves
 // the address bar. A wrong token is counted as a failure and answered
-// with the login page, a client in its penalty with 429: both at the
-// tokened URL, which their Referrer-Policy (no-referrer) keeps from
-// being sent on. Without Options.Token there is nothing to sign in to:
-// the parameter is only dropped.
+// with the login page. A client in its penalty is answered 429. Both
+// answers are at the tokened URL, which their Referrer-Policy
+// (no-referrer) keeps from being sent on. Without Options.Token there is
+// nothing to sign in to: the parameter is only dropped.
 func (h *handler) signInURL(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	tok := strings.TrimSpace(q.Get(tokenParam))

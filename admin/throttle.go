@@ -1,29 +1,31 @@
 package admin
 
 // The throttle on wrong credentials. Every wrong bearer token or sign-in
-// puts its client (remote IP; an IPv6 client's /64, since one host often
-// holds a whole /64) in a penalty for a while: 100ms after the first,
-// doubling with each further failure up to 2s. During its penalty a
-// client's credentials are not checked at all: it is answered 429 with
-// Retry-After. Once a client has failed, each credential of its that is
-// checked first moves its penalty on to the next one (admit), so that
-// from its first failure on it gets one guess per penalty, however many
-// connections it opens in parallel; no goroutine is held asleep. A right credential clears the client's record. A
-// request that carries no credential (a session cookie, or none) is never
-// throttled. Behind a reverse proxy every client has the proxy's address
-// (forwarding headers are not trusted: anyone can send them), so one
+// puts its client in a penalty for a while: 100ms after the first,
+// doubling with each further failure up to 2s. The client is its remote
+// IP. An IPv6 client is its /64, since one host often holds a whole /64.
+// During its penalty a client's credentials are not checked at all: it is
+// answered 429 with Retry-After. Once a client has failed, each credential
+// of its that is checked first moves its penalty on to the next one
+// (admit). So from its first failure on it gets one guess per penalty,
+// however many connections it opens in parallel. No goroutine is held
+// asleep. A right credential clears the client's record. A request that
+// carries no credential (a session cookie, or none) is never throttled.
+// Behind a reverse proxy every client has the proxy's address, since
+// forwarding headers are not trusted: anyone can send them. So one
 // guesser's penalty holds back the others' tokens too, for 2s at most.
 //
 // The records are bounded: at most maxThrottled clients are tracked. A
 // client that fails when the table is full takes the place of those whose
-// penalty has ended (they hold no one back now) or, if every one is still
-// running, of the one whose penalty ends first. A client without a record
-// has never failed (or was forgotten) and is never held back: its
-// credential is always checked, so that wrong guesses from many addresses
-// cannot keep an operator arriving from a new one out. The price is that
-// an attacker with more addresses than the table holds can have its
-// oldest addresses forgotten (their next penalty starts again at the
-// first); each of its addresses still gets one guess per penalty.
+// penalty has ended, since they hold no one back now. If every penalty is
+// still running, it takes the place of the one whose penalty ends first.
+// A client without a record has never failed, or was forgotten. It is
+// never held back: its credential is always checked. So wrong guesses
+// from many addresses cannot keep out an operator arriving from a new
+// one. The price is that an attacker with more addresses than the table
+// holds can have its oldest addresses forgotten. Their next penalty
+// starts again at the first. Each of its addresses still gets one guess
+// per penalty.
 
 import (
 	"net"
@@ -113,12 +115,12 @@ func clientKey(r *http.Request) string {
 }
 
 // admit returns how long client must still wait before a credential of
-// its is checked; 0 when it may try now, always so for a client without a
-// record (it has not failed). A client with a record (it failed before)
-// that may try has its penalty moved on to the next one at once, under
-// the same lock, so that requests it sends in parallel wait while this
-// one is checked (fail then sets that penalty, succeed drops the record).
-// tracked reports that record.
+// its is checked. It returns 0 when the client may try now. It always
+// does so for a client without a record, which has not failed. A client
+// with a record failed before. When it may try, its penalty is moved on
+// to the next one at once, under the same lock. So requests it sends in
+// parallel wait while this one is checked. Then fail sets that penalty,
+// or succeed drops the record. tracked reports that record.
 func (t *throttle) admit(client string) (wait time.Duration, tracked bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -178,12 +180,13 @@ func (t *throttle) succeed(client string) {
 	delete(t.clients, client)
 }
 
-// makeRoom drops records from the full table for a new one: those whose
-// penalty has ended (they hold no one back; a client of theirs that fails
-// again starts at the first penalty) or, if none has, the one whose
-// penalty ends first, the least penalised. O(maxThrottled), paid by a
-// failure that finds the table full, which an attacker's failures refill
-// no faster than one record each. The caller holds t.mu.
+// makeRoom drops records from the full table for a new one. It drops
+// those whose penalty has ended, since they hold no one back. A client of
+// theirs that fails again starts at the first penalty. If no penalty has
+// ended, it drops the one whose penalty ends first, the least penalised.
+// It costs O(maxThrottled), paid by a failure that finds the table full.
+// An attacker's failures refill the table no faster than one record
+// each. The caller holds t.mu.
 func (t *throttle) makeRoom(now time.Time) {
 	var first string
 	var firstUntil time.Time
@@ -208,11 +211,11 @@ func (t *throttle) size() int {
 	return len(t.clients)
 }
 
-// checkCredential checks tok, a credential r carries (a bearer token, a
-// sign-in form's or URL's token), through the throttle: a client in its
-// penalty is answered 429 (answered true, api picking JSON over an HTML
-// page); a wrong token counts a failure (ok false) and a right one drops
-// the client's record (ok true).
+// checkCredential checks tok, a credential r carries, through the
+// throttle. The credential is a bearer token or a sign-in form's or URL's
+// token. A client in its penalty is answered 429, and answered is true;
+// api picks JSON over an HTML page. A wrong token counts a failure, and
+// ok is false. A right one drops the client's record, and ok is true.
 func (h *handler) checkCredential(w http.ResponseWriter, r *http.Request, tok string, api bool) (ok, answered bool) {
 	client := clientKey(r)
 	wait, tracked := h.limit.admit(client)
@@ -246,13 +249,13 @@ func (h *handler) throttled(w http.ResponseWriter, r *http.Request, api bool, d 
 }
 
 // Protect returns next behind the defences of ah, a handler from
-// NewHandler: its Host check and its bearer token, with the same throttle
-// on wrong tokens (and the same AuthStats), so that an endpoint mounted
-// beside the admin handler, such as /metrics, is no easier to guess the
-// token through. A console session does not open it: only the
-// Authorization header. Errors are answered as the API's (JSON). If ah
-// is not from NewHandler, every request is refused with 500: a mistake
-// fails closed.
+// NewHandler. These are its Host check and its bearer token, with the
+// same throttle on wrong tokens and the same AuthStats. So an endpoint
+// mounted beside the admin handler, such as /metrics, is no easier to
+// guess the token through. A console session does not open it: only the
+// Authorization header does. Errors are answered as the API's, in JSON.
+// If ah is not from NewHandler, every request is refused with 500: a
+// mistake fails closed.
 func Protect(ah, next http.Handler) http.Handler {
 	h, ok := ah.(*handler)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
