@@ -15,7 +15,18 @@ func (l *Log) AppendBatch(rs []Record) error { return l.appendBatch(rs, false) }
 // in one batch, and Commit.Wait waits as AppendBatch would have. Safe for
 // concurrent use.
 func (l *Log) AppendBatchCommit(rs []Record) (Commit, error) {
-	return l.appendBatchCommit(rs, false)
+	return l.appendBatchCommit(rs, false, nil)
+}
+
+// AppendBatchCommitLocated is AppendBatchCommit that also fills offs (as
+// long as rs) with each record's place in its batch, which
+// Commit.LocationAt turns into the record's Location once the batch is
+// written. Safe for concurrent use.
+func (l *Log) AppendBatchCommitLocated(rs []Record, offs []uint32) (Commit, error) {
+	if len(offs) != len(rs) {
+		return Commit{}, fmt.Errorf("ringwal/wal: append: %d offsets for %d records", len(offs), len(rs))
+	}
+	return l.appendBatchCommit(rs, false, offs)
 }
 
 // AppendBatchNoWait is AppendNoWait for many records, in one batch and
@@ -24,7 +35,7 @@ func (l *Log) AppendBatchNoWait(rs []Record) error { return l.appendBatch(rs, tr
 
 // appendBatch is appendOne for many records.
 func (l *Log) appendBatch(rs []Record, noWait bool) error {
-	c, err := l.appendBatchCommit(rs, noWait)
+	c, err := l.appendBatchCommit(rs, noWait, nil)
 	if err != nil {
 		return err
 	}
@@ -34,7 +45,10 @@ func (l *Log) appendBatch(rs []Record, noWait bool) error {
 // appendBatchCommit encodes rs into the current batch, all or none (each
 // is checked first); noWait as in commitLocked. It is appendCommit for
 // many records.
-func (l *Log) appendBatchCommit(rs []Record, noWait bool) (Commit, error) {
+//
+// offs, when not nil, must be as long as rs: it receives each record's
+// offset in its batch's body, for Commit.LocationAt.
+func (l *Log) appendBatchCommit(rs []Record, noWait bool, offs []uint32) (Commit, error) {
 	for i := range rs {
 		if err := l.checkAppend(&rs[i]); err != nil {
 			return Commit{}, fmt.Errorf("ringwal/wal: append: record %d: %w", i, err)
@@ -48,6 +62,9 @@ func (l *Log) appendBatchCommit(rs []Record, noWait bool) (Commit, error) {
 		return Commit{}, err
 	}
 	for i := range rs {
+		if offs != nil {
+			offs[i] = uint32(len(p.buf) - batchHeaderSize)
+		}
 		p.buf = AppendRecord(p.buf, &rs[i])
 	}
 	p.n += len(rs)

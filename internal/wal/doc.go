@@ -30,6 +30,11 @@
 //   - checkpoints (checkpoint.go, snapshot.go): a zstd-compressed snapshot of the caller's
 //     live state, written to a temporary file, fsynced and renamed, after
 //     which the log before it is truncated so disk use follows live data;
+//   - reads by location (locate.go): every append's Commit names, once its
+//     batch is written, where its record went (Location: segment file,
+//     entry offset, offset in the batch body), and ReadAt reads that one
+//     record back with pread, for a caller that keeps a payload only in
+//     the log;
 //   - backups (backup.go): Backup lists and opens, on the writer between
 //     two batches, the files a consistent copy needs (FORMAT, the newest
 //     snapshot, every segment, the tail up to its last batch), for the

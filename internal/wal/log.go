@@ -64,6 +64,7 @@ type Log struct {
 	tw        *twal.Log
 	last      uint64 // index of the last batch written
 	tailSize  int    // mirror of tidwall/wal's tail segment size, to see segment switches
+	reader    reader // reads by Location (locate.go)
 	tailIndex uint64 // first index of the tail segment (its file name)
 	dirDirty  bool   // a segment file was created since the last directory fsync
 	synced    uint64 // last batch index known fsynced (written into each batch header)
@@ -440,6 +441,7 @@ func (l *Log) Close() error {
 		if l.closeErr == nil && hint != nil {
 			l.writeHint(hint, l.last) // the writer has stopped: last is final
 		}
+		l.reader.forget()
 		if err := l.lock.release(); l.closeErr == nil {
 			l.closeErr = err
 		}

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 )
@@ -19,12 +20,16 @@ import (
 // segment (its name and size) and when a new segment file exists whose
 // directory entry needs an fsync. With a trace hook set it reports the
 // steps tidwall/wal took: an fsync of the old tail and the new file at
-// each switch, and the entry's bytes.
-func (l *Log) noteEntry(idx uint64, entry []byte) {
+// each switch, and the entry's bytes. It returns where the entry went:
+// its segment's first index and its byte offset in that file.
+func (l *Log) noteEntry(idx uint64, entry []byte) (segment uint64, offset uint32) {
 	n := framedLen(len(entry))
 	before, after := segmentSwitches(l.tailSize, n, l.opt.SegmentSize)
 	if before {
 		l.switchSegment(idx)
+	}
+	if l.tailSize <= math.MaxUint32 { // else no Location names it (segment 0)
+		segment, offset = l.tailIndex, uint32(l.tailSize)
 	}
 	if tracing() {
 		framed := appendUvarint(make([]byte, 0, n), uint64(len(entry)))
@@ -37,6 +42,7 @@ func (l *Log) noteEntry(idx uint64, entry []byte) {
 	if before || after {
 		fail("segment-switch")
 	}
+	return segment, offset
 }
 
 // switchSegment records that tidwall/wal fsynced the tail segment and
@@ -85,6 +91,7 @@ func (l *Log) truncateFront(index uint64) error {
 		return err
 	}
 	l.firstIndex.Store(index)
+	l.reader.forget()
 	l.traceTruncateFront(index, removed)
 	// TruncateFront rewrote the first segment through a new file, its mode
 	// narrowed by the umask (see switchSegment).

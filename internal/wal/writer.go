@@ -25,6 +25,11 @@ type result struct {
 	err   error
 	index uint64 // last batch index written when this batch completed
 	total int64  // Log.written at that moment
+	// Where the batch's entry was written (locate.go): its segment's
+	// first index and the entry's byte offset in that file. Set with
+	// index once the write succeeded.
+	segment uint64
+	entry   uint32
 }
 
 func newResult() *result { return &result{done: make(chan struct{})} }
@@ -132,18 +137,27 @@ func (l *Log) appendCommit(r *Record, noWait bool) (Commit, error) {
 	if err != nil {
 		return Commit{}, err
 	}
+	off := uint32(len(p.buf) - batchHeaderSize)
 	p.buf = AppendRecord(p.buf, r)
 	p.n++
-	return l.commitLocked(p, noWait), nil
+	c := l.commitLocked(p, noWait)
+	c.off = off
+	return c, nil
 }
 
 // Commit is an appended record's pending outcome (see AppendCommit).
-type Commit struct{ res *result }
+type Commit struct {
+	res *result
+	// noWait: res is kept only for Location; Wait returns at once, as
+	// the append's Mode promises.
+	noWait bool
+	off    uint32 // the record's offset in its batch's body (one-record appends)
+}
 
 // Wait waits as Append would have after adding the record, and returns
 // what Append would have returned. The zero Commit has nothing to wait for.
 func (c Commit) Wait() error {
-	if c.res == nil {
+	if c.res == nil || c.noWait {
 		return nil
 	}
 	<-c.res.done
@@ -184,9 +198,10 @@ func (l *Log) finishAppendLocked(p *pending, noWait bool) (Commit, bool) {
 		// interval, so any kick is enough.
 		l.kickLocked(big || l.opt.Mode != Buffered)
 		if noWait || len(p.buf) < maxPendingBytes {
+			res := p.res
 			standIn := l.standInLocked()
 			l.mu.Unlock()
-			return Commit{}, standIn
+			return Commit{res: res, noWait: true}, standIn
 		}
 		// Back-pressure: the writer is far behind; wait for this batch.
 		p.waiters++
@@ -440,7 +455,7 @@ func (l *Log) writeBatch(b *pending, info *BatchInfo, repair bool) error {
 	n := framedLen(len(entry))
 	l.last = idx
 	l.claimed = max(l.claimed, min(l.synced, idx-1))
-	l.noteEntry(idx, entry)
+	b.res.segment, b.res.entry = l.noteEntry(idx, entry)
 	l.noteWritten()
 	l.written += int64(n)
 	l.total.Store(l.written)
