@@ -99,10 +99,12 @@ func (l *Log) ReadAt(loc Location, r *Record) error {
 	if int(loc.Record) >= len(body) {
 		return fmt.Errorf("ringwal/wal: reading %s: %w", loc, corruptf("the batch body has only %d bytes", len(body)))
 	}
-	if _, err := DecodeRecord(body[loc.Record:], r); err != nil {
+	var got Record // r is written only on success: nothing half-read is handed out
+	if _, err := DecodeRecord(body[loc.Record:], &got); err != nil {
 		return fmt.Errorf("ringwal/wal: reading %s: %w", loc, err)
 	}
-	r.Payload = bytes.Clone(r.Payload)
+	got.Payload = bytes.Clone(got.Payload)
+	*r = got
 	return nil
 }
 

@@ -251,3 +251,26 @@ func TestReadAtDoesNotReadASegmentACheckpointRemoved(t *testing.T) {
 	err = l.ReadAt(first, &Record{})
 	require.ErrorIs(t, err, fs.ErrNotExist, "the checkpoint dropped the segment; an open descriptor must not still read it")
 }
+
+// FuzzReadAt reads a record at any location of any segment bytes: an
+// error or a record, never a panic or an allocation the bytes did not
+// earn (the entry length is checked against the batch bound first).
+func FuzzReadAt(f *testing.F) {
+	good := enqueueRecord(12)
+	entry, _, _ := finishBatch(AppendRecord(make([]byte, batchHeaderSize), &good), 1, -1, nil, 0)
+	framed := append(appendUvarint(nil, uint64(len(entry))), entry...)
+	f.Add(framed, uint32(0), uint32(0))
+	f.Add(framed, uint32(1), uint32(0))
+	f.Add(framed, uint32(0), uint32(3))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f}, uint32(0), uint32(0))
+	f.Fuzz(func(t *testing.T, data []byte, entry, record uint32) {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, segmentName(1)), data, 0o600))
+		l := &Log{logDir: dir}
+		defer l.reader.forget()
+		var r Record
+		if err := l.ReadAt(Location{Segment: 1, Entry: entry, Record: record}, &r); err != nil {
+			assert.Nil(t, r.Payload)
+		}
+	})
+}
