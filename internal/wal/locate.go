@@ -127,6 +127,15 @@ func (rd *reader) batchBody(logDir string, loc Location) ([]byte, error) {
 	if k <= 0 || size > maxBatchBody+batchHeaderSize {
 		return nil, corruptf("no entry length at the offset")
 	}
+	// The length is checked against the file before it is trusted with
+	// an allocation: damage must not cost a gigabyte.
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if left := fi.Size() - int64(loc.Entry) - int64(k); int64(size) > left {
+		return nil, corruptf("the entry's %d bytes run past the end of the file", size)
+	}
 	entry := make([]byte, size)
 	if _, err := f.ReadAt(entry, int64(loc.Entry)+int64(k)); err != nil {
 		if errors.Is(err, io.EOF) {
