@@ -1,0 +1,2 @@
+// Package fleet runs several processes over one set of shards.
+package fleet
