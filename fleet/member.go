@@ -47,8 +47,6 @@ type Member struct {
 
 	rr    atomic.Uint64 // round-robin for keyless messages
 	stats counters
-
-	onEvent func(event) // tests: ownership history
 }
 
 // counters are the member's metrics.
@@ -236,7 +234,7 @@ type event struct {
 }
 
 func (m *Member) event(e event) {
-	if m.onEvent != nil {
-		m.onEvent(e)
+	if m.o.onEvent != nil {
+		m.o.onEvent(e)
 	}
 }

@@ -62,6 +62,9 @@ type Options struct {
 	ForwardBatch int
 	// Logger receives ownership changes and failures; nil discards.
 	Logger *slog.Logger
+
+	// onEvent, set by tests, sees every shard opened and closed here.
+	onEvent func(event)
 }
 
 const (
