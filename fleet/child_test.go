@@ -134,6 +134,13 @@ func startChild(t *testing.T, s childSpec, node string) *child {
 		_ = c.cmd.Process.Signal(syscall.SIGCONT)
 		_ = c.cmd.Process.Kill()
 		<-c.exited
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			if len(b) > 8000 {
+				b = b[len(b)-8000:]
+			}
+			t.Logf("%s's log (tail):\n%s", node, b)
+		}
 	})
 	return c
 }
