@@ -11,9 +11,9 @@ import (
 )
 
 // TestDepsNoHTTPNoPrometheus: the root package imports neither net/http
-// nor client_golang nor OpenTelemetry (DESIGN.md's package table); the
-// admin API, the Prometheus collector and tracing live in admin/, prom/
-// and ringwalotel/.
+// nor client_golang nor OpenTelemetry nor etcd (DESIGN.md's package
+// table); the admin API, the Prometheus collector, tracing and fleets
+// live in admin/, prom/, ringwalotel/ and fleet/.
 func TestDepsNoHTTPNoPrometheus(t *testing.T) {
 	goBin := goTool(t)
 	out, err := exec.Command(goBin, "list", "-deps", ".").CombinedOutput()
@@ -22,7 +22,8 @@ func TestDepsNoHTTPNoPrometheus(t *testing.T) {
 	}
 	for _, dep := range strings.Fields(string(out)) {
 		if dep == "net/http" || strings.HasPrefix(dep, "net/http/") || strings.HasPrefix(dep, "github.com/prometheus/") ||
-			strings.HasPrefix(dep, "go.opentelemetry.io/") {
+			strings.HasPrefix(dep, "go.opentelemetry.io/") || strings.HasPrefix(dep, "go.etcd.io/") ||
+			strings.HasPrefix(dep, "github.com/ringwal/ringwal/fleet") {
 			t.Errorf("the root package depends on %s", dep)
 		}
 	}
@@ -52,7 +53,7 @@ func TestDepsAUserModuleSelectsOnlyTheEnginesModules(t *testing.T) {
 	mods := strings.Split(strings.TrimSpace(string(out)), "\n")
 	require.Contains(t, mods, "github.com/ringwal/ringwal v0.0.0 => "+root)
 	for _, m := range mods {
-		for _, banned := range []string{"go.opentelemetry.io/", "github.com/prometheus/", "github.com/spf13/cobra",
+		for _, banned := range []string{"go.opentelemetry.io/", "github.com/prometheus/", "go.etcd.io/", "github.com/spf13/cobra",
 			"github.com/chromedp/", "github.com/creack/pty", "github.com/vbauerster/mpb"} {
 			if strings.HasPrefix(m, banned) {
 				t.Errorf("a module requiring only the engine selects %s", m)

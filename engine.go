@@ -148,6 +148,7 @@ func Open(dir string, o Options) (*Engine, error) {
 			Logger:        o.Logger,
 			OnBatch:       e.onBatch,
 			GroupReadable: o.GroupReadable,
+			Fence:         o.Fence,
 		})
 		if err != nil {
 			e.log = nil
@@ -202,6 +203,8 @@ func walMode(d Durability) wal.Mode {
 
 func mapWALError(err error) error {
 	switch {
+	case errors.Is(err, wal.ErrFenced):
+		return fmt.Errorf("%w: %w", ErrNotOwner, err)
 	case errors.Is(err, wal.ErrLocked):
 		return fmt.Errorf("%w: %w", ErrLocked, err)
 	case errors.Is(err, wal.ErrVersion):

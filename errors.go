@@ -44,6 +44,15 @@ var (
 	// damaged in a way the recovery mode does not repair. The wrapping
 	// error names the file and the record.
 	ErrCorrupt = wal.ErrCorrupt
+	// ErrNotOwner: Options.Fence refused the batch that held the call's
+	// record, so the call was not acknowledged. The engine no longer owns
+	// its directory (in a fleet, another member may own the shard now);
+	// the wrapping error carries the fence's own error, which may name
+	// the new owner. A refused record may still be in the log (the fence
+	// refused it after its write): whoever opens the directory next
+	// replays it, so a refused Enqueue may yet be delivered and a refused
+	// Ack may yet hold. That is at-least-once, as after any error.
+	ErrNotOwner = errors.New("ringwal: not the owner")
 )
 
 func invalidf(format string, args ...any) error {

@@ -253,6 +253,17 @@ type Options struct {
 	// on what it finds. Either way Open refuses, with ErrUnsafeDir, a
 	// directory that group or others may write or that another user owns.
 	GroupReadable bool
+	// Fence, if set, is called by the log writer before it writes a batch
+	// and again before it acknowledges it; an error refuses the batch, and
+	// each call whose record it held fails with an error wrapping
+	// ErrNotOwner and the fence's error. A fleet sets it so that a member
+	// whose lease may have expired acknowledges nothing more. It is called
+	// once or twice per batch on the writer's goroutine, so it must be
+	// cheap (an atomic load), must not block, and must not call the
+	// engine. Buffered durability acknowledges before the writer sees a
+	// batch, so there it only keeps refused batches out of the log.
+	// Ignored without a log (dir ""). Nil: no fence, at no cost.
+	Fence func() error
 }
 
 const (

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -169,7 +170,7 @@ func (l *Log) writeInPlace(p *pending, writer bool) {
 	err := l.writeBatch(p, &info, writer)
 	res := p.res
 	res.index, res.total = l.last, l.written
-	if err != nil && !writer {
+	if err != nil && !writer && !errors.Is(err, ErrFenced) { // a fenced batch was not written
 		l.repairCause = err
 	}
 	if err == nil && p.needSync {
@@ -204,6 +205,9 @@ func (l *Log) writeMore() {
 // finish releases b's waiters with err, keeping err for the next Flush,
 // Sync or Close if nobody waits for some of b's records.
 func (l *Log) finish(b *pending, err error) {
+	if err == nil && b.n > 0 {
+		err = l.fenced() // the batch is written: the owner may have lost it since
+	}
 	if err != nil && b.noWait {
 		l.mu.Lock()
 		if l.asyncErr == nil {
@@ -221,10 +225,14 @@ func (l *Log) finish(b *pending, err error) {
 func (l *Log) releaseSynced(target uint64, err error) bool {
 	n := 0
 	for n < len(l.syncWaits) && (err != nil || l.syncWaits[n].index <= target) {
-		w := l.syncWaits[n].res
-		w.err = err
-		close(w.done)
 		n++
+	}
+	if n > 0 && err == nil {
+		err = l.fenced() // synced, but the owner may have lost the log since
+	}
+	for _, w := range l.syncWaits[:n] {
+		w.res.err = err
+		close(w.res.done)
 	}
 	rest := copy(l.syncWaits, l.syncWaits[n:])
 	clear(l.syncWaits[rest:])

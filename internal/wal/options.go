@@ -161,6 +161,13 @@ type Options struct {
 	// the process umask, and Open sets them on the directories and the
 	// files it finds (tightening those an older version left wider).
 	GroupReadable bool
+	// Fence, if set, is asked before a batch is written and again before
+	// its waiters are released: an error refuses the batch (not written,
+	// or written but not acknowledged), and its appends fail with an error
+	// wrapping ErrFenced and Fence's. It runs on the writer goroutine (or
+	// a stand-in), once or twice per batch, so it must be cheap (an atomic
+	// load) and must not block or call into the Log. Nil: no check.
+	Fence func() error
 }
 
 // perms are the modes of what the log creates.

@@ -434,6 +434,9 @@ func (l *Log) writeBatch(b *pending, info *BatchInfo, repair bool) error {
 	idx := l.last + 1
 	info.Index = idx
 	info.RawBytes = len(b.buf) - batchHeaderSize
+	if err := l.fenceBeforeWrite(idx, b.n); err != nil {
+		return err // nothing written: nothing to repair
+	}
 	if b.n > math.MaxUint32 || info.RawBytes > maxBatchBody {
 		return fmt.Errorf("ringwal/wal: batch of %d records, %d bytes is too large (max %d bytes)", b.n, info.RawBytes, maxBatchBody)
 	}
