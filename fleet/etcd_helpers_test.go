@@ -116,17 +116,6 @@ func (c *etcdCluster) stop(i int) {
 	}
 }
 
-// restart starts a stopped member again with its data. It does not wait
-// for a quorum: with others stopped it cannot have one yet.
-func (c *etcdCluster) restart(i int) {
-	var initial []string
-	for j := range c.names {
-		initial = append(initial, c.names[j]+"="+c.peers[j].String())
-	}
-	cfg := strings.Join(initial, ",")
-	go func() { _ = c.start(i, cfg, embed.ClusterStateFlagExisting) }()
-}
-
 func (c *etcdCluster) endpoints() []string {
 	var out []string
 	for _, u := range c.clients {
